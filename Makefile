@@ -1,0 +1,30 @@
+# The commands people type. Each installs what is missing and builds before it runs.
+
+SHELL := /bin/bash
+INSTALL_STAMP := node_modules/.install-stamp
+TSC := node_modules/.bin/tsc
+
+.PHONY: run test build install clean
+
+## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
+run: build
+	node dist/src/main.js
+
+## make test: the whole suite (uvu), on an embedded PostgreSQL the runner starts and stops
+test: build
+	node dist/test/run.js $(FILTER)
+
+build: $(INSTALL_STAMP)
+	$(TSC) -p tsconfig.json
+
+install: $(INSTALL_STAMP)
+
+$(INSTALL_STAMP): package.json package-lock.json
+	@node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 20) { console.error("Node 20 or newer is required, found " + process.version); process.exit(1) }'
+	@# Not `npm ci`: the registry here lacks some optional platform binaries that npm still
+	@# names in the lockfile check, so `npm ci` refuses a lockfile `npm install` honours exactly.
+	npm install --no-audit --no-fund
+	@touch $@
+
+clean:
+	rm -rf dist

@@ -1,0 +1,97 @@
+// The main thread's handle on the coordinator shards: one piscina pool of exactly one thread
+// per shard (piscina cannot pin a task to a chosen thread, so pinning is by pool), routed by
+// shard = user_id mod N. Each pool's bounded queue is the shard's mailbox.
+
+import type { MessagePort } from 'node:worker_threads';
+import { Piscina } from 'piscina';
+import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js';
+import type { SubmitReply } from '../src/http/app.js';
+import type { Logger } from '../src/log.js';
+import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData } from './protocol.js';
+
+export type PoolOptions = {
+  readonly shards: number;
+  readonly base: Omit<CoordinatorConfig, 'shard' | 'shards'>;
+  readonly mailboxMax: number;
+  readonly concurrencyMax: number;
+  readonly logLevel: CoordinatorWorkerData['logLevel'];
+  readonly connectUbs: () => MessagePort;
+  readonly log: Logger;
+  /** A coordinator thread died: the process must stop and recover from its stores. */
+  readonly onFatal: (error: Error) => void;
+};
+
+export class CoordinatorPools {
+  private constructor(
+    private readonly pools: readonly Piscina[],
+    private readonly mailboxMax: number,
+  ) {}
+
+  static async start(opts: PoolOptions): Promise<CoordinatorPools> {
+    const pools: Piscina[] = [];
+    for (let shard = 0; shard < opts.shards; shard += 1) {
+      const data: CoordinatorWorkerData = { config: { ...opts.base, shard, shards: opts.shards }, logLevel: opts.logLevel };
+      const pool = new Piscina({
+        filename: new URL('./coordinator-worker.js', import.meta.url).href,
+        minThreads: 1,
+        maxThreads: 1,
+        idleTimeout: Infinity,
+        concurrentTasksPerWorker: opts.concurrencyMax,
+        maxQueue: opts.mailboxMax,
+        // The shard keeps timers and a UBSCore port alive between tasks.
+        atomics: 'disabled',
+        workerData: data,
+      });
+      pool.on('error', (error: unknown) => opts.onFatal(error instanceof Error ? error : new Error(String(error))));
+      pools.push(pool);
+    }
+    const self = new CoordinatorPools(pools, opts.mailboxMax);
+    await Promise.all(
+      pools.map(async (pool, shard) => {
+        const port = opts.connectUbs();
+        const task: CoordinatorTask = { kind: 'coord.init', ubsPort: port };
+        const result = (await pool.run(task, { transferList: [port] })) as CoordinatorResult;
+        if (result.kind !== 'coord.ready') throw new Error(`coordinator ${shard} did not start: ${JSON.stringify(result)}`);
+      }),
+    );
+    opts.log.info('coordinators ready', { shards: opts.shards });
+    return self;
+  }
+
+  shardOf(userId: bigint): number {
+    return Number(userId % BigInt(this.pools.length));
+  }
+
+  async submit(transfer: NewTransfer): Promise<SubmitReply> {
+    const result = await this.run(this.shardOf(transfer.userId), { kind: 'coord.submit', transfer });
+    switch (result.kind) {
+      case 'coord.transfer':
+        return { kind: 'transfer', view: result.view };
+      case 'coord.refused':
+        return { kind: 'refused', code: result.code };
+      case 'busy':
+        return { kind: 'busy' };
+      case 'coord.error':
+        return { kind: 'error', message: result.message };
+      default:
+        return { kind: 'error', message: `unexpected coordinator answer ${result.kind}` };
+    }
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.pools.map((pool) => this.run(this.pools.indexOf(pool), { kind: 'coord.stop' })));
+    await Promise.all(this.pools.map((pool) => pool.destroy()));
+  }
+
+  private async run(shard: number, task: CoordinatorTask): Promise<CoordinatorResult | { kind: 'busy' }> {
+    const pool = this.pools[shard];
+    if (pool === undefined) throw new Error(`no shard ${shard}`);
+    // A full mailbox is backpressure, answered at once rather than queued without bound.
+    if (pool.queueSize >= this.mailboxMax) return { kind: 'busy' };
+    try {
+      return (await pool.run(task)) as CoordinatorResult;
+    } catch (error) {
+      return { kind: 'coord.error', message: error instanceof Error ? error.message : String(error) };
+    }
+  }
+}

@@ -1,0 +1,83 @@
+// Thread entry of one coordinator shard, run as the single thread of a piscina pool. The pool
+// is the shard's bounded mailbox; each task is one message of the protocol, answered with a
+// value. The shard's own timers and recovery scan run between tasks (atomics disabled).
+
+import type { MessagePort } from 'node:worker_threads';
+import { workerData } from 'piscina';
+import { FundingAdapter } from '../src/adapters/funding.js';
+import { TradingAdapter } from '../src/adapters/trading.js';
+import { backoffMs } from '../src/coordinator/backoff.js';
+import { TransferDriver } from '../src/coordinator/driver.js';
+import { Shard } from '../src/coordinator/shard.js';
+import { AssetCache } from '../src/db/assets.js';
+import { openSql, type Sql } from '../src/db/sql.js';
+import { TransferStore } from '../src/db/transfers.js';
+import { createLogger } from '../src/log.js';
+import { unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData } from './protocol.js';
+import { UbsClient } from './ubscore-client.js';
+
+const { config, logLevel } = workerData as CoordinatorWorkerData;
+const log = createLogger({ level: logLevel, name: `coordinator-${config.shard}` });
+
+type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient };
+let running: Running | null = null;
+
+export default async function coordinatorTask(task: CoordinatorTask): Promise<CoordinatorResult> {
+  try {
+    return await handle(task);
+  } catch (error) {
+    log.error('coordinator task failed', { task: task.kind, error: error instanceof Error ? error.stack : String(error) });
+    return { kind: 'coord.error', message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
+  switch (task.kind) {
+    case 'coord.init':
+      return init(task.ubsPort);
+    case 'coord.submit': {
+      const outcome = await shardOf().submit(task.transfer);
+      return outcome.kind === 'transfer' ? { kind: 'coord.transfer', view: outcome.view } : { kind: 'coord.refused', code: outcome.code };
+    }
+    case 'coord.drive': {
+      const view = await shardOf().driveNow(task.reqId);
+      return view === null ? { kind: 'coord.not_found' } : { kind: 'coord.transfer', view };
+    }
+    case 'coord.stop':
+      return stop();
+    default:
+      return unreachable(task);
+  }
+}
+
+function init(port: MessagePort): CoordinatorResult {
+  if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
+  const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}` });
+  const ubs = new UbsClient(port, {});
+  const store = new TransferStore(sql);
+  const driver = new TransferDriver({
+    store,
+    adapters: { FUNDING: new FundingAdapter(sql), SPOT: new TradingAdapter((cmd, ms) => ubs.send(cmd, ms), config.adapterTimeoutMs) },
+    log,
+    nextRetryAt: (n) => new Date(Date.now() + backoffMs({ baseMs: config.retryBaseMs, capMs: config.retryCapMs }, n)),
+  });
+  const shard = new Shard({ driver, store, assets: new AssetCache(sql), config, log });
+  shard.start();
+  running = { shard, sql, ubs };
+  return { kind: 'coord.ready' };
+}
+
+async function stop(): Promise<CoordinatorResult> {
+  if (running === null) return { kind: 'coord.stopped' };
+  const { shard, sql, ubs } = running;
+  running = null;
+  shard.stop();
+  ubs.close();
+  await sql.end({ timeout: 5 });
+  return { kind: 'coord.stopped' };
+}
+
+function shardOf(): Shard {
+  if (running === null) throw new Error('coordinator used before coord.init');
+  return running.shard;
+}

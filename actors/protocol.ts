@@ -1,0 +1,74 @@
+// Every message that crosses a thread, as members of discriminated unions.
+// Outcomes cross as values; no handler lets an exception cross a thread boundary.
+
+import type { MessagePort } from 'node:worker_threads';
+import type { CoordinatorConfig, NewTransfer, TransferView } from '../src/coordinator/types.js';
+import type { BusinessCode, ValidationCode } from '../src/domain/types.js';
+import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
+export type * from '../src/ubscore/types.js';
+
+// ---------------------------------------------------------------------------------------------
+// UBSCore: the data plane. A coordinator (or the main thread) posts `ubs.requests` on its own
+// MessagePort; UBSCore answers with `ubs.replies` on the same port, only after the WAL records
+// of every command in the reply are durable.
+
+export type UbsRequest = { readonly id: number; readonly command: UbsCommand };
+export type UbsReply = { readonly id: number; readonly result: UbsResult };
+
+export type UbsPortMessage = { readonly kind: 'ubs.requests'; readonly requests: readonly UbsRequest[] };
+export type UbsPortReply = { readonly kind: 'ubs.replies'; readonly replies: readonly UbsReply[] };
+
+/** Messages from the main thread to the UBSCore worker on its parent port. */
+export type UbsParentMessage =
+  /** Serve a new client (a coordinator, or the main thread) on this port. */
+  | { readonly kind: 'ubs.attach'; readonly port: MessagePort }
+  /** Expose the control API (comlink) on this port. */
+  | { readonly kind: 'ubs.control'; readonly port: MessagePort };
+
+/** Messages from the UBSCore worker to the main thread on its parent port. */
+export type UbsParentEvent =
+  | { readonly kind: 'ubs.ready'; readonly replayedRecords: number; readonly replayMs: number }
+  | { readonly kind: 'ubs.fatal'; readonly message: string };
+
+/** The control surface UBSCore exposes through comlink: low-frequency calls only. */
+export type UbsControlApi = {
+  stats(): Promise<UbsStats>;
+  /** Stop accepting commands, make every accepted command durable, close LMDB. */
+  close(): Promise<{ readonly closed: true }>;
+};
+
+export type UbsStats = {
+  readonly accounts: number;
+  readonly walSeq: number;
+  readonly batches: number;
+  readonly commands: number;
+};
+
+export type UbsWorkerData = {
+  readonly walDir: string;
+  readonly batchMax: number;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Coordinators: the control of each shard, one piscina pool of one thread per shard.
+
+export type CoordinatorWorkerData = { readonly config: CoordinatorConfig; readonly logLevel: 'debug' | 'info' | 'warn' | 'error' };
+
+export type CoordinatorTask =
+  | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort }
+  | { readonly kind: 'coord.submit'; readonly transfer: NewTransfer }
+  | { readonly kind: 'coord.drive'; readonly reqId: string }
+  | { readonly kind: 'coord.stop' };
+
+export type CoordinatorResult =
+  | { readonly kind: 'coord.ready' }
+  | { readonly kind: 'coord.transfer'; readonly view: TransferView }
+  | { readonly kind: 'coord.refused'; readonly code: ValidationCode | BusinessCode | 'DUPLICATE_REQUEST' }
+  | { readonly kind: 'coord.not_found' }
+  | { readonly kind: 'coord.error'; readonly message: string }
+  | { readonly kind: 'coord.stopped' };
+
+/** Compile-time exhaustiveness guard for switches over a union's `kind`. */
+export function unreachable(value: never): never {
+  throw new Error(`unreachable: ${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}`);
+}

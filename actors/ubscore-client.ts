@@ -1,0 +1,234 @@
+// The client side of UBSCore: a UbsClient talks to the core over one MessagePort, and
+// `startUbsCore` starts the core's thread. Sends made in the same event-loop turn travel as one
+// message; an answer that does not come in time resolves `null`, which the caller must read as
+// "unknown, retry idempotently", never as a failure.
+
+import { createRequire } from 'node:module';
+import { MessageChannel, Worker } from 'node:worker_threads';
+import type { MessagePort } from 'node:worker_threads';
+import { wrap } from 'comlink';
+import type { Endpoint, Remote } from 'comlink';
+import { unreachable } from './protocol.js';
+import type {
+  UbsCommand,
+  UbsControlApi,
+  UbsParentEvent,
+  UbsParentMessage,
+  UbsPortMessage,
+  UbsPortReply,
+  UbsRequest,
+  UbsResult,
+  UbsWorkerData,
+} from './protocol.js';
+
+/** Requests per `ubs.requests` message when the caller gives no bound. */
+export const UBS_CLIENT_BATCH_MAX_DEFAULT = 1024;
+/** The longest timeout a send may ask for (one hour), so no timer is effectively unbounded. */
+export const UBS_SEND_TIMEOUT_MS_MAX = 3_600_000;
+
+/**
+ * Comlink's own Node adapter. Its ESM build ships no type declarations and its UMD typings
+ * describe a default export the CommonJS module does not have, so it is loaded with `require`
+ * and given the type it really has.
+ */
+export const nodeEndpoint = createRequire(import.meta.url)('comlink/dist/umd/node-adapter.js') as (port: MessagePort) => Endpoint;
+
+type Resolve = (result: UbsResult | null) => void;
+
+/** The requests of one posted message that share a timeout: one timer for all of them. */
+type TimeoutGroup = { remaining: number; timer: NodeJS.Timeout | null; readonly ids: number[] };
+
+type Waiter = { readonly resolve: Resolve; readonly timeoutMs: number; group: TimeoutGroup | null };
+
+function isPortReply(message: unknown): message is UbsPortReply {
+  if (typeof message !== 'object' || message === null) return false;
+  const candidate = message as { kind?: unknown; replies?: unknown };
+  return candidate.kind === 'ubs.replies' && Array.isArray(candidate.replies);
+}
+
+export class UbsClient {
+  private readonly batchMax: number;
+  private readonly waiters = new Map<number, Waiter>();
+  private outbox: UbsRequest[] = [];
+  private flushScheduled = false;
+  private nextId = 1;
+  private closed = false;
+
+  constructor(
+    private readonly port: MessagePort,
+    opts: { readonly batchMax?: number } = {},
+  ) {
+    const batchMax = opts.batchMax ?? UBS_CLIENT_BATCH_MAX_DEFAULT;
+    if (!Number.isSafeInteger(batchMax) || batchMax < 1) throw new Error(`UbsClient: batchMax must be a positive integer, got ${batchMax}`);
+    this.batchMax = batchMax;
+    port.on('message', (message: unknown) => this.onMessage(message));
+    // A closed port can never answer: every waiter becomes "unknown" now rather than at its timeout.
+    port.on('close', () => this.shutDown());
+  }
+
+  /** Resolves the core's answer, or null when none came within `timeoutMs` (outcome unknown). */
+  send(command: UbsCommand, timeoutMs: number): Promise<UbsResult | null> {
+    if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > UBS_SEND_TIMEOUT_MS_MAX) {
+      throw new Error(`UbsClient.send: timeoutMs must be an integer in 1..${UBS_SEND_TIMEOUT_MS_MAX}, got ${timeoutMs}`);
+    }
+    if (this.closed) return Promise.resolve(null);
+    const id = this.nextId;
+    this.nextId = id === Number.MAX_SAFE_INTEGER ? 1 : id + 1;
+    return new Promise<UbsResult | null>((resolve) => {
+      this.waiters.set(id, { resolve, timeoutMs, group: null });
+      this.outbox.push({ id, command });
+      if (this.outbox.length >= this.batchMax) this.flush();
+      else this.scheduleFlush();
+    });
+  }
+
+  /** Stops the client: every pending send resolves null, and the port is closed. */
+  close(): void {
+    if (this.closed) return;
+    this.shutDown();
+    this.port.close();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // setImmediate runs after every microtask of this turn, so sends made in promise
+    // continuations of the same turn still share one message.
+    setImmediate(() => {
+      this.flushScheduled = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.outbox.length === 0 || this.closed) return;
+    const requests = this.outbox;
+    this.outbox = [];
+    this.armTimeouts(requests);
+    const message: UbsPortMessage = { kind: 'ubs.requests', requests };
+    try {
+      this.port.postMessage(message);
+    } catch (error) {
+      // Nothing was sent (a closed port, or a command that cannot be cloned): unknown, not failed.
+      for (const request of requests) this.settle(request.id, null);
+    }
+  }
+
+  /** Starts one timer per distinct timeout among the requests being posted. */
+  private armTimeouts(requests: readonly UbsRequest[]): void {
+    const groups = new Map<number, TimeoutGroup>();
+    for (const request of requests) {
+      const waiter = this.waiters.get(request.id);
+      if (waiter === undefined) continue;
+      let group = groups.get(waiter.timeoutMs);
+      if (group === undefined) {
+        group = { remaining: 0, timer: null, ids: [] };
+        groups.set(waiter.timeoutMs, group);
+      }
+      group.remaining++;
+      group.ids.push(request.id);
+      waiter.group = group;
+    }
+    for (const [timeoutMs, group] of groups) {
+      group.timer = setTimeout(() => this.expire(group), timeoutMs);
+    }
+  }
+
+  private expire(group: TimeoutGroup): void {
+    group.timer = null;
+    for (const id of group.ids) {
+      if (this.waiters.get(id)?.group === group) this.settle(id, null);
+    }
+  }
+
+  private settle(id: number, result: UbsResult | null): void {
+    const waiter = this.waiters.get(id);
+    if (waiter === undefined) return; // Answered already, or timed out: a late reply is dropped.
+    this.waiters.delete(id);
+    const group = waiter.group;
+    if (group !== null && --group.remaining === 0 && group.timer !== null) {
+      clearTimeout(group.timer);
+      group.timer = null;
+    }
+    waiter.resolve(result);
+  }
+
+  private onMessage(message: unknown): void {
+    if (!isPortReply(message)) return;
+    switch (message.kind) {
+      case 'ubs.replies':
+        for (const reply of message.replies) this.settle(reply.id, reply.result);
+        break;
+      default:
+        unreachable(message.kind);
+    }
+  }
+
+  private shutDown(): void {
+    this.closed = true;
+    this.outbox = [];
+    for (const id of [...this.waiters.keys()]) this.settle(id, null);
+  }
+}
+
+export type UbsCoreHandle = {
+  readonly worker: Worker;
+  readonly control: Remote<UbsControlApi>;
+  /** Creates a MessageChannel, attaches one end to UBSCore, and returns the other. */
+  connect(): MessagePort;
+  readonly ready: { readonly replayedRecords: number; readonly replayMs: number };
+};
+
+/** Starts the UBSCore thread and waits until its WAL is replayed; rejects if it cannot start. */
+export async function startUbsCore(opts: { readonly walDir: string; readonly batchMax: number }): Promise<UbsCoreHandle> {
+  const workerData: UbsWorkerData = { walDir: opts.walDir, batchMax: opts.batchMax };
+  const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData });
+  const ready = await waitForReady(worker);
+  const post = (message: UbsParentMessage, port: MessagePort): void => worker.postMessage(message, [port]);
+  const control = new MessageChannel();
+  post({ kind: 'ubs.control', port: control.port2 }, control.port2);
+  return {
+    worker,
+    control: wrap<UbsControlApi>(nodeEndpoint(control.port1)),
+    connect(): MessagePort {
+      const channel = new MessageChannel();
+      post({ kind: 'ubs.attach', port: channel.port2 }, channel.port2);
+      return channel.port1;
+    },
+    ready,
+  };
+}
+
+function waitForReady(worker: Worker): Promise<{ replayedRecords: number; replayMs: number }> {
+  return new Promise((resolve, reject) => {
+    const cleanUp = (): void => {
+      worker.off('message', onMessage);
+      worker.off('error', onError);
+      worker.off('exit', onExit);
+    };
+    const onMessage = (event: UbsParentEvent): void => {
+      cleanUp();
+      switch (event.kind) {
+        case 'ubs.ready':
+          resolve({ replayedRecords: event.replayedRecords, replayMs: event.replayMs });
+          break;
+        case 'ubs.fatal':
+          reject(new Error(event.message));
+          break;
+        default:
+          unreachable(event);
+      }
+    };
+    const onError = (error: Error): void => {
+      cleanUp();
+      reject(error);
+    };
+    const onExit = (code: number): void => {
+      cleanUp();
+      reject(new Error(`ubscore worker exited with code ${code} before it was ready`));
+    };
+    worker.on('message', onMessage);
+    worker.on('error', onError);
+    worker.on('exit', onExit);
+  });
+}

@@ -1,0 +1,75 @@
+// The Trading adapter: SPOT balances held by UBSCore. It re-checks its inputs, sends one
+// command and maps the answer to an OpOutcome. No answer within the timeout is "unknown"
+// (PENDING), never a failure: UBSCore may have applied it, and a retry is idempotent.
+
+import { checkOpRequest } from '../domain/checks.js';
+import { failed, isBusinessCode, pending, SUCCESS, type OpOutcome, type TransferOp } from '../domain/types.js';
+import type { UbsCommand, UbsResult } from '../ubscore/types.js';
+import { describeError, type AccountAdapter, type OpRequest, type QueryOutcome } from './types.js';
+
+/** Sends one command to UBSCore; resolves null when no answer came within `timeoutMs`. */
+export type UbsSend = (command: UbsCommand, timeoutMs: number) => Promise<UbsResult | null>;
+
+export class TradingAdapter implements AccountAdapter {
+  readonly account = 'SPOT' as const;
+
+  constructor(
+    private readonly send: UbsSend,
+    private readonly timeoutMs: number,
+  ) {}
+
+  withdraw(req: OpRequest): Promise<OpOutcome> {
+    return this.apply('WITHDRAW', req);
+  }
+
+  deposit(req: OpRequest): Promise<OpOutcome> {
+    return this.apply('DEPOSIT', req);
+  }
+
+  refund(req: OpRequest): Promise<OpOutcome> {
+    return this.apply('REFUND', req);
+  }
+
+  async query(reqId: string, op: TransferOp): Promise<QueryOutcome> {
+    const result = await this.call({ kind: 'query_op', op, key: reqId });
+    if (result === null) return pending(`UBSCore query ${op} did not answer within ${this.timeoutMs} ms`);
+    if (result.kind === 'not_found') return { kind: 'NOT_FOUND' };
+    return toOutcome(op, result);
+  }
+
+  private async apply(op: TransferOp, req: OpRequest): Promise<OpOutcome> {
+    const invalid = checkOpRequest(req);
+    if (invalid !== null) return failed(invalid);
+    const command: UbsCommand = { kind: 'transfer_op', op, reqId: req.reqId, userId: req.userId, asset: req.asset, amount: req.amount };
+    const result = await this.call(command);
+    if (result === null) return pending(`UBSCore ${op} did not answer within ${this.timeoutMs} ms`);
+    return toOutcome(op, result);
+  }
+
+  private async call(command: UbsCommand): Promise<UbsResult | null> {
+    try {
+      return await this.send(command, this.timeoutMs);
+    } catch (error) {
+      return { kind: 'conflict', detail: `send failed: ${describeError(error)}` };
+    }
+  }
+}
+
+function toOutcome(op: TransferOp, result: UbsResult): OpOutcome {
+  switch (result.kind) {
+    case 'applied':
+      return SUCCESS;
+    case 'rejected':
+      // A refund UBSCore refuses leaves the transfer COMPENSATING for an operator; it is never final.
+      if (op === 'REFUND' || !isBusinessCode(result.code)) return pending(`UBSCore refused ${op}: ${result.code}`);
+      return failed(result.code);
+    case 'invalid':
+      return op === 'REFUND' ? pending(`UBSCore refused refund input: ${result.code}`) : failed(result.code);
+    case 'conflict':
+      return pending(`IDEMPOTENCY_CONFLICT or send failure: ${result.detail}`);
+    case 'not_found':
+    case 'balances':
+    case 'status_set':
+      return pending(`UBSCore answered ${result.kind} to ${op}`);
+  }
+}

@@ -1,0 +1,86 @@
+// Every environment variable the service reads, read here and nowhere else, with safe defaults.
+// Limits carry their unit or `_max` in the name and are checked once, at startup.
+
+import path from 'node:path';
+
+export type Config = {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  /** Null: start the embedded PostgreSQL server inside dataDir. */
+  readonly databaseUrl: string | null;
+  readonly embeddedPgPort: number;
+  readonly jwtSecret: string;
+  readonly jwtSecretIsDevDefault: boolean;
+  readonly coordinators: number;
+  readonly pgPoolMax: number;
+  readonly mainPgPoolMax: number;
+  readonly adapterTimeoutMs: number;
+  readonly happyPathDeadlineMs: number;
+  readonly retryBaseMs: number;
+  readonly retryCapMs: number;
+  readonly coordinatorMailboxMax: number;
+  readonly coordinatorConcurrencyMax: number;
+  readonly ubsBatchMax: number;
+  readonly bodyBytesMax: number;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+};
+
+export const DEV_JWT_SECRET = 'dev-only-secret-change-me-0123456789abcdef';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function loadConfig(env: Env = process.env): Config {
+  const dataDir = path.resolve(env.DATA_DIR ?? './data');
+  const secret = env.JWT_SECRET;
+  const config: Config = {
+    port: intVar(env, 'PORT', 8080, 0, 65535),
+    host: env.HOST ?? '127.0.0.1',
+    dataDir,
+    databaseUrl: nonEmpty(env.DATABASE_URL),
+    embeddedPgPort: intVar(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535),
+    jwtSecret: secret ?? DEV_JWT_SECRET,
+    jwtSecretIsDevDefault: secret === undefined,
+    coordinators: intVar(env, 'COORDINATORS', 2, 1, 64),
+    pgPoolMax: intVar(env, 'PG_POOL_MAX', 8, 1, 200),
+    mainPgPoolMax: intVar(env, 'MAIN_PG_POOL_MAX', 4, 1, 200),
+    adapterTimeoutMs: intVar(env, 'ADAPTER_TIMEOUT_MS', 5_000, 10, 600_000),
+    happyPathDeadlineMs: intVar(env, 'HAPPY_PATH_DEADLINE_MS', 500, 0, 60_000),
+    retryBaseMs: intVar(env, 'RETRY_BASE_MS', 200, 1, 600_000),
+    retryCapMs: intVar(env, 'RETRY_CAP_MS', 30_000, 1, 3_600_000),
+    coordinatorMailboxMax: intVar(env, 'COORDINATOR_MAILBOX_MAX', 10_000, 1, 1_000_000),
+    coordinatorConcurrencyMax: intVar(env, 'COORDINATOR_CONCURRENCY_MAX', 256, 1, 10_000),
+    ubsBatchMax: intVar(env, 'UBS_BATCH_MAX', 4_096, 1, 100_000),
+    bodyBytesMax: intVar(env, 'BODY_BYTES_MAX', 16 * 1024, 256, 1024 * 1024),
+    logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+  };
+  if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');
+  if (config.jwtSecret.length < 32) throw new ConfigError('JWT_SECRET must be at least 32 characters');
+  return config;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+function nonEmpty(value: string | undefined): string | null {
+  return value === undefined || value.trim() === '' ? null : value;
+}
+
+function intVar(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^[0-9]+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got ${JSON.stringify(raw)}`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function enumVar<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got ${JSON.stringify(raw)}`);
+  }
+  return raw as T;
+}

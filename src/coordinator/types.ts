@@ -1,0 +1,45 @@
+// What the coordinator takes in and reports out, as plain data that can cross a thread.
+
+import type { TransferStateName } from '../domain/fsm.js';
+import type { AccountKind } from '../domain/types.js';
+
+export type NewTransfer = {
+  readonly reqId: string;
+  readonly userId: bigint;
+  readonly from: AccountKind;
+  readonly to: AccountKind;
+  readonly asset: string;
+  readonly amount: bigint;
+  readonly clientOrderId: string | null;
+};
+
+/** A transfer as the coordinator reports it to the HTTP edge. */
+export type TransferView = {
+  readonly transferId: string;
+  readonly reqId: string;
+  readonly userId: bigint;
+  readonly from: AccountKind;
+  readonly to: AccountKind;
+  readonly asset: string;
+  readonly amount: bigint;
+  readonly state: TransferStateName;
+  readonly errorCode: string | null;
+  readonly retryCount: number;
+  readonly createdAt: string;
+  readonly updatedAt: string;
+};
+
+export type CoordinatorConfig = {
+  readonly shard: number;
+  readonly shards: number;
+  readonly databaseUrl: string;
+  readonly pgPoolMax: number;
+  readonly adapterTimeoutMs: number;
+  readonly happyPathDeadlineMs: number;
+  readonly retryBaseMs: number;
+  readonly retryCapMs: number;
+  readonly scanIntervalMs: number;
+  readonly staleThresholdMs: number;
+  readonly scanBatchMax: number;
+  readonly retryTimersMax: number;
+};

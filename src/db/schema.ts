@@ -1,0 +1,129 @@
+// The PostgreSQL schema as ordered migrations, applied once each under an advisory lock so
+// that several processes starting together do not race. Amounts are BIGINT smallest units.
+
+import type { Sql } from './sql.js';
+
+const MIGRATION_LOCK_KEY = 0x7472616e73666572n; // "transfer"
+
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE assets (
+    symbol                    TEXT PRIMARY KEY CHECK (symbol ~ '^[A-Z0-9]{1,16}$'),
+    asset_id                  INTEGER GENERATED ALWAYS AS IDENTITY UNIQUE,
+    precision                 SMALLINT NOT NULL CHECK (precision BETWEEN 0 AND 18),
+    min_transfer_units        BIGINT NOT NULL CHECK (min_transfer_units > 0),
+    max_transfer_units        BIGINT NOT NULL CHECK (max_transfer_units >= min_transfer_units),
+    status                    TEXT NOT NULL DEFAULT 'ACTIVE' CHECK (status IN ('ACTIVE', 'SUSPENDED')),
+    internal_transfer_enabled BOOLEAN NOT NULL DEFAULT TRUE,
+    updated_at                TIMESTAMPTZ NOT NULL DEFAULT now()
+  );
+
+  CREATE TABLE funding_balances (
+    user_id    BIGINT NOT NULL CHECK (user_id > 0),
+    asset      TEXT NOT NULL REFERENCES assets (symbol),
+    available  BIGINT NOT NULL CHECK (available >= 0),
+    status     TEXT NOT NULL DEFAULT 'ACTIVE' CHECK (status IN ('ACTIVE', 'FROZEN', 'DISABLED')),
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (user_id, asset)
+  );
+
+  -- Spec 001 §7.1, with amounts in smallest units and the account kinds spelled out.
+  CREATE TABLE transfers_tb (
+    transfer_id     BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    req_id          TEXT NOT NULL UNIQUE CHECK (req_id ~ '^[0-9A-HJKMNP-TV-Z]{26}$'),
+    user_id         BIGINT NOT NULL CHECK (user_id > 0),
+    asset           TEXT NOT NULL REFERENCES assets (symbol),
+    amount          BIGINT NOT NULL CHECK (amount > 0),
+    transfer_type   SMALLINT NOT NULL CHECK (transfer_type IN (1, 2)),
+    source_type     SMALLINT NOT NULL CHECK (source_type IN (1, 2)),
+    target_type     SMALLINT NOT NULL CHECK (target_type IN (1, 2) AND target_type <> source_type),
+    state           SMALLINT NOT NULL DEFAULT 0 CHECK (state IN (0, 10, 20, 30, 40, -10, -20, -30)),
+    error_code      TEXT,
+    error_message   TEXT,
+    retry_count     INTEGER NOT NULL DEFAULT 0,
+    next_retry_at   TIMESTAMPTZ,
+    client_order_id TEXT CHECK (client_order_id ~ '^[A-Za-z0-9_-]{1,64}$'),
+    created_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
+    updated_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
+    UNIQUE (user_id, client_order_id)
+  );
+  CREATE INDEX transfers_active_idx ON transfers_tb (updated_at) WHERE state NOT IN (40, -10, -30);
+  CREATE INDEX transfers_user_idx ON transfers_tb (user_id, transfer_id DESC);
+
+  -- One row per state change, written in the same statement as the compare-and-swap.
+  CREATE TABLE transfer_state_history (
+    id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    req_id     TEXT NOT NULL REFERENCES transfers_tb (req_id),
+    from_state SMALLINT,
+    to_state   SMALLINT NOT NULL,
+    event      TEXT NOT NULL,
+    detail     TEXT,
+    at         TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+  );
+  CREATE INDEX transfer_state_history_req_idx ON transfer_state_history (req_id, id);
+
+  -- The Funding adapter's idempotency record: one row per (req_id, op), written in the same
+  -- transaction as the balance change it describes. Rejections are recorded too.
+  CREATE TABLE funding_operations (
+    req_id     TEXT NOT NULL,
+    op         TEXT NOT NULL CHECK (op IN ('WITHDRAW', 'DEPOSIT', 'REFUND')),
+    user_id    BIGINT NOT NULL,
+    asset      TEXT NOT NULL,
+    amount     BIGINT NOT NULL CHECK (amount > 0),
+    outcome    TEXT NOT NULL CHECK (outcome IN ('APPLIED', 'REJECTED')),
+    code       TEXT,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    PRIMARY KEY (req_id, op)
+  );
+
+  -- Funds entering or leaving the system from outside, idempotent by ref. A SPOT movement is
+  -- recorded PENDING before UBSCore is asked, and DONE or REJECTED after it answers.
+  CREATE TABLE external_movements (
+    ref        TEXT PRIMARY KEY CHECK (ref ~ '^[A-Za-z0-9_-]{1,64}$'),
+    kind       TEXT NOT NULL CHECK (kind IN ('DEPOSIT', 'WITHDRAW')),
+    user_id    BIGINT NOT NULL CHECK (user_id > 0),
+    account    TEXT NOT NULL CHECK (account IN ('FUNDING', 'SPOT')),
+    asset      TEXT NOT NULL REFERENCES assets (symbol),
+    amount     BIGINT NOT NULL CHECK (amount > 0),
+    state      TEXT NOT NULL CHECK (state IN ('PENDING', 'DONE', 'REJECTED')),
+    code       TEXT,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+  );
+  CREATE INDEX external_movements_pending_idx ON external_movements (created_at) WHERE state = 'PENDING';
+  `,
+];
+
+/** The demo assets `make run` seeds: 8 decimals, 1 unit minimum, 1,000,000 whole coins maximum. */
+const DEMO_ASSETS = ['BTC', 'USDT', 'ETH'] as const;
+const DEMO_PRECISION = 8;
+const DEMO_MAX_UNITS = 1_000_000n * 10n ** BigInt(DEMO_PRECISION);
+
+export async function migrate(sql: Sql): Promise<{ applied: number }> {
+  return sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`;
+    await tx`CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`;
+    const rows = await tx<{ version: number }[]>`SELECT version FROM schema_migrations`;
+    const done = new Set(rows.map((r) => r.version));
+    let applied = 0;
+    for (const [index, text] of MIGRATIONS.entries()) {
+      const version = index + 1;
+      if (done.has(version)) continue;
+      await tx.unsafe(text);
+      await tx`INSERT INTO schema_migrations (version) VALUES (${version})`;
+      applied += 1;
+    }
+    return { applied };
+  });
+}
+
+/** Seeds the demo assets once; an operator's later change to one is kept. */
+export async function seedDemoAssets(sql: Sql): Promise<void> {
+  for (const symbol of DEMO_ASSETS) {
+    await sql`
+      INSERT INTO assets (symbol, precision, min_transfer_units, max_transfer_units)
+      VALUES (${symbol}, ${DEMO_PRECISION}, ${1n}, ${DEMO_MAX_UNITS})
+      ON CONFLICT (symbol) DO NOTHING`;
+  }
+}

@@ -1,0 +1,64 @@
+// Input checks every layer re-runs on its own (spec 001 §1.5: defense in depth). Each returns
+// the first failing code, or null; none throws for a bad request.
+
+import { isValidAmountUnits, AMOUNT_UNITS_MAX } from './money.js';
+import { ACCOUNT_KINDS, type AccountKind, type ValidationCode } from './types.js';
+
+export const USER_ID_MAX = 2n ** 63n - 1n;
+const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+const ASSET_SYMBOL = /^[A-Z0-9]{1,16}$/;
+const CLIENT_ORDER_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+export function isUserId(value: unknown): value is bigint {
+  return typeof value === 'bigint' && value > 0n && value <= USER_ID_MAX;
+}
+
+export function isReqId(value: unknown): value is string {
+  return typeof value === 'string' && ULID.test(value);
+}
+
+export function isAssetSymbol(value: unknown): value is string {
+  return typeof value === 'string' && ASSET_SYMBOL.test(value);
+}
+
+export function isClientOrderId(value: unknown): value is string {
+  return typeof value === 'string' && CLIENT_ORDER_ID.test(value);
+}
+
+export function isAccountKind(value: unknown): value is AccountKind {
+  return typeof value === 'string' && (ACCOUNT_KINDS as readonly string[]).includes(value);
+}
+
+function amountCode(amount: unknown): ValidationCode | null {
+  if (typeof amount === 'bigint' && amount > AMOUNT_UNITS_MAX) return 'OVERFLOW';
+  return isValidAmountUnits(amount) ? null : 'INVALID_AMOUNT';
+}
+
+/** What an adapter checks before touching its store. */
+export function checkOpRequest(req: { reqId: unknown; userId: unknown; asset: unknown; amount: unknown }): ValidationCode | null {
+  if (!isReqId(req.reqId)) return 'INVALID_REQUEST';
+  if (!isUserId(req.userId)) return 'INVALID_USER';
+  if (!isAssetSymbol(req.asset)) return 'INVALID_ASSET';
+  return amountCode(req.amount);
+}
+
+/** What the coordinator checks before it creates a transfer, in spec 001 §1.5.8 order. */
+export function checkNewTransfer(t: {
+  reqId: unknown;
+  userId: unknown;
+  from: unknown;
+  to: unknown;
+  asset: unknown;
+  amount: unknown;
+  clientOrderId: unknown;
+}): ValidationCode | null {
+  if (!isReqId(t.reqId)) return 'INVALID_REQUEST';
+  if (!isUserId(t.userId)) return 'INVALID_USER';
+  if (!isAccountKind(t.from) || !isAccountKind(t.to)) return 'INVALID_ACCOUNT_TYPE';
+  if (t.from === t.to) return 'SAME_ACCOUNT';
+  if (!isAssetSymbol(t.asset)) return 'INVALID_ASSET';
+  const amount = amountCode(t.amount);
+  if (amount !== null) return amount;
+  if (t.clientOrderId !== null && !isClientOrderId(t.clientOrderId)) return 'INVALID_REQUEST';
+  return null;
+}

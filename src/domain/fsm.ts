@@ -1,0 +1,95 @@
+// The transfer state machine as data: the 8 states of spec 001 §2.1 with their numeric IDs,
+// and the transitions of 001 §2.2 and 003 §4.3. Pure: no I/O, no clocks.
+
+export const STATE_IDS = {
+  INIT: 0,
+  SOURCE_PENDING: 10,
+  SOURCE_DONE: 20,
+  TARGET_PENDING: 30,
+  COMMITTED: 40,
+  FAILED: -10,
+  COMPENSATING: -20,
+  ROLLED_BACK: -30,
+} as const;
+
+export type TransferStateName = keyof typeof STATE_IDS;
+export type TransferStateId = (typeof STATE_IDS)[TransferStateName];
+
+export const STATE_NAMES = Object.keys(STATE_IDS) as readonly TransferStateName[];
+
+const NAME_BY_ID = new Map<number, TransferStateName>(
+  STATE_NAMES.map((name) => [STATE_IDS[name], name]),
+);
+
+export const TERMINAL_STATES: ReadonlySet<TransferStateName> = new Set(['COMMITTED', 'FAILED', 'ROLLED_BACK']);
+
+/** States whose funds are neither at the source nor at the target (spec 001 §7.2). */
+export const IN_FLIGHT_STATES: ReadonlySet<TransferStateName> = new Set([
+  'SOURCE_DONE',
+  'TARGET_PENDING',
+  'COMPENSATING',
+]);
+
+export const NON_TERMINAL_STATE_IDS: readonly number[] = STATE_NAMES.filter((s) => !TERMINAL_STATES.has(s)).map(
+  (s) => STATE_IDS[s],
+);
+
+export function stateName(id: number): TransferStateName | null {
+  return NAME_BY_ID.get(id) ?? null;
+}
+
+export function isTerminal(state: TransferStateName): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** Events, named after spec 003 §4.2; `_RETRY` and `ROLLBACK_FAIL` are the stay-and-retry loops. */
+export const EVENTS = [
+  'SOURCE_CALL',
+  'SOURCE_OK',
+  'SOURCE_FAIL',
+  'SOURCE_RETRY',
+  'TARGET_CALL',
+  'TARGET_OK',
+  'TARGET_FAIL',
+  'TARGET_RETRY',
+  'ROLLBACK_OK',
+  'ROLLBACK_FAIL',
+] as const;
+export type TransferEvent = (typeof EVENTS)[number];
+
+type Table = { readonly [S in TransferStateName]: Partial<Record<TransferEvent, TransferStateName>> };
+
+/**
+ * The transition table. INIT may also go straight to SOURCE_DONE or FAILED (003 §4.3) when the
+ * source call shares one transaction with the state change; SOURCE_DONE straight to COMMITTED
+ * or COMPENSATING likewise. Terminal states accept nothing.
+ */
+export const TRANSITIONS: Table = {
+  INIT: { SOURCE_CALL: 'SOURCE_PENDING', SOURCE_OK: 'SOURCE_DONE', SOURCE_FAIL: 'FAILED' },
+  SOURCE_PENDING: { SOURCE_OK: 'SOURCE_DONE', SOURCE_FAIL: 'FAILED', SOURCE_RETRY: 'SOURCE_PENDING' },
+  SOURCE_DONE: { TARGET_CALL: 'TARGET_PENDING', TARGET_OK: 'COMMITTED', TARGET_FAIL: 'COMPENSATING' },
+  TARGET_PENDING: { TARGET_OK: 'COMMITTED', TARGET_FAIL: 'COMPENSATING', TARGET_RETRY: 'TARGET_PENDING' },
+  COMPENSATING: { ROLLBACK_OK: 'ROLLED_BACK', ROLLBACK_FAIL: 'COMPENSATING' },
+  COMMITTED: {},
+  FAILED: {},
+  ROLLED_BACK: {},
+};
+
+export type TransitionResult =
+  | { readonly ok: true; readonly to: TransferStateName }
+  | { readonly ok: false; readonly reason: 'TERMINAL_STATE' | 'INVALID_TRANSITION' };
+
+/** The state `event` leads to from `from`, or a refusal for every pair not in the table. */
+export function transition(from: TransferStateName, event: TransferEvent): TransitionResult {
+  const to = TRANSITIONS[from][event];
+  if (to !== undefined) return { ok: true, to };
+  return { ok: false, reason: isTerminal(from) ? 'TERMINAL_STATE' : 'INVALID_TRANSITION' };
+}
+
+/** Asserts a transition the driver is about to persist; a refusal here is a programmer error. */
+export function assertTransition(from: TransferStateName, event: TransferEvent, to: TransferStateName): void {
+  const result = transition(from, event);
+  if (!result.ok || result.to !== to) {
+    throw new Error(`FSM violation: ${from} --${event}--> ${to} is not in the table`);
+  }
+}

@@ -1,0 +1,47 @@
+// The Hono front door: body limits, authentication, routes. It validates, then hands each
+// transfer to the coordinator of the user's shard; it never moves funds itself.
+
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { NewTransfer, TransferView } from '../coordinator/types.js';
+import type { AssetCache } from '../db/assets.js';
+import type { TransferStore } from '../db/transfers.js';
+import type { Logger } from '../log.js';
+import type { BalanceReader } from '../services/balances.js';
+import type { ExternalMovements } from '../services/external.js';
+import { adminRoutes } from './admin-routes.js';
+import { errorBody, fail } from './errors.js';
+import { transferRoutes } from './transfer-routes.js';
+
+/** What the HTTP edge gets back from a coordinator for one submitted transfer. */
+export type SubmitReply =
+  | { readonly kind: 'transfer'; readonly view: TransferView }
+  | { readonly kind: 'refused'; readonly code: string }
+  | { readonly kind: 'busy' }
+  | { readonly kind: 'error'; readonly message: string };
+
+export type AppDeps = {
+  readonly jwtSecret: string;
+  readonly bodyBytesMax: number;
+  readonly assets: AssetCache;
+  readonly transfers: TransferStore;
+  readonly submit: (t: NewTransfer) => Promise<SubmitReply>;
+  readonly external: ExternalMovements;
+  readonly balances: BalanceReader;
+  readonly log: Logger;
+  readonly isReady: () => boolean;
+};
+
+export function createApp(deps: AppDeps): Hono {
+  const app = new Hono();
+  app.use('*', bodyLimit({ maxSize: deps.bodyBytesMax, onError: (c) => fail(c, 'PAYLOAD_TOO_LARGE') }));
+  app.get('/healthz', (c) => (deps.isReady() ? c.json({ status: 'ok' }) : fail(c, 'SERVICE_UNAVAILABLE')));
+  app.route('/api/v1', transferRoutes(deps));
+  app.route('/admin/v1', adminRoutes(deps));
+  app.notFound((c) => fail(c, 'NOT_FOUND'));
+  app.onError((error, c) => {
+    deps.log.error('unhandled error in a route', { path: c.req.path, error: error instanceof Error ? error.stack : String(error) });
+    return c.json(errorBody('SYSTEM_ERROR'), 500);
+  });
+  return app;
+}

@@ -1,0 +1,60 @@
+// One error shape for every answer that is not a success: {"code","message"} plus req_id and
+// state where a transfer exists. The status follows from the code alone.
+
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { isBusinessCode } from '../domain/types.js';
+
+const STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>> = {
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  DUPLICATE_REQUEST: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  RATE_LIMIT_EXCEEDED: 429,
+  DAILY_LIMIT_EXCEEDED: 429,
+  DAILY_AMOUNT_EXCEEDED: 429,
+  SERVICE_UNAVAILABLE: 503,
+  SERVICE_HALTED: 503,
+  SYSTEM_ERROR: 500,
+};
+
+const MESSAGES: Readonly<Record<string, string>> = {
+  UNAUTHORIZED: 'A valid bearer token is required',
+  FORBIDDEN: 'Not allowed for this user',
+  NOT_FOUND: 'No such resource',
+  DUPLICATE_REQUEST: 'client_order_id was already used with a different request',
+  PAYLOAD_TOO_LARGE: 'Request body too large',
+  INVALID_REQUEST: 'The request is malformed',
+  INVALID_ACCOUNT_TYPE: 'from and to must be FUNDING or SPOT',
+  UNSUPPORTED_ACCOUNT_TYPE: 'That account type is not supported yet',
+  SAME_ACCOUNT: 'from and to must differ',
+  INVALID_AMOUNT: 'amount must be a positive plain decimal string',
+  PRECISION_OVERFLOW: 'amount has more decimals than the asset allows',
+  AMOUNT_TOO_SMALL: 'amount is below the asset minimum',
+  AMOUNT_TOO_LARGE: 'amount is above the asset maximum',
+  OVERFLOW: 'amount is too large',
+  INVALID_ASSET: 'Unknown asset',
+  INVALID_USER: 'Invalid user id',
+  INSUFFICIENT_BALANCE: 'Source balance is insufficient',
+  ACCOUNT_FROZEN: 'Source account is frozen',
+  ACCOUNT_DISABLED: 'Source account is disabled',
+  ASSET_SUSPENDED: 'Asset is suspended',
+  TRANSFER_NOT_ALLOWED: 'Internal transfers are not allowed for this asset',
+  SOURCE_ACCOUNT_NOT_FOUND: 'Source account does not exist',
+  TARGET_ACCOUNT_NOT_FOUND: 'Target account does not exist',
+  SERVICE_UNAVAILABLE: 'The service is not ready or is overloaded; retry later',
+  SYSTEM_ERROR: 'Internal failure; retry later',
+};
+
+export function statusOf(code: string): ContentfulStatusCode {
+  return STATUS_BY_CODE[code] ?? (isBusinessCode(code) ? 422 : 400);
+}
+
+export function errorBody(code: string, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+  return { code, message: MESSAGES[code] ?? code, ...extra };
+}
+
+export function fail(c: Context, code: string, extra: Readonly<Record<string, unknown>> = {}): Response {
+  return c.json(errorBody(code, extra), statusOf(code));
+}

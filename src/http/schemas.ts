@@ -1,0 +1,56 @@
+// Request bodies as valibot schemas. Each message is the spec's error code, and the keys are
+// listed in the check order of spec 001 §1.5.8, so the first issue is the code to answer.
+
+import * as v from 'valibot';
+import { ACCOUNT_KINDS, FUTURE_ACCOUNT_KINDS } from '../domain/types.js';
+
+const accountKind = v.pipe(
+  v.string('INVALID_ACCOUNT_TYPE'),
+  v.check((s) => !(FUTURE_ACCOUNT_KINDS as readonly string[]).includes(s), 'UNSUPPORTED_ACCOUNT_TYPE'),
+  v.picklist(ACCOUNT_KINDS, 'INVALID_ACCOUNT_TYPE'),
+);
+
+const assetSymbol = v.pipe(v.string('INVALID_ASSET'), v.regex(/^[A-Z0-9]{1,16}$/, 'INVALID_ASSET'));
+
+/** A plain decimal string; its value is parsed against the asset's precision afterwards. */
+const amountText = v.string('INVALID_AMOUNT');
+
+const clientOrderId = v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'INVALID_REQUEST'));
+
+export const TransferBody = v.pipe(
+  v.strictObject(
+    {
+      user_id: v.optional(v.unknown()),
+      from: accountKind,
+      to: accountKind,
+      asset: assetSymbol,
+      amount: amountText,
+      client_order_id: v.optional(clientOrderId),
+    },
+    'INVALID_REQUEST',
+  ),
+  v.forward(
+    v.partialCheck([['from'], ['to']], (b) => b.from !== b.to, 'SAME_ACCOUNT'),
+    ['to'],
+  ),
+);
+export type TransferBody = v.InferOutput<typeof TransferBody>;
+
+const userIdText = v.pipe(v.string('INVALID_USER'), v.regex(/^[1-9][0-9]{0,18}$/, 'INVALID_USER'));
+
+export const DepositBody = v.strictObject(
+  {
+    user_id: userIdText,
+    account: v.picklist(ACCOUNT_KINDS, 'INVALID_ACCOUNT_TYPE'),
+    asset: assetSymbol,
+    amount: amountText,
+    ref: v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'INVALID_REQUEST')),
+  },
+  'INVALID_REQUEST',
+);
+export type DepositBody = v.InferOutput<typeof DepositBody>;
+
+/** The first issue's code, in schema order. */
+export function firstCode(issues: readonly { message: string }[]): string {
+  return issues[0]?.message ?? 'INVALID_REQUEST';
+}

@@ -1,0 +1,89 @@
+// Client routes: create a transfer, read one. Checks run in spec 001 §1.5.8 order and answer
+// the first failing code; the coordinator re-checks all of it on its own.
+
+import { Hono } from 'hono';
+import { ulid } from 'ulid';
+import * as v from 'valibot';
+import { checkAssetAmount } from '../db/assets.js';
+import { isReqId } from '../domain/checks.js';
+import { isTerminal } from '../domain/fsm.js';
+import { formatAmount, parseAmount } from '../domain/money.js';
+import type { AppDeps } from './app.js';
+import { bearerAuth, type AuthEnv } from './auth.js';
+import { jsonObject } from './body.js';
+import { fail } from './errors.js';
+import { firstCode, TransferBody } from './schemas.js';
+import { historyJson, transferJson } from './views.js';
+
+export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
+  const routes = new Hono<AuthEnv>();
+  routes.use('*', bearerAuth({ secret: deps.jwtSecret }));
+
+  routes.post('/internal_transfer', async (c) => {
+    const claims = c.get('claims');
+    const raw = await jsonObject(c);
+    if (raw === null) return fail(c, 'INVALID_REQUEST');
+    if (raw.user_id !== undefined && String(raw.user_id) !== claims.userId.toString()) return fail(c, 'FORBIDDEN');
+    const parsed = v.safeParse(TransferBody, raw, { abortEarly: true });
+    if (!parsed.success) return fail(c, firstCode(parsed.issues));
+    const body = parsed.output;
+    const asset = await deps.assets.get(body.asset);
+    if (asset === null) return fail(c, 'INVALID_ASSET');
+    const amount = parseAmount(body.amount, asset.precision);
+    if (!amount.ok) return fail(c, amount.code);
+    const refused = checkAssetAmount(asset, amount.units);
+    if (refused !== null) return fail(c, refused);
+
+    const reply = await deps.submit({
+      reqId: ulid(),
+      userId: claims.userId,
+      from: body.from,
+      to: body.to,
+      asset: body.asset,
+      amount: amount.units,
+      clientOrderId: body.client_order_id ?? null,
+    });
+    switch (reply.kind) {
+      case 'refused':
+        return fail(c, reply.code);
+      case 'busy':
+        return fail(c, 'SERVICE_UNAVAILABLE');
+      case 'error':
+        deps.log.error('coordinator error', { user_id: claims.userId, error: reply.message });
+        return fail(c, 'SYSTEM_ERROR');
+      case 'transfer': {
+        const json = transferJson(reply.view, asset.precision);
+        if (reply.view.state === 'FAILED') {
+          return fail(c, reply.view.errorCode ?? 'SYSTEM_ERROR', { req_id: reply.view.reqId, state: 'FAILED', transfer_id: reply.view.transferId });
+        }
+        return c.json(json, isTerminal(reply.view.state) ? 200 : 202);
+      }
+    }
+  });
+
+  routes.get('/internal_transfer/:req_id', async (c) => {
+    const reqId = c.req.param('req_id');
+    if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');
+    const view = await deps.transfers.get(reqId);
+    // Another user's transfer answers exactly as an unknown one.
+    if (view === null || view.userId !== c.get('claims').userId) return fail(c, 'NOT_FOUND');
+    const asset = await deps.assets.get(view.asset);
+    const history = await deps.transfers.history(reqId);
+    return c.json({ ...transferJson(view, asset?.precision ?? 0), error_code: view.errorCode, history: historyJson(history) });
+  });
+
+  routes.get('/balances', async (c) => {
+    const balances = await deps.balances.read(c.get('claims').userId);
+    if (balances === null) return fail(c, 'SERVICE_UNAVAILABLE');
+    const show = async (b: { asset: string; available: bigint; status: string }) => {
+      const asset = await deps.assets.get(b.asset);
+      return { asset: b.asset, available: formatAmount(b.available, asset?.precision ?? 0), status: b.status };
+    };
+    return c.json({
+      funding: await Promise.all(balances.funding.map(show)),
+      spot: await Promise.all(balances.spot.map(show)),
+    });
+  });
+
+  return routes;
+}

@@ -1,0 +1,151 @@
+// The composition root: starts every part in dependency order and stops them in reverse.
+// PostgreSQL (embedded unless DATABASE_URL), the schema, UBSCore and its WAL replay, the
+// coordinator shards, then the HTTP front door last, so nothing is accepted before it can run.
+
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { serve } from '@hono/node-server';
+import { CoordinatorPools } from '../actors/coordinator-pool.js';
+import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
+import type { Config } from './config.js';
+import { AssetCache } from './db/assets.js';
+import { startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
+import { migrate, seedDemoAssets } from './db/schema.js';
+import { openSql, type Sql } from './db/sql.js';
+import { TransferStore } from './db/transfers.js';
+import { createApp } from './http/app.js';
+import type { Logger } from './log.js';
+import { BalanceReader } from './services/balances.js';
+import { ExternalMovements } from './services/external.js';
+
+export const DATABASE_NAME = 'transfer';
+
+/** Defaults for the retry and recovery timing the coordinators use. */
+const SCAN_INTERVAL_MS = 5_000;
+const STALE_THRESHOLD_MS = 60_000;
+const SCAN_BATCH_MAX = 1_000;
+const RETRY_TIMERS_MAX = 100_000;
+
+export type Service = {
+  readonly port: number;
+  readonly databaseUrl: string;
+  readonly stop: () => Promise<void>;
+};
+
+export async function startService(config: Config, log: Logger): Promise<Service> {
+  const stack: (() => Promise<void>)[] = [];
+  let stopping = false;
+  const stop = async (): Promise<void> => {
+    stopping = true;
+    for (const undo of stack.reverse()) await undo().catch((e: unknown) => log.error('stop step failed', { error: String(e) }));
+  };
+  try {
+    const databaseUrl = await database(config, log, stack);
+    const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main' });
+    stack.push(() => sql.end({ timeout: 5 }));
+    const { applied } = await migrate(sql);
+    await seedDemoAssets(sql);
+    log.info('schema ready', { migrations_applied: applied });
+
+    const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax });
+    stack.push(async () => {
+      await ubs.control.close();
+      await ubs.worker.terminate();
+    });
+    log.info('UBSCore ready', { replayed_records: ubs.ready.replayedRecords, replay_ms: ubs.ready.replayMs });
+    ubs.worker.on('exit', (code: number) => {
+      if (!stopping) fatal(log, `UBSCore exited with code ${code}`);
+    });
+
+    const pools = await CoordinatorPools.start({
+      shards: config.coordinators,
+      base: coordinatorBase(config, databaseUrl),
+      mailboxMax: config.coordinatorMailboxMax,
+      concurrencyMax: config.coordinatorConcurrencyMax,
+      logLevel: config.logLevel,
+      connectUbs: () => ubs.connect(),
+      log,
+      onFatal: (error) => {
+        if (!stopping) fatal(log, `coordinator thread failed: ${error.stack ?? error.message}`);
+      },
+    });
+    stack.push(() => pools.stop());
+
+    const mainUbs = new UbsClient(ubs.connect(), {});
+    stack.push(async () => mainUbs.close());
+    const external = new ExternalMovements({ sql, ubs: (cmd, ms) => mainUbs.send(cmd, ms), ubsTimeoutMs: config.adapterTimeoutMs, log });
+    const resumed = await external.resumePending();
+    if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
+
+    const app = createApp({
+      jwtSecret: config.jwtSecret,
+      bodyBytesMax: config.bodyBytesMax,
+      assets: new AssetCache(sql),
+      transfers: new TransferStore(sql),
+      submit: (t) => pools.submit(t),
+      external,
+      balances: new BalanceReader({ sql, ubs: (cmd, ms) => mainUbs.send(cmd, ms), ubsTimeoutMs: config.adapterTimeoutMs }),
+      log,
+      isReady: () => true,
+    });
+    const port = await listen(app.fetch, config, stack);
+    log.info('service ready', { port, coordinators: config.coordinators, data_dir: config.dataDir });
+    return { port, databaseUrl, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function database(config: Config, log: Logger, stack: (() => Promise<void>)[]): Promise<string> {
+  if (config.databaseUrl !== null) return config.databaseUrl;
+  const pg: EmbeddedPg = await startEmbeddedPg({
+    dir: path.join(config.dataDir, 'postgres'),
+    port: config.embeddedPgPort,
+    log: (line) => log.info(line),
+  });
+  stack.push(() => pg.stop());
+  const admin = openSql(pg.url('postgres'), { max: 1, application: 'bootstrap' });
+  try {
+    const found = await admin`SELECT 1 FROM pg_database WHERE datname = ${DATABASE_NAME}`;
+    if (found.length === 0) await admin.unsafe(`CREATE DATABASE ${DATABASE_NAME}`);
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+  return pg.url(DATABASE_NAME);
+}
+
+function coordinatorBase(config: Config, databaseUrl: string) {
+  return {
+    databaseUrl,
+    pgPoolMax: config.pgPoolMax,
+    adapterTimeoutMs: config.adapterTimeoutMs,
+    happyPathDeadlineMs: config.happyPathDeadlineMs,
+    retryBaseMs: config.retryBaseMs,
+    retryCapMs: config.retryCapMs,
+    scanIntervalMs: SCAN_INTERVAL_MS,
+    staleThresholdMs: STALE_THRESHOLD_MS,
+    scanBatchMax: SCAN_BATCH_MAX,
+    retryTimersMax: RETRY_TIMERS_MAX,
+  };
+}
+
+function listen(fetch: (req: Request) => Response | Promise<Response>, config: Config, stack: (() => Promise<void>)[]): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = serve({ fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => resolve(info.port));
+    server.once('error', reject);
+    stack.push(
+      () =>
+        new Promise<void>((done) => {
+          server.close(() => done());
+          if ('closeAllConnections' in server) server.closeAllConnections();
+        }),
+    );
+  });
+}
+
+/** A part that cannot go on safely stops the process; restart recovers from the stores. */
+function fatal(log: Logger, message: string): never {
+  log.critical('fatal: stopping the process', { reason: message });
+  process.exit(70);
+}

@@ -1,0 +1,317 @@
+// The spot ledger: every spot balance in RAM as bigint, and the rules that move them. Pure: no
+// I/O, no clocks, no threads. A command is decided against the current state; a decision that
+// must be durable comes with the WAL record that carries it, and RAM changes only through
+// `applyRecord`, the same function replay uses, so live state and replayed state cannot diverge.
+
+import { ACCOUNT_STATUSES, TRANSFER_OPS } from '../domain/types.js';
+import type { AccountStatus, ValidationCode } from '../domain/types.js';
+import { BALANCE_UNITS_MAX, isValidAmountUnits } from '../domain/money.js';
+import type { ExternalOp, SpotBalance, UbsCommand, UbsOpName, UbsRejectCode, UbsResult } from './types.js';
+
+/** User ids are positive signed 64-bit integers (PostgreSQL BIGINT). */
+export const USER_ID_MAX = 2n ** 63n - 1n;
+export const ASSET_LENGTH_MAX = 16;
+export const ASSET_PATTERN = /^[A-Z0-9]{1,16}$/;
+/** A req_id (ULID) or an external ref. */
+export const KEY_LENGTH_MAX = 64;
+export const KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+export const EXTERNAL_OPS: readonly ExternalOp[] = ['EXTERNAL_DEPOSIT', 'EXTERNAL_WITHDRAW'];
+export const UBS_OP_NAMES: readonly UbsOpName[] = [...TRANSFER_OPS, ...EXTERNAL_OPS];
+
+export type Outcome = { readonly kind: 'applied' } | { readonly kind: 'rejected'; readonly code: UbsRejectCode };
+
+/** The durable trace of a keyed operation; also the value of its processed-set entry. */
+export type OpRecord = {
+  readonly kind: 'op';
+  readonly seq: number;
+  readonly op: UbsOpName;
+  readonly key: string;
+  readonly userId: bigint;
+  readonly asset: string;
+  readonly amount: bigint;
+  readonly outcome: Outcome;
+};
+
+export type StatusRecord = {
+  readonly kind: 'status';
+  readonly seq: number;
+  readonly userId: bigint;
+  readonly asset: string;
+  readonly status: AccountStatus;
+};
+
+/** One WAL entry. `seq` is a JS number: 2^53 records are beyond any lifetime of this log. */
+export type WalRecord = OpRecord | StatusRecord;
+
+/** The processed set as seen by the ledger: durable entries plus the not-yet-durable ones. */
+export type ProcessedLookup = (opKey: string) => OpRecord | undefined;
+
+export type Decision = {
+  readonly result: UbsResult;
+  /** The record to make durable before `result` may be answered; null when nothing is recorded. */
+  readonly record: WalRecord | null;
+  /** The processed-set key under which `record` must also be stored; null for none. */
+  readonly processedKey: string | null;
+};
+
+type Account = { available: bigint; status: AccountStatus };
+type Evaluation = Outcome | { readonly kind: 'invalid'; readonly code: ValidationCode };
+
+const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
+const COMMAND_KINDS: ReadonlySet<string> = new Set(['transfer_op', 'external_op', 'set_status', 'query_op', 'balances']);
+const DEBIT_OPS: ReadonlySet<UbsOpName> = new Set<UbsOpName>(['WITHDRAW', 'EXTERNAL_WITHDRAW']);
+
+export function opKeyOf(op: UbsOpName, key: string): string {
+  return `${op}:${key}`;
+}
+
+export function isValidUserId(value: unknown): value is bigint {
+  return typeof value === 'bigint' && value >= 1n && value <= USER_ID_MAX;
+}
+
+export function isValidAsset(value: unknown): value is string {
+  return typeof value === 'string' && ASSET_PATTERN.test(value);
+}
+
+export function isValidKey(value: unknown): value is string {
+  return typeof value === 'string' && KEY_PATTERN.test(value);
+}
+
+export function isAccountStatus(value: unknown): value is AccountStatus {
+  return (ACCOUNT_STATUSES as readonly unknown[]).includes(value);
+}
+
+export function isUbsOpName(value: unknown): value is UbsOpName {
+  return (UBS_OP_NAMES as readonly unknown[]).includes(value);
+}
+
+export function isDebitOp(op: UbsOpName): boolean {
+  return DEBIT_OPS.has(op);
+}
+
+/** The answer a recorded outcome gives, now or to every repeat. */
+export function resultOf(outcome: Outcome, duplicate: boolean): UbsResult {
+  return outcome.kind === 'applied'
+    ? { kind: 'applied', duplicate }
+    : { kind: 'rejected', code: outcome.code, duplicate };
+}
+
+function refuse(code: ValidationCode): Decision {
+  return { result: { kind: 'invalid', code }, record: null, processedKey: null };
+}
+
+function answer(result: UbsResult): Decision {
+  return { result, record: null, processedKey: null };
+}
+
+/** The first failing input check of a keyed operation, in the order the contract lists them. */
+function checkOpInput(allowed: readonly UbsOpName[], op: unknown, key: unknown, userId: unknown, asset: unknown, amount: unknown): ValidationCode | null {
+  if (!isValidUserId(userId)) return 'INVALID_USER';
+  if (typeof amount !== 'bigint' || amount <= 0n) return 'INVALID_AMOUNT';
+  if (!isValidAmountUnits(amount)) return 'OVERFLOW';
+  if (!isValidAsset(asset)) return 'INVALID_ASSET';
+  if (!isValidKey(key)) return 'INVALID_REQUEST';
+  if (!(allowed as readonly unknown[]).includes(op)) return 'INVALID_REQUEST';
+  return null;
+}
+
+type OpInput = { readonly op: UbsOpName; readonly key: string; readonly userId: bigint; readonly asset: string; readonly amount: bigint };
+
+function sameParameters(prior: OpRecord, input: OpInput): boolean {
+  return prior.userId === input.userId && prior.asset === input.asset && prior.amount === input.amount;
+}
+
+function conflictDetail(prior: OpRecord, input: OpInput): string {
+  return (
+    `${opKeyOf(input.op, input.key)} was processed for user ${prior.userId} ${prior.asset} ${prior.amount}, ` +
+    `now asked for user ${input.userId} ${input.asset} ${input.amount}`
+  );
+}
+
+export class SpotLedger {
+  /** Accounts by user, then asset: `balances` lists one user without scanning every account. */
+  private readonly users = new Map<bigint, Map<string, Account>>();
+  private accounts = 0;
+  private seq = 0;
+
+  /** The sequence number of the last record applied (live or replayed); 0 for an empty log. */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  get accountCount(): number {
+    return this.accounts;
+  }
+
+  /** The current balance of one account, or undefined if it was never created. */
+  balanceOf(userId: bigint, asset: string): SpotBalance | undefined {
+    const account = this.users.get(userId)?.get(asset);
+    return account === undefined ? undefined : { asset, available: account.available, status: account.status };
+  }
+
+  /**
+   * Decides one command against the current state. Applies it to RAM when it must be recorded,
+   * so the next command sees it; the caller must make `record` durable before answering.
+   * Input arrives by structured clone from another thread, so no field is trusted.
+   */
+  decide(command: UbsCommand, lookup: ProcessedLookup): Decision {
+    if (typeof command !== 'object' || command === null || !COMMAND_KINDS.has(command.kind)) {
+      return refuse('INVALID_REQUEST');
+    }
+    switch (command.kind) {
+      case 'transfer_op':
+        return this.decideOp(TRANSFER_OPS, command.op, command.reqId, command, lookup);
+      case 'external_op':
+        return this.decideOp(EXTERNAL_OPS, command.op, command.ref, command, lookup);
+      case 'set_status':
+        return this.decideStatus(command.userId, command.asset, command.status);
+      case 'query_op':
+        return this.decideQuery(command.op, command.key, lookup);
+      case 'balances':
+        return isValidUserId(command.userId) ? answer({ kind: 'balances', balances: this.balances(command.userId) }) : refuse('INVALID_USER');
+      default: {
+        const exhaustive: never = command;
+        return exhaustive;
+      }
+    }
+  }
+
+  private decideOp(
+    allowed: readonly UbsOpName[],
+    op: UbsOpName,
+    key: string,
+    params: { readonly userId: bigint; readonly asset: string; readonly amount: bigint },
+    lookup: ProcessedLookup,
+  ): Decision {
+    const code = checkOpInput(allowed, op, key, params.userId, params.asset, params.amount);
+    if (code !== null) return refuse(code);
+    const input: OpInput = { op, key, userId: params.userId, asset: params.asset, amount: params.amount };
+    const opKey = opKeyOf(op, key);
+    const prior = lookup(opKey);
+    if (prior !== undefined) {
+      if (!sameParameters(prior, input)) return answer({ kind: 'conflict', detail: conflictDetail(prior, input) });
+      return answer(resultOf(prior.outcome, true));
+    }
+    const evaluation = this.evaluate(input, lookup);
+    if (evaluation.kind === 'invalid') return refuse(evaluation.code);
+    const record: OpRecord = { kind: 'op', seq: this.seq + 1, ...input, outcome: evaluation };
+    this.applyRecord(record);
+    return { result: resultOf(evaluation, false), record, processedKey: opKey };
+  }
+
+  private evaluate(input: OpInput, lookup: ProcessedLookup): Evaluation {
+    switch (input.op) {
+      case 'WITHDRAW':
+      case 'EXTERNAL_WITHDRAW':
+        return this.evaluateDebit(input.userId, input.asset, input.amount);
+      case 'DEPOSIT':
+      case 'EXTERNAL_DEPOSIT':
+        return this.evaluateCredit(input.userId, input.asset, input.amount);
+      case 'REFUND':
+        return this.evaluateRefund(input, lookup);
+      default: {
+        const exhaustive: never = input.op;
+        return exhaustive;
+      }
+    }
+  }
+
+  private evaluateDebit(userId: bigint, asset: string, amount: bigint): Evaluation {
+    const account = this.users.get(userId)?.get(asset);
+    if (account === undefined) return { kind: 'rejected', code: 'SOURCE_ACCOUNT_NOT_FOUND' };
+    if (account.status === 'FROZEN') return { kind: 'rejected', code: 'ACCOUNT_FROZEN' };
+    if (account.status === 'DISABLED') return { kind: 'rejected', code: 'ACCOUNT_DISABLED' };
+    if (account.available < amount) return { kind: 'rejected', code: 'INSUFFICIENT_BALANCE' };
+    return APPLIED;
+  }
+
+  /** Status restricts outflow only: a credit lands whatever the status, unless it would overflow. */
+  private evaluateCredit(userId: bigint, asset: string, amount: bigint): Evaluation {
+    const available = this.users.get(userId)?.get(asset)?.available ?? 0n;
+    if (available + amount > BALANCE_UNITS_MAX) return { kind: 'invalid', code: 'OVERFLOW' };
+    return APPLIED;
+  }
+
+  /** A refund gives back exactly one applied withdrawal with the same parameters, never more. */
+  private evaluateRefund(input: OpInput, lookup: ProcessedLookup): Evaluation {
+    const withdrawal = lookup(opKeyOf('WITHDRAW', input.key));
+    if (withdrawal === undefined || withdrawal.outcome.kind !== 'applied' || !sameParameters(withdrawal, input)) {
+      return { kind: 'rejected', code: 'REFUND_WITHOUT_WITHDRAW' };
+    }
+    return this.evaluateCredit(input.userId, input.asset, input.amount);
+  }
+
+  private decideStatus(userId: unknown, asset: unknown, status: unknown): Decision {
+    if (!isValidUserId(userId)) return refuse('INVALID_USER');
+    if (!isValidAsset(asset)) return refuse('INVALID_ASSET');
+    if (!isAccountStatus(status)) return refuse('INVALID_REQUEST');
+    const record: StatusRecord = { kind: 'status', seq: this.seq + 1, userId, asset, status };
+    this.applyRecord(record);
+    return { result: { kind: 'status_set' }, record, processedKey: null };
+  }
+
+  private decideQuery(op: unknown, key: unknown, lookup: ProcessedLookup): Decision {
+    if (!isUbsOpName(op) || !isValidKey(key)) return refuse('INVALID_REQUEST');
+    const prior = lookup(opKeyOf(op, key));
+    return answer(prior === undefined ? { kind: 'not_found' } : resultOf(prior.outcome, true));
+  }
+
+  private balances(userId: bigint): SpotBalance[] {
+    const accounts = this.users.get(userId);
+    if (accounts === undefined) return [];
+    const list: SpotBalance[] = [];
+    for (const [asset, account] of accounts) list.push({ asset, available: account.available, status: account.status });
+    return list.sort((a, b) => (a.asset < b.asset ? -1 : a.asset > b.asset ? 1 : 0));
+  }
+
+  /**
+   * Applies one record: the only place RAM balances change, for live decisions and replay alike.
+   * Every check here repeats one made when the record was decided (pair assertions), so a WAL
+   * that disagrees with the rules stops replay instead of producing a negative balance.
+   */
+  applyRecord(record: WalRecord): void {
+    if (record.seq !== this.seq + 1) {
+      throw new Error(`ledger: record seq ${record.seq} does not follow ${this.seq}`);
+    }
+    if (record.kind === 'status') {
+      this.accountOrCreate(record.userId, record.asset).status = record.status;
+    } else if (record.outcome.kind === 'applied') {
+      if (isDebitOp(record.op)) this.debit(record);
+      else this.credit(record);
+    }
+    this.seq = record.seq;
+  }
+
+  private debit(record: OpRecord): void {
+    const account = this.users.get(record.userId)?.get(record.asset);
+    if (account === undefined || account.status !== 'ACTIVE' || account.available < record.amount) {
+      throw new Error(`ledger: record ${record.seq} debits ${record.amount} from an account that cannot pay it`);
+    }
+    account.available -= record.amount;
+  }
+
+  private credit(record: OpRecord): void {
+    const account = this.users.get(record.userId)?.get(record.asset);
+    const available = (account?.available ?? 0n) + record.amount;
+    if (record.amount <= 0n || available > BALANCE_UNITS_MAX) {
+      throw new Error(`ledger: record ${record.seq} credits ${record.amount} beyond the balance bound`);
+    }
+    this.accountOrCreate(record.userId, record.asset).available = available;
+  }
+
+  private accountOrCreate(userId: bigint, asset: string): Account {
+    let accounts = this.users.get(userId);
+    if (accounts === undefined) {
+      accounts = new Map();
+      this.users.set(userId, accounts);
+    }
+    let account = accounts.get(asset);
+    if (account === undefined) {
+      account = { available: 0n, status: 'ACTIVE' };
+      accounts.set(asset, account);
+      this.accounts++;
+    }
+    return account;
+  }
+}

@@ -1,0 +1,59 @@
+// UBSCore's command language: what a client may ask of the spot ledger, and every answer.
+// Plain data, so it can cross a thread as a structured clone (bigint included).
+
+import type { AccountStatus, BusinessCode, TransferOp, ValidationCode } from '../domain/types.js';
+
+/** External movements of spot funds (admin deposit, trading-side spend), keyed by `ref`. */
+export type ExternalOp = 'EXTERNAL_DEPOSIT' | 'EXTERNAL_WITHDRAW';
+/** The operation part of a processed-set key. */
+export type UbsOpName = TransferOp | ExternalOp;
+
+export type UbsCommand =
+  | {
+      readonly kind: 'transfer_op';
+      readonly op: TransferOp;
+      readonly reqId: string;
+      readonly userId: bigint;
+      readonly asset: string;
+      readonly amount: bigint;
+    }
+  | {
+      readonly kind: 'external_op';
+      readonly op: ExternalOp;
+      readonly ref: string;
+      readonly userId: bigint;
+      readonly asset: string;
+      readonly amount: bigint;
+    }
+  | {
+      readonly kind: 'set_status';
+      readonly userId: bigint;
+      readonly asset: string;
+      readonly status: AccountStatus;
+    }
+  | { readonly kind: 'query_op'; readonly op: UbsOpName; readonly key: string }
+  | { readonly kind: 'balances'; readonly userId: bigint };
+
+/** Codes UBSCore answers with when it refuses a command on business grounds. */
+export type UbsRejectCode = BusinessCode | 'REFUND_WITHOUT_WITHDRAW';
+
+export type SpotBalance = {
+  readonly asset: string;
+  readonly available: bigint;
+  readonly status: AccountStatus;
+};
+
+export type UbsResult =
+  /** Applied (now, or earlier when `duplicate`): the effect is durable. */
+  | { readonly kind: 'applied'; readonly duplicate: boolean }
+  /** Refused on business grounds; the refusal itself is durable and answers every repeat. */
+  | { readonly kind: 'rejected'; readonly code: UbsRejectCode; readonly duplicate: boolean }
+  /** Input refused by UBSCore's own checks; nothing recorded, nothing changed. */
+  | { readonly kind: 'invalid'; readonly code: ValidationCode }
+  /** The key was processed before with other parameters; nothing applied. A programmer error. */
+  | { readonly kind: 'conflict'; readonly detail: string }
+  /** `query_op` for a key never processed. */
+  | { readonly kind: 'not_found' }
+  | { readonly kind: 'balances'; readonly balances: readonly SpotBalance[] }
+  /** The status was recorded durably. */
+  | { readonly kind: 'status_set' };

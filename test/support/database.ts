@@ -1,0 +1,39 @@
+// A fresh PostgreSQL database for one test file: on the suite's server when the runner
+// provides one (TEST_PG_ADMIN_URL), else on an embedded server this file starts itself.
+
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmbeddedPg } from '../../src/db/embedded-pg.js';
+import { openSql } from '../../src/db/sql.js';
+import { freePort } from './ports.js';
+
+export type TestDatabase = { readonly url: string; readonly drop: () => Promise<void> };
+
+export async function createTestDatabase(): Promise<TestDatabase> {
+  let adminUrl = process.env.TEST_PG_ADMIN_URL;
+  let stopServer = async (): Promise<void> => undefined;
+  if (adminUrl === undefined) {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-file-pg-'));
+    await fs.chmod(dir, 0o755);
+    const pg = await startEmbeddedPg({ dir, port: await freePort(), log: () => undefined });
+    adminUrl = pg.url('postgres');
+    stopServer = async () => {
+      await pg.stop();
+      await fs.rm(dir, { recursive: true, force: true });
+    };
+  }
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = openSql(adminUrl, { max: 1, application: 'test-admin' });
+  await admin.unsafe(`CREATE DATABASE ${name}`);
+  const url = adminUrl.replace(/\/postgres$/, `/${name}`);
+  return {
+    url,
+    drop: async () => {
+      await admin.unsafe(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end({ timeout: 5 });
+      await stopServer();
+    },
+  };
+}

@@ -1,0 +1,63 @@
+// The real service, started in this process on a fresh database, a fresh data directory and a
+// free port, with helpers to call it over HTTP the way a client does. stop() removes it all.
+
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { loadConfig } from '../../src/config.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { signJwt } from '../../src/http/jwt.js';
+import { createLogger } from '../../src/log.js';
+import { startService } from '../../src/service.js';
+import { createTestDatabase } from './database.js';
+
+export const TEST_JWT_SECRET = 'test-secret-0123456789-0123456789-abcdef';
+
+export type Reply = { readonly status: number; readonly body: Record<string, unknown> };
+
+export type TestService = {
+  readonly base: string;
+  readonly sql: Sql;
+  readonly userToken: (userId: bigint | number | string) => string;
+  readonly adminToken: () => string;
+  readonly call: (method: string, urlPath: string, opts?: { token?: string; body?: unknown }) => Promise<Reply>;
+  readonly stop: () => Promise<void>;
+};
+
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const db = await createTestDatabase();
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-svc-'));
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    DATABASE_URL: db.url,
+    PORT: '0',
+    JWT_SECRET: TEST_JWT_SECRET,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
+    ...env,
+  });
+  const service = await startService(config, createLogger({ level: config.logLevel, name: 'test' }));
+  const sql = openSql(db.url, { max: 2, application: 'test' });
+  const base = `http://127.0.0.1:${service.port}`;
+  const exp = () => Math.floor(Date.now() / 1000) + 3600;
+  return {
+    base,
+    sql,
+    userToken: (userId) => signJwt({ sub: String(userId), exp: exp() }, TEST_JWT_SECRET),
+    adminToken: () => signJwt({ sub: '1', exp: exp(), role: 'admin' }, TEST_JWT_SECRET),
+    call: async (method, urlPath, opts = {}) => {
+      const headers: Record<string, string> = { 'content-type': 'application/json' };
+      if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+      const init: RequestInit = { method, headers };
+      if (opts.body !== undefined) init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+      const response = await fetch(base + urlPath, init);
+      const text = await response.text();
+      return { status: response.status, body: JSON.parse(text) as Record<string, unknown> };
+    },
+    stop: async () => {
+      await sql.end({ timeout: 5 });
+      await service.stop();
+      await db.drop();
+      await fs.rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
