@@ -78,6 +78,11 @@ export class CoordinatorPools {
     }
   }
 
+  /** Makes every shard forget its cached assets; resolves once all have. */
+  async assetsChanged(): Promise<void> {
+    await Promise.all(this.pools.map((_pool, shard) => this.run(shard, { kind: 'coord.assets_changed' })));
+  }
+
   async stop(): Promise<void> {
     await Promise.all(this.pools.map((pool) => this.run(this.pools.indexOf(pool), { kind: 'coord.stop' })));
     await Promise.all(this.pools.map((pool) => pool.destroy()));

@@ -8,6 +8,7 @@ import { FundingAdapter } from '../src/adapters/funding.js';
 import { TradingAdapter } from '../src/adapters/trading.js';
 import { backoffMs } from '../src/coordinator/backoff.js';
 import { TransferDriver } from '../src/coordinator/driver.js';
+import { DailyLimits } from '../src/coordinator/daily-limits.js';
 import { Shard } from '../src/coordinator/shard.js';
 import { AssetCache } from '../src/db/assets.js';
 import { openSql, type Sql } from '../src/db/sql.js';
@@ -19,7 +20,7 @@ import { UbsClient } from './ubscore-client.js';
 const { config, logLevel } = workerData as CoordinatorWorkerData;
 const log = createLogger({ level: logLevel, name: `coordinator-${config.shard}` });
 
-type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient };
+type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient; readonly assets: AssetCache };
 let running: Running | null = null;
 
 export default async function coordinatorTask(task: CoordinatorTask): Promise<CoordinatorResult> {
@@ -43,6 +44,9 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       const view = await shardOf().driveNow(task.reqId);
       return view === null ? { kind: 'coord.not_found' } : { kind: 'coord.transfer', view };
     }
+    case 'coord.assets_changed':
+      runningOf().assets.invalidate();
+      return { kind: 'coord.done' };
     case 'coord.stop':
       return stop();
     default:
@@ -55,15 +59,29 @@ function init(port: MessagePort): CoordinatorResult {
   const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}` });
   const ubs = new UbsClient(port, {});
   const store = new TransferStore(sql);
+  const funding = new FundingAdapter(sql);
   const driver = new TransferDriver({
     store,
-    adapters: { FUNDING: new FundingAdapter(sql), SPOT: new TradingAdapter((cmd, ms) => ubs.send(cmd, ms), config.adapterTimeoutMs) },
+    adapters: { FUNDING: funding, SPOT: new TradingAdapter((cmd, ms) => ubs.send(cmd, ms), config.adapterTimeoutMs) },
     log,
     nextRetryAt: (n) => new Date(Date.now() + backoffMs({ baseMs: config.retryBaseMs, capMs: config.retryCapMs }, n)),
   });
-  const shard = new Shard({ driver, store, assets: new AssetCache(sql), config, log });
+  const assets = new AssetCache(sql);
+  const limits = new DailyLimits(sql, {
+    transfersPerDayMax: config.dailyTransferLimit,
+    amountPerDayUnitsMax: async (symbol) => (config.dailyAmountLimits ? ((await assets.get(symbol))?.dailyAmountLimitUnits ?? null) : null),
+  });
+  const shard = new Shard({
+    driver,
+    store,
+    assets,
+    config,
+    log,
+    fundingAccountExists: (userId, asset) => funding.accountExists(userId, asset),
+    limits,
+  });
   shard.start();
-  running = { shard, sql, ubs };
+  running = { shard, sql, ubs, assets };
   return { kind: 'coord.ready' };
 }
 
@@ -77,7 +95,11 @@ async function stop(): Promise<CoordinatorResult> {
   return { kind: 'coord.stopped' };
 }
 
-function shardOf(): Shard {
+function runningOf(): Running {
   if (running === null) throw new Error('coordinator used before coord.init');
-  return running.shard;
+  return running;
+}
+
+function shardOf(): Shard {
+  return runningOf().shard;
 }

@@ -2,8 +2,7 @@
 // Outcomes cross as values; no handler lets an exception cross a thread boundary.
 
 import type { MessagePort } from 'node:worker_threads';
-import type { CoordinatorConfig, NewTransfer, TransferView } from '../src/coordinator/types.js';
-import type { BusinessCode, ValidationCode } from '../src/domain/types.js';
+import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from '../src/coordinator/types.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
 export type * from '../src/ubscore/types.js';
 
@@ -58,12 +57,15 @@ export type CoordinatorTask =
   | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort }
   | { readonly kind: 'coord.submit'; readonly transfer: NewTransfer }
   | { readonly kind: 'coord.drive'; readonly reqId: string }
+  /** An operator changed an asset: forget cached assets before the next transfer. */
+  | { readonly kind: 'coord.assets_changed' }
   | { readonly kind: 'coord.stop' };
 
 export type CoordinatorResult =
   | { readonly kind: 'coord.ready' }
+  | { readonly kind: 'coord.done' }
   | { readonly kind: 'coord.transfer'; readonly view: TransferView }
-  | { readonly kind: 'coord.refused'; readonly code: ValidationCode | BusinessCode | 'DUPLICATE_REQUEST' }
+  | { readonly kind: 'coord.refused'; readonly code: RefusalCode }
   | { readonly kind: 'coord.not_found' }
   | { readonly kind: 'coord.error'; readonly message: string }
   | { readonly kind: 'coord.stopped' };

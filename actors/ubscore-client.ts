@@ -23,6 +23,8 @@ import type {
 
 /** Requests per `ubs.requests` message when the caller gives no bound. */
 export const UBS_CLIENT_BATCH_MAX_DEFAULT = 1024;
+/** Sends awaiting an answer per client when the caller gives no bound; beyond it, sends are refused. */
+export const UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT = 100_000;
 /** The longest timeout a send may ask for (one hour), so no timer is effectively unbounded. */
 export const UBS_SEND_TIMEOUT_MS_MAX = 3_600_000;
 
@@ -48,6 +50,7 @@ function isPortReply(message: unknown): message is UbsPortReply {
 
 export class UbsClient {
   private readonly batchMax: number;
+  private readonly inFlightMax: number;
   private readonly waiters = new Map<number, Waiter>();
   private outbox: UbsRequest[] = [];
   private flushScheduled = false;
@@ -56,22 +59,29 @@ export class UbsClient {
 
   constructor(
     private readonly port: MessagePort,
-    opts: { readonly batchMax?: number } = {},
+    opts: { readonly batchMax?: number; readonly inFlightMax?: number } = {},
   ) {
     const batchMax = opts.batchMax ?? UBS_CLIENT_BATCH_MAX_DEFAULT;
+    const inFlightMax = opts.inFlightMax ?? UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT;
     if (!Number.isSafeInteger(batchMax) || batchMax < 1) throw new Error(`UbsClient: batchMax must be a positive integer, got ${batchMax}`);
+    if (!Number.isSafeInteger(inFlightMax) || inFlightMax < 1) throw new Error(`UbsClient: inFlightMax must be a positive integer, got ${inFlightMax}`);
     this.batchMax = batchMax;
+    this.inFlightMax = inFlightMax;
     port.on('message', (message: unknown) => this.onMessage(message));
     // A closed port can never answer: every waiter becomes "unknown" now rather than at its timeout.
     port.on('close', () => this.shutDown());
   }
 
-  /** Resolves the core's answer, or null when none came within `timeoutMs` (outcome unknown). */
+  /**
+   * Resolves the core's answer, or null when none came within `timeoutMs`, the port is closed, or
+   * `inFlightMax` sends already await an answer. Null means "unknown": retry idempotently later.
+   */
   send(command: UbsCommand, timeoutMs: number): Promise<UbsResult | null> {
     if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1 || timeoutMs > UBS_SEND_TIMEOUT_MS_MAX) {
       throw new Error(`UbsClient.send: timeoutMs must be an integer in 1..${UBS_SEND_TIMEOUT_MS_MAX}, got ${timeoutMs}`);
     }
-    if (this.closed) return Promise.resolve(null);
+    // Refusing here, before anything is sent, keeps every queue behind this client bounded.
+    if (this.closed || this.waiters.size >= this.inFlightMax) return Promise.resolve(null);
     const id = this.nextId;
     this.nextId = id === Number.MAX_SAFE_INTEGER ? 1 : id + 1;
     return new Promise<UbsResult | null>((resolve) => {
@@ -108,7 +118,7 @@ export class UbsClient {
     const message: UbsPortMessage = { kind: 'ubs.requests', requests };
     try {
       this.port.postMessage(message);
-    } catch (error) {
+    } catch {
       // Nothing was sent (a closed port, or a command that cannot be cloned): unknown, not failed.
       for (const request of requests) this.settle(request.id, null);
     }

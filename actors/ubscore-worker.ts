@@ -9,7 +9,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import { SpotLedger } from '../src/ubscore/core.js';
 import type { OpRecord } from '../src/ubscore/core.js';
-import { encode } from '../wal/codec.js';
+import { RecordEncoder } from '../wal/codec.js';
 import { openWal } from '../wal/log.js';
 import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
 import { unreachable } from './protocol.js';
@@ -26,8 +26,8 @@ import type {
   UbsWorkerData,
 } from './protocol.js';
 
-/** The largest `batchMax` accepted: commands (and so WAL records) per LMDB transaction. */
-export const UBS_BATCH_COMMANDS_MAX = 65_536;
+/** The largest `batchMax` accepted: commands (and so WAL records) per LMDB transaction; matches the UBS_BATCH_MAX bound in src/config.ts. */
+export const UBS_BATCH_COMMANDS_MAX = 100_000;
 
 type Batch = {
   readonly records: WalWrite[];
@@ -58,6 +58,7 @@ function hasValidId(request: unknown): request is UbsRequest {
 class UbsActor {
   /** Processed entries decided but not yet durable: the lookup must see them before LMDB. */
   private readonly overlay = new Map<string, OpRecord>();
+  private readonly encoder = new RecordEncoder();
   private open: Batch = newBatch();
   /** Full batches waiting for the writer, oldest first. */
   private readonly sealed: Batch[] = [];
@@ -137,7 +138,7 @@ class UbsActor {
     const decision = this.ledger.decide(request.command, this.lookup);
     const batch = this.open;
     if (decision.record !== null) {
-      const bytes = encode(decision.record);
+      const bytes = this.encoder.encode(decision.record);
       batch.records.push({ seq: decision.record.seq, bytes });
       if (decision.processedKey !== null) {
         if (decision.record.kind !== 'op') throw new Error('ubscore: a processed key on a status record');

@@ -23,6 +23,12 @@ export type Config = {
   readonly coordinatorConcurrencyMax: number;
   readonly ubsBatchMax: number;
   readonly bodyBytesMax: number;
+  /** Requests per user per second at the HTTP edge; 0 switches it off. */
+  readonly rateLimitPerSecond: number;
+  /** Transfers per user per UTC day; 0 switches it off. */
+  readonly dailyTransferLimit: number;
+  /** Whether each asset's daily amount limit is enforced. */
+  readonly dailyAmountLimits: boolean;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
 };
 
@@ -52,6 +58,9 @@ export function loadConfig(env: Env = process.env): Config {
     coordinatorConcurrencyMax: intVar(env, 'COORDINATOR_CONCURRENCY_MAX', 256, 1, 10_000),
     ubsBatchMax: intVar(env, 'UBS_BATCH_MAX', 4_096, 1, 100_000),
     bodyBytesMax: intVar(env, 'BODY_BYTES_MAX', 16 * 1024, 256, 1024 * 1024),
+    rateLimitPerSecond: intVar(env, 'RATE_LIMIT_PER_SECOND', 10, 0, 1_000_000),
+    dailyTransferLimit: intVar(env, 'DAILY_TRANSFER_LIMIT', 100, 0, 100_000_000),
+    dailyAmountLimits: enumVar(env, 'DAILY_AMOUNT_LIMITS', ['on', 'off'] as const, 'on') === 'on',
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');

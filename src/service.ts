@@ -4,6 +4,7 @@
 
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { serve } from '@hono/node-server';
 import { CoordinatorPools } from '../actors/coordinator-pool.js';
 import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
@@ -15,7 +16,9 @@ import { openSql, type Sql } from './db/sql.js';
 import { TransferStore } from './db/transfers.js';
 import { createApp } from './http/app.js';
 import type { Logger } from './log.js';
+import { AdminService } from './services/admin.js';
 import { BalanceReader } from './services/balances.js';
+import type { UbsCommand } from './ubscore/types.js';
 import { ExternalMovements } from './services/external.js';
 
 export const DATABASE_NAME = 'transfer';
@@ -25,6 +28,7 @@ const SCAN_INTERVAL_MS = 5_000;
 const STALE_THRESHOLD_MS = 60_000;
 const SCAN_BATCH_MAX = 1_000;
 const RETRY_TIMERS_MAX = 100_000;
+const UBS_CLOSE_TIMEOUT_MS = 10_000;
 
 export type Service = {
   readonly port: number;
@@ -49,7 +53,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
 
     const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax });
     stack.push(async () => {
-      await ubs.control.close();
+      // Comlink has no timeout: a dead worker would never answer, so bound the wait.
+      const closed = await Promise.race([ubs.control.close(), delay(UBS_CLOSE_TIMEOUT_MS, null, { ref: false })]);
+      if (closed === null) log.error('UBSCore did not close in time; terminating it');
       await ubs.worker.terminate();
     });
     log.info('UBSCore ready', { replayed_records: ubs.ready.replayedRecords, replay_ms: ubs.ready.replayMs });
@@ -77,14 +83,22 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const resumed = await external.resumePending();
     if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
 
+    const assets = new AssetCache(sql);
+    const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
     const app = createApp({
       jwtSecret: config.jwtSecret,
       bodyBytesMax: config.bodyBytesMax,
-      assets: new AssetCache(sql),
+      rateLimitPerSecond: config.rateLimitPerSecond,
+      assets,
+      admin: new AdminService({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs, onAssetChange: () => {
+          assets.invalidate();
+          return pools.assetsChanged();
+        },
+      }),
       transfers: new TransferStore(sql),
       submit: (t) => pools.submit(t),
       external,
-      balances: new BalanceReader({ sql, ubs: (cmd, ms) => mainUbs.send(cmd, ms), ubsTimeoutMs: config.adapterTimeoutMs }),
+      balances: new BalanceReader({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
       log,
       isReady: () => true,
     });
@@ -127,6 +141,8 @@ function coordinatorBase(config: Config, databaseUrl: string) {
     staleThresholdMs: STALE_THRESHOLD_MS,
     scanBatchMax: SCAN_BATCH_MAX,
     retryTimersMax: RETRY_TIMERS_MAX,
+    dailyTransferLimit: config.dailyTransferLimit,
+    dailyAmountLimits: config.dailyAmountLimits,
   };
 }
 

@@ -2,6 +2,7 @@
 // misplaced record, and that replay of a real LMDB log stops at the first bad sequence number.
 
 import { mkdtemp, rm } from 'node:fs/promises';
+import { open } from 'lmdb';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
@@ -177,6 +178,18 @@ test('appendBatch asserts that a batch continues the log', async () => {
     const writes = writesOf([op(2)]);
     assert.throws(() => log.appendBatch(writes.wal, writes.processed), /does not continue/);
     await log.close();
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('openWal refuses an environment this process already opened without per-commit sync', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'wal-codec-'));
+  try {
+    // A second open of the same path inherits the first one's flags, whatever it asks for.
+    const careless = open({ path: dir, overlappingSync: true });
+    assert.throws(() => openWal(dir), /do not sync each commit/);
+    await careless.close();
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -66,6 +66,8 @@ const OP_BY_CODE = invert<UbsOpName>(OP_CODES);
 const STATUS_BY_CODE = invert<AccountStatus>(STATUS_CODES);
 const REJECT_BY_CODE = invert<UbsRejectCode>(REJECT_CODES);
 
+const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
+
 export type Decoded<T> = { readonly ok: true; readonly record: T } | { readonly ok: false; readonly reason: string };
 
 // ---------------------------------------------------------------------------------------------
@@ -95,27 +97,67 @@ function writeAscii(buf: Buffer, offset: number, text: string): number {
   return offset + 1 + text.length;
 }
 
-/** Encodes one record with its checksum. Throws only on a record no decision can produce. */
-export function encode(record: WalRecord): Buffer {
+/** The encoded size of `record`. */
+export function encodedLength(record: WalRecord): number {
+  return RECORD_FIXED_BYTES + record.asset.length + (record.kind === 'op' ? record.key.length : 0);
+}
+
+/**
+ * Writes `record` at `start`; returns the end offset. `view` must cover the same bytes as `buf`:
+ * DataView writes bigints several times faster than Buffer's own writeBigUInt64BE.
+ */
+function encodeAt(record: WalRecord, buf: Buffer, view: DataView, start: number): number {
   assertEncodable(record);
   const key = record.kind === 'op' ? record.key : '';
-  const buf = Buffer.allocUnsafe(RECORD_FIXED_BYTES + record.asset.length + key.length);
-  buf[0] = WAL_FORMAT_VERSION;
-  buf[1] = KIND_CODES[record.kind];
-  buf.writeUInt32BE(Math.floor(record.seq / 2 ** 32), 2);
-  buf.writeUInt32BE(record.seq >>> 0, 6);
-  buf.writeBigUInt64BE(record.userId, 10);
-  let offset = writeAscii(buf, 18, record.asset);
-  offset = buf.writeBigUInt64BE(record.kind === 'op' ? record.amount : 0n, offset);
-  offset = writeAscii(buf, offset, key);
+  buf[start] = WAL_FORMAT_VERSION;
+  buf[start + 1] = KIND_CODES[record.kind];
+  view.setUint32(start + 2, Math.floor(record.seq / 2 ** 32));
+  view.setUint32(start + 6, record.seq >>> 0);
+  view.setBigUint64(start + 10, record.userId);
+  let offset = writeAscii(buf, start + 18, record.asset);
+  view.setBigUint64(offset, record.kind === 'op' ? record.amount : 0n);
+  offset = writeAscii(buf, offset + 8, key);
   buf[offset++] = record.kind === 'op' ? OP_CODES[record.op] : 0;
   buf[offset++] = record.kind === 'status' ? STATUS_CODES[record.status] : 0;
-  const outcome: Outcome = record.kind === 'op' ? record.outcome : { kind: 'applied' };
+  const outcome: Outcome = record.kind === 'op' ? record.outcome : APPLIED;
   buf[offset++] = OUTCOME_CODES[outcome.kind];
   buf[offset++] = outcome.kind === 'rejected' ? REJECT_CODES[outcome.code] : 0;
-  offset = buf.writeUInt32BE(crc32c(buf, 0, offset), offset);
-  if (offset !== buf.length) throw new Error(`codec: wrote ${offset} of ${buf.length} bytes`);
+  view.setUint32(offset, crc32c(buf, start, offset));
+  offset += CHECKSUM_BYTES;
+  if (offset - start !== encodedLength(record)) throw new Error(`codec: wrote ${offset - start} bytes, expected ${encodedLength(record)}`);
+  return offset;
+}
+
+/** Encodes one record with its checksum. Throws only on a record no decision can produce. */
+export function encode(record: WalRecord): Buffer {
+  const buf = Buffer.alloc(encodedLength(record));
+  encodeAt(record, buf, new DataView(buf.buffer, buf.byteOffset, buf.byteLength), 0);
   return buf;
+}
+
+/** Bytes per chunk of a RecordEncoder: small enough to waste little under light load. */
+export const ENCODER_CHUNK_BYTES = 64 * 1024;
+
+/**
+ * Encodes many records into shared chunks instead of one allocation each: the hot path of the
+ * actor. Each returned Buffer is a view of its own bytes; a chunk is freed by the garbage
+ * collector once no view of it is left.
+ */
+export class RecordEncoder {
+  private chunk = Buffer.allocUnsafeSlow(ENCODER_CHUNK_BYTES);
+  private view = new DataView(this.chunk.buffer, this.chunk.byteOffset, this.chunk.byteLength);
+  private used = 0;
+
+  encode(record: WalRecord): Buffer {
+    if (this.used + RECORD_BYTES_MAX > this.chunk.length) {
+      this.chunk = Buffer.allocUnsafeSlow(ENCODER_CHUNK_BYTES);
+      this.view = new DataView(this.chunk.buffer, this.chunk.byteOffset, this.chunk.byteLength);
+      this.used = 0;
+    }
+    const start = this.used;
+    this.used = encodeAt(record, this.chunk, this.view, start);
+    return this.chunk.subarray(start, this.used);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

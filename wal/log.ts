@@ -2,7 +2,7 @@
 // the `processed` database (`${op}:${key}` → the same encoded record), written together in one
 // LMDB transaction per batch, so the processed set can never disagree with the log.
 
-import { open } from 'lmdb';
+import * as lmdb from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import type { OpRecord, WalRecord } from '../src/ubscore/core.js';
 import { decode, decodeProcessed } from './codec.js';
@@ -19,6 +19,7 @@ export const WAL_ENV_OPTIONS = {
   overlappingSync: false,
   noSync: false,
   noMetaSync: false,
+  mapAsync: false,
   useWritemap: false,
   // The actor does its own group commit; lmdb-js should start each transaction as soon as asked.
   commitDelay: 0,
@@ -53,9 +54,40 @@ export type WalDatabases = {
   readonly processed: Database<Buffer, string>;
 };
 
+// LMDB environment flags that would let a commit return before its data is on disk.
+const MDB_OVERLAPPINGSYNC = 0x1000;
+const MDB_NOSYNC = 0x10000;
+const MDB_NOMETASYNC = 0x40000;
+const MDB_MAPASYNC = 0x100000;
+const UNDURABLE_FLAGS = MDB_OVERLAPPINGSYNC | MDB_NOSYNC | MDB_NOMETASYNC | MDB_MAPASYNC;
+
+/**
+ * Asserts the flags the environment really has. lmdb-js shares one environment per path within
+ * a process, and a second `open` of a path silently keeps the first one's flags (verified with
+ * lmdb 3.5.6: a path first opened with defaults stays overlappingSync when reopened with
+ * `overlappingSync: false`). The flags are read back through lmdb-js's native addon.
+ */
+function assertDurableFlags(env: RootDatabase<Buffer, string>, dir: string): void {
+  const addon = (lmdb as unknown as { nativeAddon?: { getEnvFlags?: (address: number) => number } }).nativeAddon;
+  const address = (env as unknown as { env?: { address?: number } }).env?.address;
+  if (addon?.getEnvFlags === undefined || address === undefined) {
+    throw new Error('wal: cannot read the LMDB environment flags; recheck durability for this lmdb version');
+  }
+  const flags = addon.getEnvFlags(address);
+  if ((flags & UNDURABLE_FLAGS) !== 0) {
+    throw new Error(`wal: ${dir} is open with flags 0x${flags.toString(16)}, which do not sync each commit`);
+  }
+}
+
 /** Opens the environment and both databases with the WAL's options (tests use it to corrupt one). */
 export function openWalDatabases(dir: string): WalDatabases {
-  const env = open<Buffer, string>({ path: dir, ...WAL_ENV_OPTIONS });
+  const env = lmdb.open<Buffer, string>({ path: dir, ...WAL_ENV_OPTIONS });
+  try {
+    assertDurableFlags(env, dir);
+  } catch (error) {
+    void env.close();
+    throw error;
+  }
   const wal = env.openDB<Buffer, number>({ name: WAL_DB_NAME, encoding: 'binary' });
   const processed = env.openDB<Buffer, string>({ name: PROCESSED_DB_NAME, encoding: 'binary' });
   return { env, wal, processed };
@@ -83,12 +115,19 @@ class LmdbWal implements WalLog {
     });
     this.appendedSeq += records.length;
     const { env, wal, processed: processedDb } = this.dbs;
-    // Inside a transaction callback every put goes into that one transaction; its promise
-    // resolves after the synced commit (see WAL_ENV_OPTIONS).
-    return env.transaction(() => {
-      for (const record of records) void wal.put(record.seq, record.bytes);
-      for (const entry of processed) void processedDb.put(entry.opKey, entry.bytes);
-    });
+    // `batch` queues the puts as one conditional block for lmdb-js's write thread, which does
+    // the B-tree work off this thread. A block is never split across transactions: the native
+    // writer waits for the rest of an open block instead of committing (src/writer.cpp,
+    // NO_INSTRUCTION_YET with conditionDepth > 0). Its promise settles after the synced commit.
+    const lastSeq = this.appendedSeq;
+    return env
+      .batch(() => {
+        for (const record of records) void wal.put(record.seq, record.bytes);
+        for (const entry of processed) void processedDb.put(entry.opKey, entry.bytes);
+      })
+      .then((written) => {
+        if (!written) throw new Error(`wal: the batch ending at seq ${lastSeq} was not written`);
+      });
   }
 
   getProcessed(opKey: string): OpRecord | undefined {

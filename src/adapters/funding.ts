@@ -31,6 +31,12 @@ export class FundingAdapter implements AccountAdapter {
     return this.apply('REFUND', req);
   }
 
+  /** Whether the FUNDING account exists; only the external deposit flow creates one. */
+  async accountExists(userId: bigint, asset: string): Promise<boolean> {
+    const rows = await this.sql`SELECT 1 FROM funding_balances WHERE user_id = ${userId} AND asset = ${asset}`;
+    return rows.length === 1;
+  }
+
   async query(reqId: string, op: TransferOp): Promise<QueryOutcome> {
     try {
       const rows = await this.sql<OpRecord[]>`SELECT * FROM funding_operations WHERE req_id = ${reqId} AND op = ${op}`;

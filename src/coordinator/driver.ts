@@ -54,6 +54,18 @@ export class TransferDriver {
     }
   }
 
+  /**
+   * Records a business rejection known before the source is called (asset closed, FUNDING
+   * target missing): INIT → FAILED, with no adapter touched and no funds moved.
+   */
+  async failBeforeSource(t: TransferView, code: string): Promise<TransferView> {
+    const moved = await this.move(t, 'SOURCE_FAIL', 'FAILED', code);
+    if (moved !== null) return moved;
+    const now = await this.deps.store.get(t.reqId);
+    if (now === null) throw new Error(`transfer ${t.reqId} vanished`);
+    return now;
+  }
+
   private async persistThenCall(
     t: TransferView,
     event: TransferEvent,

@@ -3,19 +3,19 @@
 // It knows nothing of threads; the actor in actors/ hosts it.
 
 import type { AssetCache } from '../db/assets.js';
-import { checkAssetAmount } from '../db/assets.js';
+import { checkAmountRange, checkAssetOpen } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
 import { checkNewTransfer } from '../domain/checks.js';
 import { isTerminal } from '../domain/fsm.js';
-import type { BusinessCode, ValidationCode } from '../domain/types.js';
 import type { Logger } from '../log.js';
 import { backoffMs } from './backoff.js';
+import type { DailyLimits } from './daily-limits.js';
 import type { StepResult, TransferDriver } from './driver.js';
-import type { CoordinatorConfig, NewTransfer, TransferView } from './types.js';
+import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from './types.js';
 
 export type SubmitOutcome =
   | { readonly kind: 'transfer'; readonly view: TransferView }
-  | { readonly kind: 'refused'; readonly code: ValidationCode | BusinessCode | 'DUPLICATE_REQUEST' };
+  | { readonly kind: 'refused'; readonly code: RefusalCode };
 
 export class Shard {
   private readonly inProgress = new Set<string>();
@@ -33,19 +33,38 @@ export class Shard {
       readonly assets: AssetCache;
       readonly config: CoordinatorConfig;
       readonly log: Logger;
+      /** Whether the FUNDING account exists: it is never created by a transfer (spec 001 §1.5.5). */
+      readonly fundingAccountExists: (userId: bigint, asset: string) => Promise<boolean>;
+      /** Daily limits (spec 001 §1.5.6); absent when switched off. */
+      readonly limits?: DailyLimits;
     },
   ) {}
 
-  /** Re-checks the request, creates the transfer in INIT and drives it until the deadline. */
+  /**
+   * Re-checks the request in spec 001 §1.5.8 order. A malformed request is refused before any
+   * state exists; a business rejection known up front (asset closed, FUNDING target missing)
+   * is recorded as a FAILED transfer, so the client gets its req_id. Otherwise the transfer is
+   * created in INIT and driven until the deadline.
+   */
   async submit(t: NewTransfer): Promise<SubmitOutcome> {
-    const invalid = checkNewTransfer(t) ?? checkAssetAmount(await this.deps.assets.get(t.asset), t.amount);
+    const invalid = checkNewTransfer(t);
     if (invalid !== null) return { kind: 'refused', code: invalid };
+    const asset = await this.deps.assets.get(t.asset);
+    if (asset === null) return { kind: 'refused', code: 'INVALID_ASSET' };
+    const closed = checkAssetOpen(asset);
+    const range = closed === null ? checkAmountRange(asset, t.amount) : null;
+    if (range !== null) return { kind: 'refused', code: range };
+    const limited = this.deps.limits === undefined ? null : await this.deps.limits.check(t);
+    if (limited !== null) return { kind: 'refused', code: limited };
     if (t.clientOrderId !== null) {
       const existing = await this.deps.store.byClientOrderId(t.userId, t.clientOrderId);
       if (existing !== null) return sameRequest(existing, t) ? { kind: 'transfer', view: existing } : { kind: 'refused', code: 'DUPLICATE_REQUEST' };
     }
     const created = await this.deps.store.insert(t);
     if (created === null) return this.submit(t); // lost a client_order_id race: answer the winner
+    this.deps.limits?.record(t);
+    const rejected = closed ?? (t.to === 'FUNDING' && !(await this.deps.fundingAccountExists(t.userId, t.asset)) ? 'TARGET_ACCOUNT_NOT_FOUND' : null);
+    if (rejected !== null) return { kind: 'transfer', view: await this.deps.driver.failBeforeSource(created, rejected) };
     const view = await this.driveUntil(created.reqId, Date.now() + this.deps.config.happyPathDeadlineMs);
     return { kind: 'transfer', view: view ?? created };
   }

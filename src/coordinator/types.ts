@@ -1,7 +1,16 @@
 // What the coordinator takes in and reports out, as plain data that can cross a thread.
 
 import type { TransferStateName } from '../domain/fsm.js';
-import type { AccountKind } from '../domain/types.js';
+import type { AccountKind, BusinessCode, ValidationCode } from '../domain/types.js';
+
+/** Why a coordinator refused to create a transfer: nothing was recorded. */
+export type RefusalCode =
+  | ValidationCode
+  | BusinessCode
+  | 'DAILY_LIMIT_EXCEEDED'
+  | 'DAILY_AMOUNT_EXCEEDED'
+  | 'RATE_LIMIT_EXCEEDED'
+  | 'DUPLICATE_REQUEST';
 
 export type NewTransfer = {
   readonly reqId: string;
@@ -42,4 +51,8 @@ export type CoordinatorConfig = {
   readonly staleThresholdMs: number;
   readonly scanBatchMax: number;
   readonly retryTimersMax: number;
+  /** Transfers per user per UTC day; 0 switches the limit off. */
+  readonly dailyTransferLimit: number;
+  /** Whether assets' daily_amount_limit_units is enforced. */
+  readonly dailyAmountLimits: boolean;
 };

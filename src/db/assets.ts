@@ -1,7 +1,6 @@
 // Assets as PostgreSQL holds them, read through a short-lived cache so that each request does
 // not cost a round trip. An operator's change is seen within ASSET_CACHE_TTL_MS.
 
-import type { ValidationCode } from '../domain/types.js';
 import type { Sql } from './sql.js';
 
 export const ASSET_CACHE_TTL_MS = 1_000;
@@ -13,6 +12,7 @@ export type Asset = {
   readonly maxTransferUnits: bigint;
   readonly status: 'ACTIVE' | 'SUSPENDED';
   readonly internalTransferEnabled: boolean;
+  readonly dailyAmountLimitUnits: bigint | null;
 };
 
 type Row = {
@@ -22,6 +22,7 @@ type Row = {
   max_transfer_units: bigint;
   status: 'ACTIVE' | 'SUSPENDED';
   internal_transfer_enabled: boolean;
+  daily_amount_limit_units: bigint | null;
 };
 
 export class AssetCache {
@@ -66,14 +67,19 @@ function toAsset(r: Row): Asset {
     maxTransferUnits: r.max_transfer_units,
     status: r.status,
     internalTransferEnabled: r.internal_transfer_enabled,
+    dailyAmountLimitUnits: r.daily_amount_limit_units,
   };
 }
 
-/** The asset and amount-range checks of spec 001 §1.5.3–§1.5.4 that refuse before any state. */
-export function checkAssetAmount(asset: Asset | null, units: bigint): ValidationCode | 'ASSET_SUSPENDED' | 'TRANSFER_NOT_ALLOWED' | null {
-  if (asset === null) return 'INVALID_ASSET';
+/** Whether the asset allows internal transfers now (spec 001 §1.5.4): business rejections. */
+export function checkAssetOpen(asset: Asset): 'ASSET_SUSPENDED' | 'TRANSFER_NOT_ALLOWED' | null {
   if (asset.status !== 'ACTIVE') return 'ASSET_SUSPENDED';
   if (!asset.internalTransferEnabled) return 'TRANSFER_NOT_ALLOWED';
+  return null;
+}
+
+/** The amount range of spec 001 §1.5.3: refused before any state exists. */
+export function checkAmountRange(asset: Asset, units: bigint): 'AMOUNT_TOO_SMALL' | 'AMOUNT_TOO_LARGE' | null {
   if (units < asset.minTransferUnits) return 'AMOUNT_TOO_SMALL';
   if (units > asset.maxTransferUnits) return 'AMOUNT_TOO_LARGE';
   return null;

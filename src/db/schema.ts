@@ -15,6 +15,8 @@ const MIGRATIONS: readonly string[] = [
     max_transfer_units        BIGINT NOT NULL CHECK (max_transfer_units >= min_transfer_units),
     status                    TEXT NOT NULL DEFAULT 'ACTIVE' CHECK (status IN ('ACTIVE', 'SUSPENDED')),
     internal_transfer_enabled BOOLEAN NOT NULL DEFAULT TRUE,
+    -- Per user per UTC day; NULL means no daily amount limit for this asset.
+    daily_amount_limit_units  BIGINT CHECK (daily_amount_limit_units > 0),
     updated_at                TIMESTAMPTZ NOT NULL DEFAULT now()
   );
 

@@ -29,6 +29,16 @@ type Row = {
   updated_at: Date;
 };
 
+export type ListQuery = {
+  readonly userId: bigint;
+  readonly beforeId: bigint | null;
+  readonly asset: string | null;
+  readonly state: TransferStateName | null;
+  readonly fromTime: Date | null;
+  readonly toTime: Date | null;
+  readonly limit: number;
+};
+
 export type HistoryEntry = {
   readonly from: TransferStateName | null;
   readonly to: TransferStateName;
@@ -100,6 +110,24 @@ export class TransferStore {
       UPDATE transfers_tb
          SET retry_count = retry_count + 1, error_message = ${reason.slice(0, 500)}, next_retry_at = ${nextRetryAt}
        WHERE req_id = ${reqId} AND state = ${STATE_IDS[state]}`;
+  }
+
+  /**
+   * One user's transfers, newest first, after the keyset cursor `beforeId`. New transfers get
+   * higher ids, so they never shift the pages a client is walking through.
+   */
+  async list(q: ListQuery): Promise<TransferView[]> {
+    const rows = await this.sql<Row[]>`
+      SELECT * FROM transfers_tb
+       WHERE user_id = ${q.userId}
+         ${q.beforeId === null ? this.sql`` : this.sql`AND transfer_id < ${q.beforeId}`}
+         ${q.asset === null ? this.sql`` : this.sql`AND asset = ${q.asset}`}
+         ${q.state === null ? this.sql`` : this.sql`AND state = ${STATE_IDS[q.state]}`}
+         ${q.fromTime === null ? this.sql`` : this.sql`AND created_at >= ${q.fromTime}`}
+         ${q.toTime === null ? this.sql`` : this.sql`AND created_at < ${q.toTime}`}
+       ORDER BY transfer_id DESC
+       LIMIT ${q.limit}`;
+    return rows.map(toView);
   }
 
   async history(reqId: string): Promise<HistoryEntry[]> {

@@ -2,13 +2,13 @@
 
 import { Hono } from 'hono';
 import * as v from 'valibot';
-import { isUserId } from '../domain/checks.js';
+import { isAssetSymbol, isUserId } from '../domain/checks.js';
 import { parseAmount } from '../domain/money.js';
 import type { AppDeps } from './app.js';
 import { bearerAuth, type AuthEnv } from './auth.js';
 import { jsonObject } from './body.js';
 import { fail } from './errors.js';
-import { DepositBody, firstCode } from './schemas.js';
+import { AccountStatusBody, AssetBody, DepositBody, firstCode } from './schemas.js';
 
 export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
   const routes = new Hono<AuthEnv>();
@@ -41,6 +41,48 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
       case 'refused':
         return fail(c, outcome.code, { ref: body.ref });
     }
+  });
+
+  routes.put('/assets/:symbol', async (c) => {
+    const symbol = c.req.param('symbol');
+    if (!isAssetSymbol(symbol)) return fail(c, 'INVALID_ASSET');
+    const raw = await jsonObject(c);
+    if (raw === null) return fail(c, 'INVALID_REQUEST');
+    const parsed = v.safeParse(AssetBody, raw, { abortEarly: true });
+    if (!parsed.success) return fail(c, firstCode(parsed.issues));
+    const body = parsed.output;
+    const min = parseAmount(body.min_transfer_amount, body.precision);
+    const max = parseAmount(body.max_transfer_amount, body.precision);
+    const daily = body.daily_amount_limit == null ? null : parseAmount(body.daily_amount_limit, body.precision);
+    if (!min.ok) return fail(c, min.code, { field: 'min_transfer_amount' });
+    if (!max.ok) return fail(c, max.code, { field: 'max_transfer_amount' });
+    if (daily !== null && !daily.ok) return fail(c, daily.code, { field: 'daily_amount_limit' });
+    if (max.units < min.units) return fail(c, 'INVALID_REQUEST', { field: 'max_transfer_amount' });
+    const outcome = await deps.admin.putAsset({
+      symbol,
+      precision: body.precision,
+      minTransferUnits: min.units,
+      maxTransferUnits: max.units,
+      status: body.status,
+      internalTransferEnabled: body.internal_transfer_enabled,
+      dailyAmountLimitUnits: daily === null ? null : daily.units,
+    });
+    if (outcome.kind === 'refused') return fail(c, outcome.code, outcome.message === undefined ? {} : { detail: outcome.message });
+    return c.json({ symbol, ...body, daily_amount_limit: body.daily_amount_limit ?? null }, outcome.created === true ? 201 : 200);
+  });
+
+  routes.post('/account_status', async (c) => {
+    const raw = await jsonObject(c);
+    if (raw === null) return fail(c, 'INVALID_REQUEST');
+    const parsed = v.safeParse(AccountStatusBody, raw, { abortEarly: true });
+    if (!parsed.success) return fail(c, firstCode(parsed.issues));
+    const body = parsed.output;
+    const userId = BigInt(body.user_id);
+    if (!isUserId(userId)) return fail(c, 'INVALID_USER');
+    if ((await deps.assets.get(body.asset)) === null) return fail(c, 'INVALID_ASSET');
+    const outcome = await deps.admin.setAccountStatus(userId, body.account, body.asset, body.status);
+    if (outcome.kind === 'refused') return fail(c, outcome.code, outcome.message === undefined ? {} : { detail: outcome.message });
+    return c.json(body);
   });
 
   return routes;

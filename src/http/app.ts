@@ -7,6 +7,7 @@ import type { NewTransfer, TransferView } from '../coordinator/types.js';
 import type { AssetCache } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
+import type { AdminService } from '../services/admin.js';
 import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
 import { adminRoutes } from './admin-routes.js';
@@ -23,11 +24,13 @@ export type SubmitReply =
 export type AppDeps = {
   readonly jwtSecret: string;
   readonly bodyBytesMax: number;
+  readonly rateLimitPerSecond: number;
   readonly assets: AssetCache;
   readonly transfers: TransferStore;
   readonly submit: (t: NewTransfer) => Promise<SubmitReply>;
   readonly external: ExternalMovements;
   readonly balances: BalanceReader;
+  readonly admin: AdminService;
   readonly log: Logger;
   readonly isReady: () => boolean;
 };

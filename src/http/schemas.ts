@@ -2,7 +2,7 @@
 // listed in the check order of spec 001 §1.5.8, so the first issue is the code to answer.
 
 import * as v from 'valibot';
-import { ACCOUNT_KINDS, FUTURE_ACCOUNT_KINDS } from '../domain/types.js';
+import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS } from '../domain/types.js';
 
 const accountKind = v.pipe(
   v.string('INVALID_ACCOUNT_TYPE'),
@@ -49,6 +49,30 @@ export const DepositBody = v.strictObject(
   'INVALID_REQUEST',
 );
 export type DepositBody = v.InferOutput<typeof DepositBody>;
+
+export const AssetBody = v.strictObject(
+  {
+    precision: v.pipe(v.number('INVALID_REQUEST'), v.integer('INVALID_REQUEST'), v.minValue(0, 'INVALID_REQUEST'), v.maxValue(18, 'INVALID_REQUEST')),
+    min_transfer_amount: amountText,
+    max_transfer_amount: amountText,
+    status: v.picklist(['ACTIVE', 'SUSPENDED'], 'INVALID_REQUEST'),
+    internal_transfer_enabled: v.boolean('INVALID_REQUEST'),
+    daily_amount_limit: v.optional(v.nullable(amountText)),
+  },
+  'INVALID_REQUEST',
+);
+export type AssetBody = v.InferOutput<typeof AssetBody>;
+
+export const AccountStatusBody = v.strictObject(
+  {
+    user_id: userIdText,
+    account: v.picklist(ACCOUNT_KINDS, 'INVALID_ACCOUNT_TYPE'),
+    asset: assetSymbol,
+    status: v.picklist(ACCOUNT_STATUSES, 'INVALID_REQUEST'),
+  },
+  'INVALID_REQUEST',
+);
+export type AccountStatusBody = v.InferOutput<typeof AccountStatusBody>;
 
 /** The first issue's code, in schema order. */
 export function firstCode(issues: readonly { message: string }[]): string {

@@ -4,7 +4,7 @@
 import { Hono } from 'hono';
 import { ulid } from 'ulid';
 import * as v from 'valibot';
-import { checkAssetAmount } from '../db/assets.js';
+import { checkAmountRange, checkAssetOpen } from '../db/assets.js';
 import { isReqId } from '../domain/checks.js';
 import { isTerminal } from '../domain/fsm.js';
 import { formatAmount, parseAmount } from '../domain/money.js';
@@ -12,12 +12,15 @@ import type { AppDeps } from './app.js';
 import { bearerAuth, type AuthEnv } from './auth.js';
 import { jsonObject } from './body.js';
 import { fail } from './errors.js';
+import { listHistory } from './history.js';
+import { perUserRateLimit } from './rate-limit.js';
 import { firstCode, TransferBody } from './schemas.js';
 import { historyJson, transferJson } from './views.js';
 
 export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   const routes = new Hono<AuthEnv>();
   routes.use('*', bearerAuth({ secret: deps.jwtSecret }));
+  routes.use('*', perUserRateLimit({ perSecond: deps.rateLimitPerSecond }));
 
   routes.post('/internal_transfer', async (c) => {
     const claims = c.get('claims');
@@ -31,8 +34,9 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
     if (asset === null) return fail(c, 'INVALID_ASSET');
     const amount = parseAmount(body.amount, asset.precision);
     if (!amount.ok) return fail(c, amount.code);
-    const refused = checkAssetAmount(asset, amount.units);
-    if (refused !== null) return fail(c, refused);
+    // A closed asset is a business rejection the coordinator records as a FAILED transfer.
+    const range = checkAssetOpen(asset) === null ? checkAmountRange(asset, amount.units) : null;
+    if (range !== null) return fail(c, range);
 
     const reply = await deps.submit({
       reqId: ulid(),
@@ -60,6 +64,8 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
       }
     }
   });
+
+  routes.get('/internal_transfer', (c) => listHistory(c, deps));
 
   routes.get('/internal_transfer/:req_id', async (c) => {
     const reqId = c.req.param('req_id');

@@ -90,11 +90,15 @@ export function isDebitOp(op: UbsOpName): boolean {
   return DEBIT_OPS.has(op);
 }
 
+// Shared answers for the common cases: results are never mutated, and sharing them spares the
+// garbage collector one object per command on the hot path.
+const APPLIED_NOW: UbsResult = Object.freeze({ kind: 'applied', duplicate: false });
+const APPLIED_BEFORE: UbsResult = Object.freeze({ kind: 'applied', duplicate: true });
+
 /** The answer a recorded outcome gives, now or to every repeat. */
 export function resultOf(outcome: Outcome, duplicate: boolean): UbsResult {
-  return outcome.kind === 'applied'
-    ? { kind: 'applied', duplicate }
-    : { kind: 'rejected', code: outcome.code, duplicate };
+  if (outcome.kind === 'applied') return duplicate ? APPLIED_BEFORE : APPLIED_NOW;
+  return { kind: 'rejected', code: outcome.code, duplicate };
 }
 
 function refuse(code: ValidationCode): Decision {
@@ -195,7 +199,7 @@ export class SpotLedger {
     }
     const evaluation = this.evaluate(input, lookup);
     if (evaluation.kind === 'invalid') return refuse(evaluation.code);
-    const record: OpRecord = { kind: 'op', seq: this.seq + 1, ...input, outcome: evaluation };
+    const record: OpRecord = { kind: 'op', seq: this.seq + 1, op, key, userId: input.userId, asset: input.asset, amount: input.amount, outcome: evaluation };
     this.applyRecord(record);
     return { result: resultOf(evaluation, false), record, processedKey: opKey };
   }
@@ -292,12 +296,13 @@ export class SpotLedger {
   }
 
   private credit(record: OpRecord): void {
-    const account = this.users.get(record.userId)?.get(record.asset);
-    const available = (account?.available ?? 0n) + record.amount;
+    // Creating the account before the check is harmless: a throw here is fatal, RAM is discarded.
+    const account = this.accountOrCreate(record.userId, record.asset);
+    const available = account.available + record.amount;
     if (record.amount <= 0n || available > BALANCE_UNITS_MAX) {
       throw new Error(`ledger: record ${record.seq} credits ${record.amount} beyond the balance bound`);
     }
-    this.accountOrCreate(record.userId, record.asset).available = available;
+    account.available = available;
   }
 
   private accountOrCreate(userId: bigint, asset: string): Account {

@@ -1,0 +1,71 @@
+// GET /api/v1/internal_transfer: the caller's transfers, newest first, with an opaque cursor.
+
+import type { Context } from 'hono';
+import * as v from 'valibot';
+import type { ListQuery } from '../db/transfers.js';
+import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
+import type { AppDeps } from './app.js';
+import type { AuthEnv } from './auth.js';
+import { fail } from './errors.js';
+import { firstCode } from './schemas.js';
+import { transferJson } from './views.js';
+
+export const HISTORY_LIMIT_MAX = 100;
+const HISTORY_LIMIT_DEFAULT = 20;
+const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/;
+const CURSOR_PREFIX = 't1:';
+
+const timeText = v.pipe(
+  v.string('INVALID_REQUEST'),
+  v.check((s) => (ISO_TIME.test(s) || /^\d{1,15}$/.test(s)) && Number.isFinite(parseTime(s).getTime()), 'INVALID_REQUEST'),
+);
+
+export const HistoryQuery = v.strictObject(
+  {
+    asset: v.optional(v.pipe(v.string('INVALID_ASSET'), v.regex(/^[A-Z0-9]{1,16}$/, 'INVALID_ASSET'))),
+    state: v.optional(v.picklist(STATE_NAMES as TransferStateName[], 'INVALID_REQUEST')),
+    from_time: v.optional(timeText),
+    to_time: v.optional(timeText),
+    limit: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'), v.check((s) => Number(s) <= HISTORY_LIMIT_MAX, 'INVALID_REQUEST'))),
+    cursor: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.check((s) => decodeCursor(s) !== null, 'INVALID_REQUEST'))),
+  },
+  'INVALID_REQUEST',
+);
+
+function parseTime(s: string): Date {
+  return /^\d+$/.test(s) ? new Date(Number(s)) : new Date(s);
+}
+
+export function encodeCursor(transferId: string): string {
+  return Buffer.from(CURSOR_PREFIX + transferId).toString('base64url');
+}
+
+function decodeCursor(cursor: string): bigint | null {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return null;
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!text.startsWith(CURSOR_PREFIX)) return null;
+  const id = text.slice(CURSOR_PREFIX.length);
+  return /^[1-9][0-9]{0,18}$/.test(id) ? BigInt(id) : null;
+}
+
+export async function listHistory(c: Context<AuthEnv>, deps: AppDeps): Promise<Response> {
+  const parsed = v.safeParse(HistoryQuery, c.req.query(), { abortEarly: true });
+  if (!parsed.success) return fail(c, firstCode(parsed.issues));
+  const q = parsed.output;
+  const limit = q.limit === undefined ? HISTORY_LIMIT_DEFAULT : Number(q.limit);
+  const query: ListQuery = {
+    userId: c.get('claims').userId,
+    beforeId: q.cursor === undefined ? null : decodeCursor(q.cursor),
+    asset: q.asset ?? null,
+    state: q.state ?? null,
+    fromTime: q.from_time === undefined ? null : parseTime(q.from_time),
+    toTime: q.to_time === undefined ? null : parseTime(q.to_time),
+    limit: limit + 1,
+  };
+  const rows = await deps.transfers.list(query);
+  const page = rows.slice(0, limit);
+  const items = [];
+  for (const view of page) items.push(transferJson(view, (await deps.assets.get(view.asset))?.precision ?? 0));
+  const last = page[page.length - 1];
+  return c.json({ items, next_cursor: rows.length > limit && last !== undefined ? encodeCursor(last.transferId) : null });
+}

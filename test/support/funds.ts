@@ -1,0 +1,41 @@
+// Exact funds as a client sees them, in smallest units: for the conservation checks that end
+// every scenario.
+
+import * as assert from 'uvu/assert';
+import type { TestService } from './service.js';
+
+export type Funds = { readonly funding: bigint; readonly spot: bigint };
+
+/** Units of a decimal string with `precision` decimals ("0.00000000" is 0n). */
+export function units(text: string, precision = 8): bigint {
+  const [whole, fraction = ''] = text.split('.');
+  assert.ok(/^[0-9]+$/.test(whole ?? '') && /^[0-9]*$/.test(fraction), `not a decimal: ${text}`);
+  return BigInt(whole as string) * 10n ** BigInt(precision) + BigInt(fraction.padEnd(precision, '0') || '0');
+}
+
+export async function fundsOf(svc: TestService, userId: bigint | number, asset: string): Promise<Funds> {
+  const r = await svc.call('GET', '/api/v1/balances', { token: svc.userToken(userId) });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  const pick = (list: unknown): bigint => {
+    const found = (list as { asset: string; available: string }[]).find((b) => b.asset === asset);
+    return found === undefined ? 0n : units(found.available);
+  };
+  return { funding: pick(r.body.funding), spot: pick(r.body.spot) };
+}
+
+export async function totalOf(svc: TestService, userId: bigint | number, asset: string): Promise<bigint> {
+  const f = await fundsOf(svc, userId, asset);
+  return f.funding + f.spot;
+}
+
+export async function deposit(svc: TestService, userId: bigint | number, account: 'FUNDING' | 'SPOT', asset: string, amount: string, ref: string): Promise<void> {
+  const r = await svc.call('POST', '/admin/v1/deposit', {
+    token: svc.adminToken(),
+    body: { user_id: String(userId), account, asset, amount, ref },
+  });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+}
+
+export function transfer(svc: TestService, userId: bigint | number, body: Record<string, unknown>, token?: string) {
+  return svc.call('POST', '/api/v1/internal_transfer', { token: token ?? svc.userToken(userId), body });
+}
