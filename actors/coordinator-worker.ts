@@ -4,15 +4,10 @@
 
 import type { MessagePort } from 'node:worker_threads';
 import { workerData } from 'piscina';
-import { FundingAdapter } from '../src/adapters/funding.js';
-import { TradingAdapter } from '../src/adapters/trading.js';
-import { backoffMs } from '../src/coordinator/backoff.js';
-import { TransferDriver } from '../src/coordinator/driver.js';
-import { DailyLimits } from '../src/coordinator/daily-limits.js';
-import { Shard } from '../src/coordinator/shard.js';
-import { AssetCache } from '../src/db/assets.js';
+import { composeShard } from '../src/coordinator/compose.js';
+import type { Shard } from '../src/coordinator/shard.js';
+import type { AssetCache } from '../src/db/assets.js';
 import { openSql, type Sql } from '../src/db/sql.js';
-import { TransferStore } from '../src/db/transfers.js';
 import { createLogger } from '../src/log.js';
 import { unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData } from './protocol.js';
 import { UbsClient } from './ubscore-client.js';
@@ -58,28 +53,7 @@ function init(port: MessagePort): CoordinatorResult {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
   const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}` });
   const ubs = new UbsClient(port, {});
-  const store = new TransferStore(sql);
-  const funding = new FundingAdapter(sql);
-  const driver = new TransferDriver({
-    store,
-    adapters: { FUNDING: funding, SPOT: new TradingAdapter((cmd, ms) => ubs.send(cmd, ms), config.adapterTimeoutMs) },
-    log,
-    nextRetryAt: (n) => new Date(Date.now() + backoffMs({ baseMs: config.retryBaseMs, capMs: config.retryCapMs }, n)),
-  });
-  const assets = new AssetCache(sql);
-  const limits = new DailyLimits(sql, {
-    transfersPerDayMax: config.dailyTransferLimit,
-    amountPerDayUnitsMax: async (symbol) => (config.dailyAmountLimits ? ((await assets.get(symbol))?.dailyAmountLimitUnits ?? null) : null),
-  });
-  const shard = new Shard({
-    driver,
-    store,
-    assets,
-    config,
-    log,
-    fundingAccountExists: (userId, asset) => funding.accountExists(userId, asset),
-    limits,
-  });
+  const { shard, assets } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
   shard.start();
   running = { shard, sql, ubs, assets };
   return { kind: 'coord.ready' };

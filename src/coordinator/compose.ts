@@ -1,0 +1,52 @@
+// Builds one shard's coordinator from its parts: the same wiring for the coordinator thread and
+// for tests that drive a shard directly.
+
+import { FundingAdapter } from '../adapters/funding.js';
+import { TradingAdapter, type UbsSend } from '../adapters/trading.js';
+import { AssetCache } from '../db/assets.js';
+import type { Sql } from '../db/sql.js';
+import { TransferStore } from '../db/transfers.js';
+import type { Logger } from '../log.js';
+import { backoffMs } from './backoff.js';
+import { DailyLimits } from './daily-limits.js';
+import { TransferDriver } from './driver.js';
+import { Shard } from './shard.js';
+import type { CoordinatorConfig } from './types.js';
+
+export type ShardParts = {
+  readonly shard: Shard;
+  readonly driver: TransferDriver;
+  readonly store: TransferStore;
+  readonly assets: AssetCache;
+  readonly funding: FundingAdapter;
+  readonly trading: TradingAdapter;
+};
+
+export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: CoordinatorConfig; log: Logger }): ShardParts {
+  const { sql, config, log } = opts;
+  const store = new TransferStore(sql);
+  const assets = new AssetCache(sql);
+  const funding = new FundingAdapter(sql);
+  const trading = new TradingAdapter(opts.ubs, config.adapterTimeoutMs);
+  const backoff = { baseMs: config.retryBaseMs, capMs: config.retryCapMs };
+  const driver = new TransferDriver({
+    store,
+    adapters: { FUNDING: funding, SPOT: trading },
+    log,
+    nextRetryAt: (n) => new Date(Date.now() + backoffMs(backoff, n)),
+  });
+  const limits = new DailyLimits(sql, {
+    transfersPerDayMax: config.dailyTransferLimit,
+    amountPerDayUnitsMax: async (symbol) => (config.dailyAmountLimits ? ((await assets.get(symbol))?.dailyAmountLimitUnits ?? null) : null),
+  });
+  const shard = new Shard({
+    driver,
+    store,
+    assets,
+    config,
+    log,
+    fundingAccountExists: (userId, asset) => funding.accountExists(userId, asset),
+    limits,
+  });
+  return { shard, driver, store, assets, funding, trading };
+}

@@ -1,0 +1,100 @@
+// Proves client idempotency under a race, history paging that stays correct while transfers arrive, the three rate limits, and the body size limit.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { deposit, fundsOf, transfer } from './support/funds.js';
+import { startTestService, type TestService } from './support/service.js';
+
+let svc: TestService;
+const COIN = 10n ** 8n;
+
+test.before(async () => {
+  svc = await startTestService({ RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0' });
+});
+
+test.after(async () => {
+  await svc.stop();
+});
+
+test('ATK-010: twelve racing requests with one client_order_id create one transfer and move funds once', async () => {
+  await deposit(svc, 401n, 'FUNDING', 'USDT', '100', 'race-seed');
+  const body = { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '7', client_order_id: 'race-1' };
+  const replies = await Promise.all(Array.from({ length: 12 }, () => transfer(svc, 401n, body)));
+  const ids = new Set(replies.map((r) => r.body.req_id));
+  assert.is(ids.size, 1, JSON.stringify(replies.map((r) => [r.status, r.body.code])));
+  for (const r of replies) assert.ok(r.status === 200 || r.status === 202, String(r.status));
+  const rows = await svc.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE user_id = 401`;
+  assert.is(rows[0]?.n, 1);
+  for (let i = 0; i < 50 && (await fundsOf(svc, 401n, 'USDT')).spot === 0n; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(await fundsOf(svc, 401n, 'USDT'), { funding: 93n * COIN, spot: 7n * COIN });
+});
+
+test('history: newest first, paged by cursor, stable while new transfers arrive, filtered', async () => {
+  await deposit(svc, 402n, 'FUNDING', 'USDT', '1000', 'hist-seed');
+  await deposit(svc, 402n, 'FUNDING', 'BTC', '1', 'hist-seed-btc');
+  const first: string[] = [];
+  for (let i = 0; i < 25; i++) first.push(String((await transfer(svc, 402n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })).body.req_id));
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const q: string = cursor === null ? '?limit=10' : `?limit=10&cursor=${cursor}`;
+    const page = await svc.call('GET', `/api/v1/internal_transfer${q}`, { token: svc.userToken(402) });
+    assert.is(page.status, 200, JSON.stringify(page.body));
+    seen.push(...(page.body.items as { req_id: string }[]).map((t) => t.req_id));
+    cursor = page.body.next_cursor as string | null;
+    // New transfers keep arriving between pages; they are newer than any cursor.
+    await transfer(svc, 402n, { from: 'FUNDING', to: 'SPOT', asset: 'BTC', amount: '0.01' });
+    pages += 1;
+  } while (cursor !== null);
+  assert.is(pages, 3);
+  assert.equal(seen, [...first].reverse());
+  const btc = await svc.call('GET', '/api/v1/internal_transfer?asset=BTC&state=COMMITTED&limit=100', { token: svc.userToken(402) });
+  assert.is((btc.body.items as unknown[]).length, 3);
+  const future = await svc.call('GET', `/api/v1/internal_transfer?from_time=${Date.now() + 60_000}`, { token: svc.userToken(402) });
+  assert.equal(future.body.items, []);
+  const old = await svc.call('GET', '/api/v1/internal_transfer?to_time=2000-01-01T00:00:00Z', { token: svc.userToken(402) });
+  assert.equal(old.body.items, []);
+  const other = await svc.call('GET', '/api/v1/internal_transfer', { token: svc.userToken(403) });
+  assert.equal(other.body, { items: [], next_cursor: null });
+  for (const bad of ['limit=0', 'limit=101', 'limit=abc', 'state=DONE', 'cursor=zzz', 'from_time=yesterday', 'asset=usdt', 'extra=1']) {
+    const r = await svc.call('GET', `/api/v1/internal_transfer?${bad}`, { token: svc.userToken(402) });
+    assert.is(r.status, 400, bad);
+  }
+});
+
+test('an oversized body is 413 PAYLOAD_TOO_LARGE; a non-JSON body is 400 INVALID_REQUEST', async () => {
+  const big = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(1), body: JSON.stringify({ pad: 'x'.repeat(40_000) }) });
+  assert.is(big.status, 413);
+  assert.is(big.body.code, 'PAYLOAD_TOO_LARGE');
+  const junk = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(1), body: '{"from": ' });
+  assert.is(junk.status, 400);
+  assert.is(junk.body.code, 'INVALID_REQUEST');
+});
+
+test('limits: requests per second, transfers per day, amount per asset per day, each refused with 429 and its code', async () => {
+  const limited = await startTestService({ RATE_LIMIT_PER_SECOND: '3', DAILY_TRANSFER_LIMIT: '2' });
+  try {
+    const burst = await Promise.all(Array.from({ length: 6 }, () => limited.call('GET', '/api/v1/balances', { token: limited.userToken(501) })));
+    const codes = burst.map((r) => r.body.code ?? r.status);
+    assert.ok(codes.filter((c) => c === 'RATE_LIMIT_EXCEEDED').length >= 3, JSON.stringify(codes));
+    await new Promise((r) => setTimeout(r, 1_100));
+    await deposit(limited, 502n, 'FUNDING', 'USDT', '100', 'lim-seed');
+    const ok1 = await transfer(limited, 502n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
+    const ok2 = await transfer(limited, 502n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
+    const third = await transfer(limited, 502n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
+    assert.equal([ok1.status, ok2.status, third.status, third.body.code], [200, 200, 429, 'DAILY_LIMIT_EXCEEDED']);
+    const spec = { precision: 8, min_transfer_amount: '0.00000001', max_transfer_amount: '1000', status: 'ACTIVE', internal_transfer_enabled: true, daily_amount_limit: '5' };
+    assert.is((await limited.call('PUT', '/admin/v1/assets/ETH', { token: limited.adminToken(), body: spec })).status, 200);
+    await deposit(limited, 503n, 'FUNDING', 'ETH', '100', 'lim-eth');
+    await new Promise((r) => setTimeout(r, 1_100));
+    const eth1 = await transfer(limited, 503n, { from: 'FUNDING', to: 'SPOT', asset: 'ETH', amount: '3' });
+    const eth2 = await transfer(limited, 503n, { from: 'FUNDING', to: 'SPOT', asset: 'ETH', amount: '3' });
+    assert.equal([eth1.status, eth2.status, eth2.body.code], [200, 429, 'DAILY_AMOUNT_EXCEEDED']);
+    assert.equal(await fundsOf(limited, 503n, 'ETH'), { funding: 97n * COIN, spot: 3n * COIN });
+  } finally {
+    await limited.stop();
+  }
+});
+
+test.run();

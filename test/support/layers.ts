@@ -1,0 +1,62 @@
+// The layers below the HTTP edge, assembled on a fresh database and a fresh UBSCore, so a test
+// can call the coordinator, an adapter or UBSCore directly, bypassing the layer above.
+
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startUbsCore, UbsClient } from '../../actors/ubscore-client.js';
+import { composeShard, type ShardParts } from '../../src/coordinator/compose.js';
+import type { CoordinatorConfig } from '../../src/coordinator/types.js';
+import { migrate, seedDemoAssets } from '../../src/db/schema.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { createLogger } from '../../src/log.js';
+import { createTestDatabase } from './database.js';
+
+export type Layers = ShardParts & {
+  readonly sql: Sql;
+  readonly ubs: UbsClient;
+  readonly stop: () => Promise<void>;
+};
+
+export const LAYER_CONFIG: CoordinatorConfig = {
+  shard: 0,
+  shards: 1,
+  databaseUrl: '',
+  pgPoolMax: 4,
+  adapterTimeoutMs: 5_000,
+  happyPathDeadlineMs: 2_000,
+  retryBaseMs: 50,
+  retryCapMs: 1_000,
+  scanIntervalMs: 60_000,
+  staleThresholdMs: 60_000,
+  scanBatchMax: 100,
+  retryTimersMax: 1_000,
+  dailyTransferLimit: 0,
+  dailyAmountLimits: false,
+};
+
+export async function startLayers(config: Partial<CoordinatorConfig> = {}): Promise<Layers> {
+  const db = await createTestDatabase();
+  const sql = openSql(db.url, { max: 4, application: 'test-layers' });
+  await migrate(sql);
+  await seedDemoAssets(sql);
+  const walDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-layers-wal-'));
+  const core = await startUbsCore({ walDir, batchMax: 1024 });
+  const ubs = new UbsClient(core.connect(), {});
+  const log = createLogger({ level: 'error', name: 'test' });
+  const parts = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config: { ...LAYER_CONFIG, databaseUrl: db.url, ...config }, log });
+  return {
+    ...parts,
+    sql,
+    ubs,
+    stop: async () => {
+      parts.shard.stop();
+      ubs.close();
+      await core.control.close();
+      await core.worker.terminate();
+      await sql.end({ timeout: 5 });
+      await db.drop();
+      await fs.rm(walDir, { recursive: true, force: true });
+    },
+  };
+}
