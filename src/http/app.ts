@@ -12,6 +12,7 @@ import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
 import { adminRoutes } from './admin-routes.js';
 import { errorBody, fail } from './errors.js';
+import { mountDocs } from './openapi.js';
 import { transferRoutes } from './transfer-routes.js';
 
 /** What the HTTP edge gets back from a coordinator for one submitted transfer. */
@@ -39,6 +40,7 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   app.use('*', bodyLimit({ maxSize: deps.bodyBytesMax, onError: (c) => fail(c, 'PAYLOAD_TOO_LARGE') }));
   app.get('/healthz', (c) => (deps.isReady() ? c.json({ status: 'ok' }) : fail(c, 'SERVICE_UNAVAILABLE')));
+  mountDocs(app);
   app.route('/api/v1', transferRoutes(deps));
   app.route('/admin/v1', adminRoutes(deps));
   app.notFound((c) => fail(c, 'NOT_FOUND'));

@@ -15,7 +15,6 @@ const STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>> = {
   DAILY_LIMIT_EXCEEDED: 429,
   DAILY_AMOUNT_EXCEEDED: 429,
   SERVICE_UNAVAILABLE: 503,
-  SERVICE_HALTED: 503,
   SYSTEM_ERROR: 500,
 };
 
@@ -44,8 +43,14 @@ const MESSAGES: Readonly<Record<string, string>> = {
   SOURCE_ACCOUNT_NOT_FOUND: 'Source account does not exist',
   TARGET_ACCOUNT_NOT_FOUND: 'Target account does not exist',
   SERVICE_UNAVAILABLE: 'The service is not ready or is overloaded; retry later',
+  RATE_LIMIT_EXCEEDED: 'Too many requests this second',
+  DAILY_LIMIT_EXCEEDED: 'Daily transfer count reached',
+  DAILY_AMOUNT_EXCEEDED: 'Daily transfer amount for this asset reached',
   SYSTEM_ERROR: 'Internal failure; retry later',
 };
+
+/** Every code an answer can carry, for the OpenAPI document and the README. */
+export const ERROR_CODES: readonly string[] = Object.keys(MESSAGES);
 
 export function statusOf(code: string): ContentfulStatusCode {
   return STATUS_BY_CODE[code] ?? (isBusinessCode(code) ? 422 : 400);
