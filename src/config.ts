@@ -2,6 +2,7 @@
 // Limits carry their unit or `_max` in the name and are checked once, at startup.
 
 import path from 'node:path';
+import { CRASH_POINTS, isCrashPoint, type CrashPoint } from './faults/crash-points.js';
 
 export type Config = {
   readonly port: number;
@@ -29,6 +30,16 @@ export type Config = {
   readonly dailyTransferLimit: number;
   /** Whether each asset's daily amount limit is enforced. */
   readonly dailyAmountLimits: boolean;
+  /** Tests only: kill the process with SIGKILL at this named point (src/faults/crash-points.ts). */
+  readonly crashPoint: CrashPoint | null;
+  readonly scanIntervalMs: number;
+  readonly staleThresholdMs: number;
+  readonly scanConcurrencyMax: number;
+  readonly targetPendingAlertMs: number;
+  readonly refundFailuresAlertMax: number;
+  readonly stuckRetriesMax: number;
+  readonly stuckAgeMs: number;
+  readonly alertWebhookUrl: string | null;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
 };
 
@@ -61,6 +72,15 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerSecond: intVar(env, 'RATE_LIMIT_PER_SECOND', 10, 0, 1_000_000),
     dailyTransferLimit: intVar(env, 'DAILY_TRANSFER_LIMIT', 100, 0, 100_000_000),
     dailyAmountLimits: enumVar(env, 'DAILY_AMOUNT_LIMITS', ['on', 'off'] as const, 'on') === 'on',
+    crashPoint: crashPointVar(env),
+    scanIntervalMs: intVar(env, 'SCAN_INTERVAL_MS', 5_000, 100, 3_600_000),
+    staleThresholdMs: intVar(env, 'STALE_THRESHOLD_MS', 60_000, 0, 86_400_000),
+    scanConcurrencyMax: intVar(env, 'SCAN_CONCURRENCY_MAX', 64, 1, 10_000),
+    targetPendingAlertMs: intVar(env, 'TARGET_PENDING_ALERT_MS', 60_000, 0, 86_400_000),
+    refundFailuresAlertMax: intVar(env, 'REFUND_FAILURES_ALERT', 3, 1, 1_000_000),
+    stuckRetriesMax: intVar(env, 'STUCK_RETRIES', 10, 1, 1_000_000),
+    stuckAgeMs: intVar(env, 'STUCK_AGE_MS', 300_000, 0, 86_400_000 * 30),
+    alertWebhookUrl: urlVar(env, 'ALERT_WEBHOOK_URL'),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');
@@ -70,6 +90,20 @@ export function loadConfig(env: Env = process.env): Config {
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+}
+
+function crashPointVar(env: Env): CrashPoint | null {
+  const raw = nonEmpty(env.CRASH_POINT);
+  if (raw === null) return null;
+  if (!isCrashPoint(raw)) throw new ConfigError(`CRASH_POINT must be one of ${CRASH_POINTS.join(', ')}, got ${JSON.stringify(raw)}`);
+  return raw;
+}
+
+function urlVar(env: Env, name: string): string | null {
+  const raw = nonEmpty(env[name]);
+  if (raw === null) return null;
+  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw new ConfigError(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  return raw;
 }
 
 function nonEmpty(value: string | undefined): string | null {

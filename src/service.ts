@@ -20,12 +20,12 @@ import { AdminService } from './services/admin.js';
 import { BalanceReader } from './services/balances.js';
 import type { UbsCommand } from './ubscore/types.js';
 import { ExternalMovements } from './services/external.js';
+import { recordForScan } from './services/overflow.js';
+import { AlertSink } from './alerts/alerts.js';
 
 export const DATABASE_NAME = 'transfer';
 
-/** Defaults for the retry and recovery timing the coordinators use. */
-const SCAN_INTERVAL_MS = 5_000;
-const STALE_THRESHOLD_MS = 60_000;
+/** Bounds of the recovery scan and the in-memory retry timers. */
 const SCAN_BATCH_MAX = 1_000;
 const RETRY_TIMERS_MAX = 100_000;
 const UBS_CLOSE_TIMEOUT_MS = 10_000;
@@ -84,6 +84,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
 
     const assets = new AssetCache(sql);
+    const transfers = new TransferStore(sql);
     const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
     const app = createApp({
       jwtSecret: config.jwtSecret,
@@ -95,8 +96,15 @@ export async function startService(config: Config, log: Logger): Promise<Service
           return pools.assetsChanged();
         },
       }),
-      transfers: new TransferStore(sql),
-      submit: (t) => pools.submit(t),
+      transfers,
+      submit: async (t) => {
+        const reply = await pools.submit(t);
+        return reply.kind === 'busy' ? recordForScan(t, transfers, log) : reply;
+      },
+      drive: (userId, reqId) => pools.drive(userId, reqId),
+      alerts: new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl }),
+      stuckRetriesMax: config.stuckRetriesMax,
+      stuckAgeMs: config.stuckAgeMs,
       external,
       balances: new BalanceReader({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
       log,
@@ -137,12 +145,19 @@ function coordinatorBase(config: Config, databaseUrl: string) {
     happyPathDeadlineMs: config.happyPathDeadlineMs,
     retryBaseMs: config.retryBaseMs,
     retryCapMs: config.retryCapMs,
-    scanIntervalMs: SCAN_INTERVAL_MS,
-    staleThresholdMs: STALE_THRESHOLD_MS,
+    scanIntervalMs: config.scanIntervalMs,
+    staleThresholdMs: config.staleThresholdMs,
     scanBatchMax: SCAN_BATCH_MAX,
+    scanConcurrencyMax: config.scanConcurrencyMax,
+    targetPendingAlertMs: config.targetPendingAlertMs,
+    refundFailuresAlertMax: config.refundFailuresAlertMax,
+    stuckRetriesMax: config.stuckRetriesMax,
+    stuckAgeMs: config.stuckAgeMs,
+    alertWebhookUrl: config.alertWebhookUrl,
     retryTimersMax: RETRY_TIMERS_MAX,
     dailyTransferLimit: config.dailyTransferLimit,
     dailyAmountLimits: config.dailyAmountLimits,
+    crashPoint: config.crashPoint,
   };
 }
 

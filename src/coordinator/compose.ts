@@ -3,14 +3,17 @@
 
 import { FundingAdapter } from '../adapters/funding.js';
 import { TradingAdapter, type UbsSend } from '../adapters/trading.js';
-import { AssetCache } from '../db/assets.js';
+import { AlertSink } from '../alerts/alerts.js';
+import { AssetCache, checkAssetOpen } from '../db/assets.js';
 import type { Sql } from '../db/sql.js';
 import { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
+import { crashHook } from '../faults/crash-points.js';
 import { backoffMs } from './backoff.js';
 import { DailyLimits } from './daily-limits.js';
 import { TransferDriver } from './driver.js';
 import { Shard } from './shard.js';
+import { Watchdog } from './watchdog.js';
 import type { CoordinatorConfig } from './types.js';
 
 export type ShardParts = {
@@ -20,6 +23,8 @@ export type ShardParts = {
   readonly assets: AssetCache;
   readonly funding: FundingAdapter;
   readonly trading: TradingAdapter;
+  readonly alerts: AlertSink;
+  readonly watchdog: Watchdog;
 };
 
 export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: CoordinatorConfig; log: Logger }): ShardParts {
@@ -29,11 +34,20 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
   const funding = new FundingAdapter(sql);
   const trading = new TradingAdapter(opts.ubs, config.adapterTimeoutMs);
   const backoff = { baseMs: config.retryBaseMs, capMs: config.retryCapMs };
+  const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
+  const watchdog = new Watchdog({ alerts, store, config });
   const driver = new TransferDriver({
     store,
     adapters: { FUNDING: funding, SPOT: trading },
     log,
     nextRetryAt: (n) => new Date(Date.now() + backoffMs(backoff, n)),
+    crash: crashHook(config.crashPoint),
+    precheck: async (t) => {
+      const asset = await assets.get(t.asset);
+      if (asset === null) return 'INVALID_ASSET';
+      return checkAssetOpen(asset) ?? (t.to === 'FUNDING' && !(await funding.accountExists(t.userId, t.asset)) ? 'TARGET_ACCOUNT_NOT_FOUND' : null);
+    },
+    watch: (t, reason) => watchdog.onStay(t, reason),
   });
   const limits = new DailyLimits(sql, {
     transfersPerDayMax: config.dailyTransferLimit,
@@ -45,8 +59,8 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     assets,
     config,
     log,
-    fundingAccountExists: (userId, asset) => funding.accountExists(userId, asset),
+    watchdog,
     limits,
   });
-  return { shard, driver, store, assets, funding, trading };
+  return { shard, driver, store, assets, funding, trading, alerts, watchdog };
 }

@@ -7,6 +7,7 @@ import type { AccountAdapter, OpRequest } from '../adapters/types.js';
 import type { TransferStore } from '../db/transfers.js';
 import { assertTransition, isTerminal, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
 import type { AccountKind } from '../domain/types.js';
+import type { CrashPoint } from '../faults/crash-points.js';
 import type { Logger } from '../log.js';
 import type { TransferView } from './types.js';
 
@@ -22,6 +23,15 @@ export type DriverDeps = {
   readonly log: Logger;
   /** When an unknown outcome is retried next; the driver records it on the transfer. */
   readonly nextRetryAt: (retryCount: number) => Date;
+  /** Named crash points for recovery tests; a no-op in every real deployment. */
+  readonly crash: (point: CrashPoint) => void;
+  /**
+   * Business rejections known before the source is called (asset closed, FUNDING target
+   * missing): the transfer ends FAILED with no adapter touched.
+   */
+  readonly precheck: (t: TransferView) => Promise<string | null>;
+  /** Told of every stay, with the transfer as it is now (alerts, escalation). */
+  readonly watch: (t: TransferView, reason: string) => Promise<void>;
 };
 
 /**
@@ -37,11 +47,16 @@ export class TransferDriver {
     const t = await this.deps.store.get(reqId);
     if (t === null) return { kind: 'not_found' };
     switch (t.state) {
-      case 'INIT':
+      case 'INIT': {
+        const rejected = await this.deps.precheck(t);
+        if (rejected !== null) return this.settle(t, 'SOURCE_FAIL', 'FAILED', rejected);
+        this.deps.crash('init_before_source_pending');
         return this.persistThenCall(t, 'SOURCE_CALL', 'SOURCE_PENDING', (v) => this.callSource(v));
+      }
       case 'SOURCE_PENDING':
         return this.callSource(t);
       case 'SOURCE_DONE':
+        this.deps.crash('source_done_before_target_pending');
         return this.persistThenCall(t, 'TARGET_CALL', 'TARGET_PENDING', (v) => this.callTarget(v));
       case 'TARGET_PENDING':
         return this.callTarget(t);
@@ -52,18 +67,6 @@ export class TransferDriver {
       case 'ROLLED_BACK':
         return { kind: 'terminal', view: t };
     }
-  }
-
-  /**
-   * Records a business rejection known before the source is called (asset closed, FUNDING
-   * target missing): INIT → FAILED, with no adapter touched and no funds moved.
-   */
-  async failBeforeSource(t: TransferView, code: string): Promise<TransferView> {
-    const moved = await this.move(t, 'SOURCE_FAIL', 'FAILED', code);
-    if (moved !== null) return moved;
-    const now = await this.deps.store.get(t.reqId);
-    if (now === null) throw new Error(`transfer ${t.reqId} vanished`);
-    return now;
   }
 
   private async persistThenCall(
@@ -77,7 +80,9 @@ export class TransferDriver {
   }
 
   private async callSource(t: TransferView): Promise<StepResult> {
+    this.deps.crash('source_pending_before_call');
     const outcome = await this.deps.adapters[t.from].withdraw(opRequest(t));
+    this.deps.crash('source_pending_after_call');
     switch (outcome.kind) {
       case 'SUCCESS':
         return this.settle(t, 'SOURCE_OK', 'SOURCE_DONE');
@@ -89,7 +94,9 @@ export class TransferDriver {
   }
 
   private async callTarget(t: TransferView): Promise<StepResult> {
+    this.deps.crash('target_pending_before_call');
     const outcome = await this.deps.adapters[t.to].deposit(opRequest(t));
+    this.deps.crash('target_pending_after_call');
     switch (outcome.kind) {
       case 'SUCCESS':
         return this.settle(t, 'TARGET_OK', 'COMMITTED');
@@ -102,7 +109,9 @@ export class TransferDriver {
   }
 
   private async callRefund(t: TransferView): Promise<StepResult> {
+    this.deps.crash('compensating_before_call');
     const outcome = await this.deps.adapters[t.from].refund(opRequest(t));
+    this.deps.crash('compensating_after_call');
     if (outcome.kind === 'SUCCESS') return this.settle(t, 'ROLLBACK_OK', 'ROLLED_BACK');
     const reason = outcome.kind === 'FAILED' ? `refund refused: ${outcome.code}` : outcome.reason;
     return this.stay(t, 'ROLLBACK_FAIL', reason);
@@ -129,7 +138,9 @@ export class TransferDriver {
     await this.deps.store.noteRetry(t.reqId, t.state, reason, retryAt);
     const level = t.state === 'SOURCE_PENDING' ? 'warn' : 'critical';
     this.deps.log[level]('transfer outcome unknown, will retry', { req_id: t.reqId, user_id: t.userId, state: t.state, reason });
-    return { kind: 'stayed', view: { ...t, retryCount: t.retryCount + 1 }, reason };
+    const now = { ...t, retryCount: t.retryCount + 1, attempts: t.attempts + 1 };
+    await this.deps.watch(now, reason);
+    return { kind: 'stayed', view: now, reason };
   }
 
   private async reread(t: TransferView): Promise<StepResult> {

@@ -10,6 +10,7 @@ import { isTerminal } from '../domain/fsm.js';
 import type { Logger } from '../log.js';
 import { backoffMs } from './backoff.js';
 import type { DailyLimits } from './daily-limits.js';
+import type { Watchdog } from './watchdog.js';
 import type { StepResult, TransferDriver } from './driver.js';
 import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from './types.js';
 
@@ -33,8 +34,7 @@ export class Shard {
       readonly assets: AssetCache;
       readonly config: CoordinatorConfig;
       readonly log: Logger;
-      /** Whether the FUNDING account exists: it is never created by a transfer (spec 001 §1.5.5). */
-      readonly fundingAccountExists: (userId: bigint, asset: string) => Promise<boolean>;
+      readonly watchdog: Watchdog;
       /** Daily limits (spec 001 §1.5.6); absent when switched off. */
       readonly limits?: DailyLimits;
     },
@@ -42,9 +42,9 @@ export class Shard {
 
   /**
    * Re-checks the request in spec 001 §1.5.8 order. A malformed request is refused before any
-   * state exists; a business rejection known up front (asset closed, FUNDING target missing)
-   * is recorded as a FAILED transfer, so the client gets its req_id. Otherwise the transfer is
-   * created in INIT and driven until the deadline.
+   * state exists. Otherwise the transfer is created in INIT and driven until the deadline; the
+   * driver's first step records a business rejection known up front (asset closed, FUNDING
+   * target missing) as FAILED, so the client still gets its req_id.
    */
   async submit(t: NewTransfer): Promise<SubmitOutcome> {
     const invalid = checkNewTransfer(t);
@@ -63,8 +63,6 @@ export class Shard {
     const created = await this.deps.store.insert(t);
     if (created === null) return this.submit(t); // lost a client_order_id race: answer the winner
     this.deps.limits?.record(t);
-    const rejected = closed ?? (t.to === 'FUNDING' && !(await this.deps.fundingAccountExists(t.userId, t.asset)) ? 'TARGET_ACCOUNT_NOT_FOUND' : null);
-    if (rejected !== null) return { kind: 'transfer', view: await this.deps.driver.failBeforeSource(created, rejected) };
     const view = await this.driveUntil(created.reqId, Date.now() + this.deps.config.happyPathDeadlineMs);
     return { kind: 'transfer', view: view ?? created };
   }
@@ -160,25 +158,43 @@ export class Shard {
     this.timers.delete(reqId);
   }
 
-  /** Drives this shard's non-terminal transfers untouched for `staleMs` (spec 001 §6). */
+  /**
+   * Drives this shard's due transfers (spec 001 §6): untouched for `staleMs`, or with a retry
+   * time that has come. Up to scanConcurrencyMax at once; batches until none is left.
+   */
   private async scan(staleMs: number): Promise<void> {
     if (this.scanning || this.stopped) return;
     this.scanning = true;
+    const started = Date.now();
+    let driven = 0;
     try {
       const { shard, shards, scanBatchMax } = this.deps.config;
-      const reqIds = await this.deps.store.stale(shard, shards, staleMs, scanBatchMax);
-      for (const reqId of reqIds) {
-        if (this.stopped) break;
-        if (this.timers.has(reqId) || this.inProgress.has(reqId)) continue;
-        const view = await this.drive(reqId);
-        if (view !== null && !isTerminal(view.state)) this.deps.log.warn('recovery scan left transfer unfinished', { req_id: reqId, state: view.state });
+      for (;;) {
+        const reqIds = (await this.deps.store.due(shard, shards, staleMs, scanBatchMax)).filter((id) => !this.timers.has(id) && !this.inProgress.has(id));
+        if (reqIds.length === 0 || this.stopped) break;
+        await this.driveAll(reqIds);
+        driven += reqIds.length;
+        if (reqIds.length < scanBatchMax) break;
       }
-      if (reqIds.length > 0) this.deps.log.info('recovery scan', { shard, transfers: reqIds.length });
+      await this.deps.watchdog.sweep();
+      if (driven > 0) this.deps.log.info('recovery scan', { shard, transfers: driven, ms: Date.now() - started });
     } catch (error) {
       this.deps.log.error('recovery scan failed', { error: String(error) });
     } finally {
       this.scanning = false;
     }
+  }
+
+  private async driveAll(reqIds: readonly string[]): Promise<void> {
+    let next = 0;
+    const lane = async (): Promise<void> => {
+      while (next < reqIds.length && !this.stopped) {
+        const reqId = reqIds[next++] as string;
+        const view = await this.drive(reqId);
+        if (view !== null && !isTerminal(view.state)) this.deps.log.warn('recovery left transfer unfinished', { req_id: reqId, state: view.state });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.deps.config.scanConcurrencyMax, reqIds.length) }, lane));
   }
 }
 

@@ -2,6 +2,7 @@
 
 import type { TransferStateName } from '../domain/fsm.js';
 import type { AccountKind, BusinessCode, ValidationCode } from '../domain/types.js';
+import type { CrashPoint } from '../faults/crash-points.js';
 
 /** Why a coordinator refused to create a transfer: nothing was recorded. */
 export type RefusalCode =
@@ -34,6 +35,8 @@ export type TransferView = {
   readonly state: TransferStateName;
   readonly errorCode: string | null;
   readonly retryCount: number;
+  /** Unknown outcomes since the last state change. */
+  readonly attempts: number;
   readonly createdAt: string;
   readonly updatedAt: string;
 };
@@ -50,9 +53,17 @@ export type CoordinatorConfig = {
   readonly scanIntervalMs: number;
   readonly staleThresholdMs: number;
   readonly scanBatchMax: number;
+  readonly scanConcurrencyMax: number;
+  readonly targetPendingAlertMs: number;
+  readonly refundFailuresAlertMax: number;
+  readonly stuckRetriesMax: number;
+  readonly stuckAgeMs: number;
+  readonly alertWebhookUrl: string | null;
   readonly retryTimersMax: number;
   /** Transfers per user per UTC day; 0 switches the limit off. */
   readonly dailyTransferLimit: number;
   /** Whether assets' daily_amount_limit_units is enforced. */
   readonly dailyAmountLimits: boolean;
+  /** Tests only: the named point where the process kills itself. */
+  readonly crashPoint: CrashPoint | null;
 };

@@ -44,6 +44,8 @@ const MIGRATIONS: readonly string[] = [
     error_code      TEXT,
     error_message   TEXT,
     retry_count     INTEGER NOT NULL DEFAULT 0,
+    -- Unknown outcomes since the last state change (MON-002 counts refund attempts with it).
+    attempts        INTEGER NOT NULL DEFAULT 0,
     next_retry_at   TIMESTAMPTZ,
     client_order_id TEXT CHECK (client_order_id ~ '^[A-Za-z0-9_-]{1,64}$'),
     created_at      TIMESTAMPTZ NOT NULL DEFAULT now(),
@@ -52,6 +54,8 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX transfers_active_idx ON transfers_tb (updated_at) WHERE state NOT IN (40, -10, -30);
   CREATE INDEX transfers_user_idx ON transfers_tb (user_id, transfer_id DESC);
+  CREATE INDEX transfers_due_idx ON transfers_tb (next_retry_at) WHERE state NOT IN (40, -10, -30);
+  CREATE INDEX transfers_user_day_idx ON transfers_tb (user_id, created_at);
 
   -- One row per state change, written in the same statement as the compare-and-swap.
   CREATE TABLE transfer_state_history (
@@ -94,6 +98,19 @@ const MIGRATIONS: readonly string[] = [
     updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
   );
   CREATE INDEX external_movements_pending_idx ON external_movements (created_at) WHERE state = 'PENDING';
+
+  -- Alerts for operators: one per (kind, transfer), durable, listed at GET /admin/v1/alerts.
+  CREATE TABLE alerts (
+    id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    kind       TEXT NOT NULL,
+    severity   TEXT NOT NULL CHECK (severity IN ('WARNING', 'CRITICAL')),
+    req_id     TEXT,
+    user_id    BIGINT,
+    message    TEXT NOT NULL,
+    details    JSONB NOT NULL DEFAULT '{}',
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+    UNIQUE (kind, req_id)
+  );
   `,
 ];
 

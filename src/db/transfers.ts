@@ -25,6 +25,7 @@ type Row = {
   state: number;
   error_code: string | null;
   retry_count: number;
+  attempts: number;
   created_at: Date;
   updated_at: Date;
 };
@@ -94,7 +95,7 @@ export class TransferStore {
     const rows = await this.sql`
       WITH moved AS (
         UPDATE transfers_tb
-           SET state = ${STATE_IDS[to]}, updated_at = now(), next_retry_at = NULL,
+           SET state = ${STATE_IDS[to]}, updated_at = now(), next_retry_at = NULL, attempts = 0,
                error_code = COALESCE(${errorCode}, error_code)
          WHERE req_id = ${reqId} AND state = ${STATE_IDS[from]}
         RETURNING req_id)
@@ -108,7 +109,7 @@ export class TransferStore {
   async noteRetry(reqId: string, state: TransferStateName, reason: string, nextRetryAt: Date): Promise<void> {
     await this.sql`
       UPDATE transfers_tb
-         SET retry_count = retry_count + 1, error_message = ${reason.slice(0, 500)}, next_retry_at = ${nextRetryAt}
+         SET retry_count = retry_count + 1, attempts = attempts + 1, error_message = ${reason.slice(0, 500)}, next_retry_at = ${nextRetryAt}
        WHERE req_id = ${reqId} AND state = ${STATE_IDS[state]}`;
   }
 
@@ -142,15 +143,53 @@ export class TransferStore {
     }));
   }
 
-  /** Non-terminal transfers of one shard not touched for `staleMs`, oldest first. */
-  async stale(shard: number, shards: number, staleMs: number, limit: number): Promise<string[]> {
+  /**
+   * Non-terminal transfers of one shard that are due: untouched for `staleMs` (spec 001 §6.2),
+   * or whose next retry time has come (a retry no timer holds, a transfer created while the
+   * shard's mailbox was full). Oldest first.
+   */
+  async due(shard: number, shards: number, staleMs: number, limit: number): Promise<string[]> {
     const rows = await this.sql<{ req_id: string }[]>`
-      SELECT req_id FROM transfers_tb
-       WHERE state NOT IN (40, -10, -30)
-         AND updated_at < now() - make_interval(secs => ${staleMs / 1000})
-         AND user_id % ${shards} = ${shard}
-       ORDER BY updated_at LIMIT ${limit}`;
+      SELECT req_id FROM (
+        SELECT req_id, updated_at FROM transfers_tb
+         WHERE state NOT IN (40, -10, -30) AND updated_at < now() - make_interval(secs => ${staleMs / 1000})
+           AND user_id % ${shards} = ${shard}
+        UNION
+        SELECT req_id, updated_at FROM transfers_tb
+         WHERE state NOT IN (40, -10, -30) AND next_retry_at <= now() AND user_id % ${shards} = ${shard}
+      ) AS due ORDER BY updated_at LIMIT ${limit}`;
     return rows.map((r) => r.req_id);
+  }
+
+  /** Creates the transfer in INIT, due at once: for the scan when no coordinator could take it. */
+  async insertDue(t: NewTransferRow): Promise<TransferView | null> {
+    const view = await this.insert(t);
+    if (view !== null) await this.sql`UPDATE transfers_tb SET next_retry_at = now() WHERE req_id = ${t.reqId} AND state = ${STATE_IDS.INIT}`;
+    return view;
+  }
+
+  /** Transfers an operator must look at: not finished after `retriesMax` retries or `ageMs`. */
+  async stuck(retriesMax: number, ageMs: number, limit: number): Promise<TransferView[]> {
+    const rows = await this.sql<Row[]>`
+      SELECT * FROM transfers_tb
+       WHERE state NOT IN (40, -10, -30)
+         AND (retry_count >= ${retriesMax} OR created_at < now() - make_interval(secs => ${ageMs / 1000}))
+       ORDER BY created_at LIMIT ${limit}`;
+    return rows.map(toView);
+  }
+
+  /** Non-terminal transfers, oldest first. */
+  async unfinished(limit: number): Promise<TransferView[]> {
+    const rows = await this.sql<Row[]>`SELECT * FROM transfers_tb WHERE state NOT IN (40, -10, -30) ORDER BY created_at LIMIT ${limit}`;
+    return rows.map(toView);
+  }
+
+  /** TARGET_PENDING transfers that entered that state more than `ageMs` ago (MON-001). */
+  async targetPendingOlderThan(ageMs: number, limit: number): Promise<TransferView[]> {
+    const rows = await this.sql<Row[]>`
+      SELECT * FROM transfers_tb WHERE state = ${STATE_IDS.TARGET_PENDING} AND updated_at < now() - make_interval(secs => ${ageMs / 1000})
+       ORDER BY updated_at LIMIT ${limit}`;
+    return rows.map(toView);
   }
 }
 
@@ -191,6 +230,7 @@ export function toView(row: Row): TransferView {
     state: mustState(row.state),
     errorCode: row.error_code,
     retryCount: row.retry_count,
+    attempts: row.attempts,
     createdAt: row.created_at.toISOString(),
     updatedAt: row.updated_at.toISOString(),
   };

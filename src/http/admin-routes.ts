@@ -8,6 +8,7 @@ import type { AppDeps } from './app.js';
 import { bearerAuth, type AuthEnv } from './auth.js';
 import { jsonObject } from './body.js';
 import { fail } from './errors.js';
+import { mountOperatorRoutes } from './operator-routes.js';
 import { AccountStatusBody, AssetBody, DepositBody, firstCode } from './schemas.js';
 
 export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
@@ -85,5 +86,6 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
     return c.json(body);
   });
 
+  mountOperatorRoutes(routes, deps);
   return routes;
 }

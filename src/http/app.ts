@@ -7,6 +7,7 @@ import type { NewTransfer, TransferView } from '../coordinator/types.js';
 import type { AssetCache } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
+import type { AlertSink } from '../alerts/alerts.js';
 import type { AdminService } from '../services/admin.js';
 import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
@@ -32,6 +33,11 @@ export type AppDeps = {
   readonly external: ExternalMovements;
   readonly balances: BalanceReader;
   readonly admin: AdminService;
+  readonly alerts: AlertSink;
+  /** Drives one transfer now, on its shard (an operator's retry). */
+  readonly drive: (userId: bigint, reqId: string) => Promise<SubmitReply>;
+  readonly stuckRetriesMax: number;
+  readonly stuckAgeMs: number;
   readonly log: Logger;
   readonly isReady: () => boolean;
 };

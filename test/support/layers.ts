@@ -30,9 +30,16 @@ export const LAYER_CONFIG: CoordinatorConfig = {
   scanIntervalMs: 60_000,
   staleThresholdMs: 60_000,
   scanBatchMax: 100,
+  scanConcurrencyMax: 8,
+  targetPendingAlertMs: 60_000,
+  refundFailuresAlertMax: 3,
+  stuckRetriesMax: 10,
+  stuckAgeMs: 300_000,
+  alertWebhookUrl: null,
   retryTimersMax: 1_000,
   dailyTransferLimit: 0,
   dailyAmountLimits: false,
+  crashPoint: null,
 };
 
 export async function startLayers(config: Partial<CoordinatorConfig> = {}): Promise<Layers> {

@@ -1,0 +1,81 @@
+// Alerts for operators. Each is one row of `alerts` (at most one per kind and transfer, so a
+// retry loop does not flood), one structured log line, and, when ALERT_WEBHOOK_URL is set, one
+// JSON POST. A failing webhook is logged and never blocks or fails the transfer that raised it.
+
+import type { Sql } from '../db/sql.js';
+import type { Logger } from '../log.js';
+
+export const ALERT_KINDS = {
+  /** MON-001: a transfer has been TARGET_PENDING for longer than the threshold. */
+  TARGET_PENDING_TOO_LONG: 'CRITICAL',
+  /** MON-002: a refund failed three times; funds wait in COMPENSATING. */
+  REFUND_FAILING: 'CRITICAL',
+  /** A transfer needs an operator (spec 002's dead letter); its retries go on. */
+  TRANSFER_STUCK: 'CRITICAL',
+  /** An adapter answered with parameters that contradict its record. */
+  IDEMPOTENCY_CONFLICT: 'CRITICAL',
+} as const;
+export type AlertKind = keyof typeof ALERT_KINDS;
+
+export type Alert = {
+  readonly kind: AlertKind;
+  readonly reqId: string | null;
+  readonly userId: bigint | null;
+  readonly message: string;
+  readonly details: Readonly<Record<string, unknown>>;
+};
+
+export type AlertRow = Alert & { readonly id: string; readonly severity: string; readonly createdAt: string };
+
+const WEBHOOK_TIMEOUT_MS = 5_000;
+
+export class AlertSink {
+  constructor(
+    private readonly deps: { readonly sql: Sql; readonly log: Logger; readonly webhookUrl: string | null },
+  ) {}
+
+  /** Records the alert once; answers whether this call raised it. */
+  async raise(alert: Alert): Promise<boolean> {
+    const severity = ALERT_KINDS[alert.kind];
+    const details = JSON.stringify(alert.details, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+    const rows = await this.deps.sql`
+      INSERT INTO alerts (kind, severity, req_id, user_id, message, details)
+      VALUES (${alert.kind}, ${severity}, ${alert.reqId}, ${alert.userId}, ${alert.message}, ${details}::jsonb)
+      ON CONFLICT (kind, req_id) DO NOTHING RETURNING id`;
+    if (rows.length === 0) return false;
+    const fields = { alert: alert.kind, severity, req_id: alert.reqId, user_id: alert.userId, ...alert.details };
+    if (severity === 'CRITICAL') this.deps.log.critical(alert.message, fields);
+    else this.deps.log.warn(alert.message, fields);
+    if (this.deps.webhookUrl !== null) void this.post(this.deps.webhookUrl, { ...alert, severity, details: JSON.parse(details) as unknown });
+    return true;
+  }
+
+  async list(limit: number): Promise<AlertRow[]> {
+    const rows = await this.deps.sql<{ id: bigint; kind: AlertKind; severity: string; req_id: string | null; user_id: bigint | null; message: string; details: Record<string, unknown>; created_at: Date }[]>`
+      SELECT * FROM alerts ORDER BY id DESC LIMIT ${limit}`;
+    return rows.map((r) => ({
+      id: r.id.toString(),
+      kind: r.kind,
+      severity: r.severity,
+      reqId: r.req_id,
+      userId: r.user_id,
+      message: r.message,
+      details: r.details,
+      createdAt: r.created_at.toISOString(),
+    }));
+  }
+
+  private async post(url: string, body: Record<string, unknown>): Promise<void> {
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)),
+        signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+      });
+      if (!response.ok) this.deps.log.error('alert webhook answered an error', { status: response.status });
+    } catch (error) {
+      this.deps.log.error('alert webhook failed', { error: String(error) });
+    }
+  }
+}

@@ -1,0 +1,48 @@
+// Watches transfers that stay: raises MON-001 (TARGET_PENDING too long), MON-002 (a refund
+// failed three times) and the escalation to an operator (too many retries, or too old). It only
+// alerts; it never moves a transfer, and the transfer's retries go on whatever it finds.
+
+import type { AlertSink } from '../alerts/alerts.js';
+import type { TransferStore } from '../db/transfers.js';
+import type { TransferView } from './types.js';
+
+export type WatchdogConfig = {
+  readonly targetPendingAlertMs: number;
+  readonly refundFailuresAlertMax: number;
+  readonly stuckRetriesMax: number;
+  readonly stuckAgeMs: number;
+};
+
+const SWEEP_BATCH_MAX = 1_000;
+
+export class Watchdog {
+  constructor(
+    private readonly deps: { readonly alerts: AlertSink; readonly store: TransferStore; readonly config: WatchdogConfig; readonly now?: () => number },
+  ) {}
+
+  /** Called each time a transfer stays after an unknown outcome; `t` is as it is now. */
+  async onStay(t: TransferView, reason: string): Promise<void> {
+    const { config, alerts } = this.deps;
+    const now = (this.deps.now ?? Date.now)();
+    const base = { reqId: t.reqId, userId: t.userId };
+    const details = { state: t.state, retry_count: t.retryCount, attempts: t.attempts, last_error: reason };
+    if (t.state === 'TARGET_PENDING' && now - Date.parse(t.updatedAt) >= config.targetPendingAlertMs) {
+      await alerts.raise({ ...base, kind: 'TARGET_PENDING_TOO_LONG', message: 'transfer stuck in TARGET_PENDING: funds in flight, retrying', details });
+    }
+    if (t.state === 'COMPENSATING' && t.attempts >= config.refundFailuresAlertMax) {
+      await alerts.raise({ ...base, kind: 'REFUND_FAILING', message: `refund failed ${t.attempts} times: funds wait in COMPENSATING`, details });
+    }
+    if (t.retryCount >= config.stuckRetriesMax || now - Date.parse(t.createdAt) >= config.stuckAgeMs) {
+      await alerts.raise({ ...base, kind: 'TRANSFER_STUCK', message: 'transfer needs an operator; retries continue', details });
+    }
+    if (reason.startsWith('IDEMPOTENCY_CONFLICT')) {
+      await alerts.raise({ ...base, kind: 'IDEMPOTENCY_CONFLICT', message: 'an adapter holds this operation with other parameters', details });
+    }
+  }
+
+  /** Periodic: TARGET_PENDING transfers past the threshold even when no retry has run. */
+  async sweep(): Promise<void> {
+    const late = await this.deps.store.targetPendingOlderThan(this.deps.config.targetPendingAlertMs, SWEEP_BATCH_MAX);
+    for (const t of late) await this.onStay(t, t.errorCode ?? 'no answer yet');
+  }
+}

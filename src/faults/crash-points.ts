@@ -1,0 +1,37 @@
+// Named crash points for recovery tests (CRA-001..006): when CRASH_POINT names one, the process
+// kills itself with SIGKILL the first time execution reaches it, exactly as a power cut would.
+// With CRASH_POINT unset (every real deployment) each call is one comparison and does nothing.
+
+export const CRASH_POINTS = [
+  /** CRA-001: the transfer is INIT in PostgreSQL; SOURCE_PENDING not yet written. */
+  'init_before_source_pending',
+  /** CRA-002: SOURCE_PENDING is committed; the source adapter not yet called. */
+  'source_pending_before_call',
+  /** CRA-003: the source adapter applied the withdraw; SOURCE_DONE not yet written. */
+  'source_pending_after_call',
+  /** CRA-004: SOURCE_DONE is committed; TARGET_PENDING not yet written. */
+  'source_done_before_target_pending',
+  /** CRA-005: TARGET_PENDING is committed; the target adapter not yet called. */
+  'target_pending_before_call',
+  /** CRA-005: the target adapter applied the deposit; COMMITTED not yet written. */
+  'target_pending_after_call',
+  /** CRA-006: COMPENSATING is committed; the refund not yet called. */
+  'compensating_before_call',
+  /** CRA-006: the refund was applied; ROLLED_BACK not yet written. */
+  'compensating_after_call',
+] as const;
+export type CrashPoint = (typeof CRASH_POINTS)[number];
+
+export function isCrashPoint(value: string): value is CrashPoint {
+  return (CRASH_POINTS as readonly string[]).includes(value);
+}
+
+/** Returns the function the driver calls at each point; a no-op unless `armed` names one. */
+export function crashHook(armed: CrashPoint | null): (point: CrashPoint) => void {
+  if (armed === null) return () => undefined;
+  return (point) => {
+    if (point !== armed) return;
+    process.stderr.write(`${JSON.stringify({ level: 'critical', msg: 'crash point reached: killing the process', crash_point: point })}\n`);
+    process.kill(process.pid, 'SIGKILL');
+  };
+}

@@ -1,0 +1,64 @@
+// Operator routes for transfers that need attention: alerts, stuck transfers with their
+// history, and a retry that drives one transfer now. No route here sets a state: a retry runs
+// the same step() as everything else, so a transfer only ever moves where its funds allow.
+
+import type { Hono } from 'hono';
+import { isReqId } from '../domain/checks.js';
+import type { AppDeps } from './app.js';
+import type { AuthEnv } from './auth.js';
+import { fail } from './errors.js';
+import { historyJson } from './views.js';
+
+const LIST_LIMIT_MAX = 500;
+
+export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void {
+  routes.get('/alerts', async (c) => {
+    const limit = listLimit(c.req.query('limit'));
+    if (limit === null) return fail(c, 'INVALID_REQUEST');
+    const alerts = await deps.alerts.list(limit);
+    return c.json({ alerts: alerts.map((a) => ({ id: a.id, kind: a.kind, severity: a.severity, req_id: a.reqId, user_id: a.userId?.toString() ?? null, message: a.message, details: a.details, created_at: a.createdAt })) });
+  });
+
+  routes.get('/transfers', async (c) => {
+    const stuck = c.req.query('stuck');
+    const limit = listLimit(c.req.query('limit'));
+    if (limit === null || (stuck !== undefined && stuck !== 'true' && stuck !== 'false')) return fail(c, 'INVALID_REQUEST');
+    const views = stuck === 'true' ? await deps.transfers.stuck(deps.stuckRetriesMax, deps.stuckAgeMs, limit) : await deps.transfers.unfinished(limit);
+    const items = [];
+    for (const v of views) {
+      items.push({
+        req_id: v.reqId,
+        user_id: v.userId.toString(),
+        from: v.from,
+        to: v.to,
+        asset: v.asset,
+        amount_units: v.amount.toString(),
+        state: v.state,
+        retry_count: v.retryCount,
+        error_code: v.errorCode,
+        created_at: v.createdAt,
+        updated_at: v.updatedAt,
+        history: historyJson(await deps.transfers.history(v.reqId)),
+      });
+    }
+    return c.json({ transfers: items });
+  });
+
+  routes.post('/transfers/:req_id/retry', async (c) => {
+    const reqId = c.req.param('req_id');
+    if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');
+    const view = await deps.transfers.get(reqId);
+    if (view === null) return fail(c, 'NOT_FOUND');
+    const reply = await deps.drive(view.userId, reqId);
+    if (reply.kind === 'busy') return fail(c, 'SERVICE_UNAVAILABLE');
+    if (reply.kind !== 'transfer') return fail(c, reply.kind === 'refused' ? reply.code : 'SYSTEM_ERROR');
+    const now = reply.view;
+    return c.json({ req_id: now.reqId, state: now.state, retry_count: now.retryCount, error_code: now.errorCode, history: historyJson(await deps.transfers.history(reqId)) });
+  });
+}
+
+function listLimit(text: string | undefined): number | null {
+  if (text === undefined) return 100;
+  if (!/^[1-9][0-9]{0,3}$/.test(text) || Number(text) > LIST_LIMIT_MAX) return null;
+  return Number(text);
+}
