@@ -8,7 +8,8 @@ import { AssetCache, checkAssetOpen } from '../db/assets.js';
 import type { Sql } from '../db/sql.js';
 import { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
-import { crashHook } from '../faults/crash-points.js';
+import type { AccountAdapter } from '../adapters/types.js';
+import { crashHook, type CrashPoint } from '../faults/crash-points.js';
 import { backoffMs } from './backoff.js';
 import { DailyLimits } from './daily-limits.js';
 import { TransferDriver } from './driver.js';
@@ -27,7 +28,18 @@ export type ShardParts = {
   readonly watchdog: Watchdog;
 };
 
-export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: CoordinatorConfig; log: Logger }): ShardParts {
+/**
+ * Test hooks. Production passes none: `wrapAdapters` lets a test wrap the real adapters to
+ * inject faults, and `crash` replaces the crash-point hook.
+ */
+export type TestHooks = {
+  readonly wrapAdapters?: (real: Adapters) => Adapters;
+  readonly crash?: (point: CrashPoint) => void;
+};
+
+type Adapters = { readonly FUNDING: AccountAdapter; readonly SPOT: AccountAdapter };
+
+export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: CoordinatorConfig; log: Logger; hooks?: TestHooks }): ShardParts {
   const { sql, config, log } = opts;
   const store = new TransferStore(sql);
   const assets = new AssetCache(sql);
@@ -38,10 +50,10 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
   const watchdog = new Watchdog({ alerts, store, config });
   const driver = new TransferDriver({
     store,
-    adapters: { FUNDING: funding, SPOT: trading },
+    adapters: opts.hooks?.wrapAdapters?.({ FUNDING: funding, SPOT: trading }) ?? { FUNDING: funding, SPOT: trading },
     log,
     nextRetryAt: (n) => new Date(Date.now() + backoffMs(backoff, n)),
-    crash: crashHook(config.crashPoint),
+    crash: opts.hooks?.crash ?? crashHook(config.crashPoint),
     precheck: async (t) => {
       const asset = await assets.get(t.asset);
       if (asset === null) return 'INVALID_ASSET';

@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startUbsCore, UbsClient } from '../../actors/ubscore-client.js';
-import { composeShard, type ShardParts } from '../../src/coordinator/compose.js';
+import { composeShard, type ShardParts, type TestHooks } from '../../src/coordinator/compose.js';
 import type { CoordinatorConfig } from '../../src/coordinator/types.js';
 import { migrate, seedDemoAssets } from '../../src/db/schema.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
@@ -42,7 +42,7 @@ export const LAYER_CONFIG: CoordinatorConfig = {
   crashPoint: null,
 };
 
-export async function startLayers(config: Partial<CoordinatorConfig> = {}): Promise<Layers> {
+export async function startLayers(config: Partial<CoordinatorConfig> = {}, hooks: TestHooks = {}): Promise<Layers> {
   const db = await createTestDatabase();
   const sql = openSql(db.url, { max: 4, application: 'test-layers' });
   await migrate(sql);
@@ -50,8 +50,9 @@ export async function startLayers(config: Partial<CoordinatorConfig> = {}): Prom
   const walDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-layers-wal-'));
   const core = await startUbsCore({ walDir, batchMax: 1024 });
   const ubs = new UbsClient(core.connect(), {});
-  const log = createLogger({ level: 'error', name: 'test' });
-  const parts = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config: { ...LAYER_CONFIG, databaseUrl: db.url, ...config }, log });
+  // Critical lines are always written; tests that provoke them on purpose keep them quiet.
+  const log = createLogger({ level: 'error', name: 'test', write: process.env.LOG_LEVEL === 'debug' ? undefined : () => undefined });
+  const parts = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config: { ...LAYER_CONFIG, databaseUrl: db.url, ...config }, log, hooks });
   return {
     ...parts,
     sql,

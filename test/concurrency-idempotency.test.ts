@@ -1,0 +1,179 @@
+// Proves races and repeats never move funds twice (CON-001..004, IDP-001..004) and the fund anomalies of spec 000 §10.8 cannot happen (FND-001, FND-003..006), each ending with exact conservation.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ulid } from 'ulid';
+import { composeShard } from '../src/coordinator/compose.js';
+import type { CrashPoint } from '../src/faults/crash-points.js';
+import { createLogger } from '../src/log.js';
+import { FaultPlan, faultyAdapters } from './support/faults.js';
+import { LAYER_CONFIG, startLayers, type Layers } from './support/layers.js';
+import { balances, newTransfer, path, seed, settle, total } from './support/ledger.js';
+
+const plan = new FaultPlan();
+let L: Layers;
+const COIN = 10n ** 8n;
+let nextUser = 800n;
+const quiet = createLogger({ level: 'error', name: 'test', write: () => undefined });
+
+test.before(async () => {
+  L = await startLayers({ retryBaseMs: 20, retryCapMs: 200, happyPathDeadlineMs: 500 }, { wrapAdapters: faultyAdapters(plan) });
+});
+
+test.after(async () => {
+  await L.stop();
+});
+
+test.before.each(() => plan.clear());
+
+async function fundedUser(funding = 10n * COIN, spot = 10n * COIN): Promise<bigint> {
+  nextUser += 1n;
+  await seed(L, nextUser, 'USDT', funding, spot);
+  return nextUser;
+}
+
+/** A second, independent driver on the same database and UBSCore: another coordinator. */
+function secondShard(hooks = {}) {
+  return composeShard({ sql: L.sql, ubs: (cmd, ms) => L.ubs.send(cmd, ms), config: { ...LAYER_CONFIG, retryBaseMs: 20, retryCapMs: 200 }, log: quiet, hooks });
+}
+
+async function applied(reqId: string, op: string): Promise<number> {
+  const rows = await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${reqId} AND op = ${op} AND outcome = 'APPLIED'`;
+  return rows[0]?.n as number;
+}
+
+test('CON-001: many drivers stepping one req_id at once: one CAS wins each move, one effect per operation', async () => {
+  const user = await fundedUser();
+  const other = secondShard();
+  for (const from of ['FUNDING', 'SPOT'] as const) {
+    const t = newTransfer(user, from, 'USDT', 3n * COIN);
+    const created = await L.store.insert(t);
+    assert.ok(created !== null);
+    for (let round = 0; round < 6; round++) {
+      await Promise.all([L.driver.step(t.reqId), other.driver.step(t.reqId), L.driver.step(t.reqId), other.driver.step(t.reqId)]);
+    }
+    assert.is((await L.store.get(t.reqId))?.state, 'COMMITTED');
+    assert.equal(await path(L, t.reqId), ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED']);
+    assert.is(await applied(t.reqId, from === 'FUNDING' ? 'WITHDRAW' : 'DEPOSIT'), 1);
+  }
+  assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('CON-002: two concurrent transfers of the same amount with separate req_ids both execute', async () => {
+  const user = await fundedUser();
+  const [a, b] = [newTransfer(user, 'FUNDING', 'USDT', 2n * COIN), newTransfer(user, 'FUNDING', 'USDT', 2n * COIN)];
+  await Promise.all([L.shard.submit(a), L.shard.submit(b)]);
+  assert.is((await settle(L, a.reqId)).state, 'COMMITTED');
+  assert.is((await settle(L, b.reqId)).state, 'COMMITTED');
+  assert.equal(await balances(L, user, 'USDT'), { funding: 6n * COIN, spot: 14n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('CON-003: transfers racing external SPOT withdrawals never spend more than the balance', async () => {
+  const user = await fundedUser(0n, 10n * COIN);
+  const transfers = Array.from({ length: 4 }, () => newTransfer(user, 'SPOT', 'USDT', 2n * COIN));
+  await L.sql`INSERT INTO funding_balances (user_id, asset, available) VALUES (${user}, 'USDT', 0)`;
+  const spends = Array.from({ length: 4 }, () =>
+    L.ubs.send({ kind: 'external_op', op: 'EXTERNAL_WITHDRAW', ref: `spend-${ulid()}`, userId: user, asset: 'USDT', amount: 2n * COIN }, 5_000),
+  );
+  const [outcomes, spent] = await Promise.all([Promise.all(transfers.map((t) => L.shard.submit(t))), Promise.all(spends)]);
+  assert.is(outcomes.length, 4);
+  const moved = (await Promise.all(transfers.map((t) => settle(L, t.reqId)))).filter((v) => v.state === 'COMMITTED').length;
+  const withdrawn = spent.filter((r) => r?.kind === 'applied').length;
+  assert.is(moved + withdrawn, 5, `${moved} transfers, ${withdrawn} withdrawals out of 10 USDT`);
+  const b = await balances(L, user, 'USDT');
+  assert.equal(b, { funding: BigInt(moved) * 2n * COIN, spot: 0n });
+  assert.is(await total(L, user, 'USDT'), 10n * COIN - BigInt(withdrawn) * 2n * COIN);
+});
+
+test('CON-004: concurrent withdraws of the whole FUNDING balance: the row lock lets exactly one through', async () => {
+  const user = await fundedUser(5n * COIN, 0n);
+  const outcomes = await Promise.all(Array.from({ length: 6 }, () => L.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN })));
+  assert.is(outcomes.filter((o) => o.kind === 'SUCCESS').length, 1);
+  assert.is(outcomes.filter((o) => o.kind === 'FAILED' && o.code === 'INSUFFICIENT_BALANCE').length, 5);
+  assert.equal(await balances(L, user, 'USDT'), { funding: 0n, spot: 0n });
+});
+
+test('IDP-001 / IDP-002 / IDP-003: withdraw, deposit and refund twice (and concurrently) apply once, both adapters', async () => {
+  const user = await fundedUser();
+  for (const adapter of [L.funding, L.trading]) {
+    const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
+    const ws = await Promise.all([adapter.withdraw(req), adapter.withdraw(req), adapter.withdraw(req)]);
+    assert.equal(ws.map((o) => o.kind), ['SUCCESS', 'SUCCESS', 'SUCCESS'], `${adapter.account} withdraw`);
+    const rs = await Promise.all([adapter.refund(req), adapter.refund(req)]);
+    assert.equal(rs.map((o) => o.kind), ['SUCCESS', 'SUCCESS'], `${adapter.account} refund`);
+    const dep = { ...req, reqId: ulid() };
+    assert.is((await adapter.deposit(dep)).kind, 'SUCCESS');
+    assert.is((await adapter.deposit(dep)).kind, 'SUCCESS');
+  }
+  // Each side: withdrew 1, refunded 1 (once), deposited 1 (once).
+  assert.equal(await balances(L, user, 'USDT'), { funding: 11n * COIN, spot: 11n * COIN });
+});
+
+test('IDP-004 / FND-001 / FND-003 / FND-005: lost replies on every operation; retries end consistent, each effect once', async () => {
+  const user = await fundedUser();
+  plan.set('FUNDING', 'WITHDRAW', { kind: 'lose_reply' }, 2);
+  plan.set('SPOT', 'DEPOSIT', { kind: 'lose_reply' }, 2);
+  const a = newTransfer(user, 'FUNDING', 'USDT', 4n * COIN);
+  await L.shard.submit(a);
+  assert.is((await settle(L, a.reqId)).state, 'COMMITTED');
+  assert.ok(plan.count('FUNDING', 'WITHDRAW') >= 3 && plan.count('SPOT', 'DEPOSIT') >= 3);
+  assert.is(await applied(a.reqId, 'WITHDRAW'), 1, 'FND-001: deducted once');
+  plan.set('SPOT', 'WITHDRAW', { kind: 'lose_reply' }, 2);
+  plan.set('FUNDING', 'DEPOSIT', { kind: 'lose_reply' }, 2);
+  const b = newTransfer(user, 'SPOT', 'USDT', COIN);
+  await L.shard.submit(b);
+  assert.is((await settle(L, b.reqId)).state, 'COMMITTED');
+  assert.is(await applied(b.reqId, 'DEPOSIT'), 1, 'FND-003: credited once');
+  assert.equal(await balances(L, user, 'USDT'), { funding: 7n * COIN, spot: 13n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('FND-004: a coordinator that dies at any point leaves nothing lost; a fresh one recovers every transfer', async () => {
+  const user = await fundedUser();
+  const points: CrashPoint[] = ['init_before_source_pending', 'source_pending_before_call', 'source_pending_after_call', 'source_done_before_target_pending', 'target_pending_before_call', 'target_pending_after_call'];
+  const ids: string[] = [];
+  for (const point of points) {
+    for (const from of ['FUNDING', 'SPOT'] as const) {
+      const dying = secondShard({ crash: (p: CrashPoint) => { if (p === point) throw new Error(`died at ${p}`); } });
+      const t = newTransfer(user, from, 'USDT', COIN);
+      ids.push(t.reqId);
+      await L.store.insert(t);
+      await dying.driver.step(t.reqId).then(() => dying.driver.step(t.reqId)).then(() => dying.driver.step(t.reqId)).catch(() => undefined);
+      dying.shard.stop();
+    }
+  }
+  const restarted = secondShard();
+  restarted.shard.start(); // start-up recovery drives every unfinished transfer
+  for (const id of ids) assert.is((await settle(L, id, undefined, 10_000)).state, 'COMMITTED', id);
+  restarted.shard.stop();
+  for (const id of ids) assert.is((await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${id} AND outcome = 'APPLIED'`)[0]?.n, 1);
+  assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('FND-006: a PostgreSQL transaction that fails half-way changes nothing; the retry applies it once', async () => {
+  const user = await fundedUser();
+  // Make the operation record fail after the balance update, inside the adapter's transaction.
+  // A sequence is not rolled back with the transaction, so it marks the first call.
+  await L.sql.unsafe(`
+    CREATE SEQUENCE fnd006_calls;
+    CREATE FUNCTION fail_once() RETURNS trigger AS $$ BEGIN
+      IF nextval('fnd006_calls') = 1 THEN RAISE EXCEPTION 'injected failure after the balance update'; END IF;
+      RETURN NEW; END $$ LANGUAGE plpgsql;
+    CREATE TRIGGER fnd006 BEFORE INSERT ON funding_operations FOR EACH ROW WHEN (NEW.user_id = ${user}) EXECUTE FUNCTION fail_once();`);
+  const t = newTransfer(user, 'FUNDING', 'USDT', 5n * COIN);
+  await L.shard.submit(t);
+  assert.is((await settle(L, t.reqId)).state, 'COMMITTED');
+  const history = await path(L, t.reqId);
+  assert.equal(history, ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED']);
+  assert.is(await applied(t.reqId, 'WITHDRAW'), 1);
+  assert.equal(await balances(L, user, 'USDT'), { funding: 5n * COIN, spot: 15n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+  const calls = await L.sql<{ n: bigint }[]>`SELECT last_value AS n FROM fnd006_calls`;
+  assert.ok((calls[0]?.n ?? 0n) >= 2n, 'the first attempt failed inside the transaction and was retried');
+  await L.sql.unsafe('DROP TRIGGER fnd006 ON funding_operations; DROP FUNCTION fail_once(); DROP SEQUENCE fnd006_calls;');
+});
+
+test.run();

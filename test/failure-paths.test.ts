@@ -1,0 +1,153 @@
+// Proves the failure paths of the FSM (FSM-003..006), the alerts on them (MON-001, MON-002) and that funds never vanish between source and target (FND-002), each ending with exact conservation.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { FaultPlan, faultyAdapters } from './support/faults.js';
+import { startLayers, type Layers } from './support/layers.js';
+import { balances, newTransfer, path, seed, settle, total } from './support/ledger.js';
+
+const plan = new FaultPlan();
+let L: Layers;
+const COIN = 10n ** 8n;
+let nextUser = 700n;
+
+test.before(async () => {
+  L = await startLayers(
+    { retryBaseMs: 20, retryCapMs: 200, happyPathDeadlineMs: 300, targetPendingAlertMs: 300, refundFailuresAlertMax: 3 },
+    { wrapAdapters: faultyAdapters(plan) },
+  );
+});
+
+test.after(async () => {
+  await L.stop();
+});
+
+test.before.each(() => plan.clear());
+
+async function fundedUser(funding = 10n * COIN, spot = 10n * COIN): Promise<bigint> {
+  nextUser += 1n;
+  await seed(L, nextUser, 'USDT', funding, spot);
+  return nextUser;
+}
+
+async function alertsFor(reqId: string): Promise<string[]> {
+  const rows = await L.sql<{ kind: string }[]>`SELECT kind FROM alerts WHERE req_id = ${reqId} ORDER BY id`;
+  return rows.map((r) => r.kind);
+}
+
+test('FSM-003: an explicit source failure goes INIT → SOURCE_PENDING → FAILED, nothing moved', async () => {
+  const user = await fundedUser();
+  for (const from of ['FUNDING', 'SPOT'] as const) {
+    const t = newTransfer(user, from, 'USDT', 11n * COIN);
+    const out = await L.shard.submit(t);
+    assert.is(out.kind === 'transfer' && out.view.state, 'FAILED');
+    assert.equal(await path(L, t.reqId), ['INIT', 'SOURCE_PENDING', 'FAILED']);
+    assert.is((await L.store.get(t.reqId))?.errorCode, 'INSUFFICIENT_BALANCE');
+  }
+  assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('FSM-004: an explicit target failure goes TARGET_PENDING → COMPENSATING → ROLLED_BACK, source restored', async () => {
+  const user = await fundedUser();
+  for (const from of ['FUNDING', 'SPOT'] as const) {
+    plan.set(from === 'FUNDING' ? 'SPOT' : 'FUNDING', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
+    const t = newTransfer(user, from, 'USDT', 3n * COIN);
+    await L.shard.submit(t);
+    const v = await settle(L, t.reqId);
+    assert.is(v.state, 'ROLLED_BACK');
+    assert.equal(await path(L, t.reqId), ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMPENSATING', 'ROLLED_BACK']);
+  }
+  assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('FSM-005: a target timeout stays TARGET_PENDING and retries, never compensates; it commits once the target answers', async () => {
+  const user = await fundedUser();
+  plan.set('SPOT', 'DEPOSIT', { kind: 'timeout' });
+  const t = newTransfer(user, 'FUNDING', 'USDT', 2n * COIN);
+  await L.shard.submit(t);
+  await new Promise((r) => setTimeout(r, 400));
+  const waiting = await L.store.get(t.reqId);
+  assert.is(waiting?.state, 'TARGET_PENDING');
+  assert.ok((waiting?.retryCount ?? 0) >= 2, `retried ${waiting?.retryCount} times`);
+  assert.is(await total(L, user, 'USDT'), 20n * COIN, 'in flight counts');
+  const row = await L.sql<{ next_retry_at: Date | null; error_message: string | null }[]>`SELECT next_retry_at, error_message FROM transfers_tb WHERE req_id = ${t.reqId}`;
+  assert.ok(row[0]?.next_retry_at instanceof Date);
+  assert.match(row[0]?.error_message ?? '', /timeout/);
+  plan.set('SPOT', 'DEPOSIT', { kind: 'lose_reply' }, 1);
+  const v = await settle(L, t.reqId);
+  assert.is(v.state, 'COMMITTED');
+  assert.not.ok((await path(L, t.reqId)).includes('COMPENSATING'));
+  assert.equal(await balances(L, user, 'USDT'), { funding: 8n * COIN, spot: 12n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('FSM-006: a failing refund stays COMPENSATING and retries until it is applied, exactly once', async () => {
+  const user = await fundedUser();
+  plan.set('SPOT', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
+  plan.set('FUNDING', 'REFUND', { kind: 'timeout' }, 2);
+  const t = newTransfer(user, 'FUNDING', 'USDT', 4n * COIN);
+  await L.shard.submit(t);
+  await settle(L, t.reqId, 'COMPENSATING');
+  plan.set('FUNDING', 'REFUND', { kind: 'throw' }, 2);
+  const v = await settle(L, t.reqId);
+  assert.is(v.state, 'ROLLED_BACK');
+  assert.ok(plan.count('FUNDING', 'REFUND') >= 3);
+  const refunds = await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${t.reqId} AND op = 'REFUND' AND outcome = 'APPLIED'`;
+  assert.is(refunds[0]?.n, 1);
+  assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('MON-001: TARGET_PENDING beyond the threshold raises one CRITICAL alert while retries go on', async () => {
+  const user = await fundedUser();
+  plan.set('SPOT', 'DEPOSIT', { kind: 'timeout' });
+  const t = newTransfer(user, 'FUNDING', 'USDT', COIN);
+  await L.shard.submit(t);
+  await settle(L, t.reqId, 'TARGET_PENDING');
+  assert.equal(await alertsFor(t.reqId), []);
+  const deadline = Date.now() + 3_000;
+  while ((await alertsFor(t.reqId)).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(await alertsFor(t.reqId), ['TARGET_PENDING_TOO_LONG']);
+  const severity = await L.sql<{ severity: string }[]>`SELECT severity FROM alerts WHERE req_id = ${t.reqId}`;
+  assert.is(severity[0]?.severity, 'CRITICAL');
+  plan.clear();
+  assert.is((await settle(L, t.reqId)).state, 'COMMITTED');
+  assert.equal(await alertsFor(t.reqId), ['TARGET_PENDING_TOO_LONG'], 'raised once');
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('MON-002: a refund that fails three times raises a CRITICAL alert, not before; the refund still completes', async () => {
+  const user = await fundedUser();
+  plan.set('SPOT', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
+  plan.set('FUNDING', 'REFUND', { kind: 'timeout' });
+  const t = newTransfer(user, 'FUNDING', 'USDT', COIN);
+  await L.shard.submit(t);
+  await settle(L, t.reqId, 'COMPENSATING');
+  const deadline = Date.now() + 3_000;
+  while (plan.count('FUNDING', 'REFUND') < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  if (plan.count('FUNDING', 'REFUND') === 2) assert.not.ok((await alertsFor(t.reqId)).includes('REFUND_FAILING'), 'not after two');
+  while (!(await alertsFor(t.reqId)).includes('REFUND_FAILING') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+  assert.ok((await alertsFor(t.reqId)).includes('REFUND_FAILING'));
+  assert.ok(plan.count('FUNDING', 'REFUND') >= 3);
+  plan.clear();
+  assert.is((await settle(L, t.reqId)).state, 'ROLLED_BACK');
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('FND-002: source done and target failed is never left uncompensated: explicit → refunded, unknown → retried', async () => {
+  const user = await fundedUser();
+  plan.set('FUNDING', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_FROZEN' }, 1);
+  const a = newTransfer(user, 'SPOT', 'USDT', COIN);
+  await L.shard.submit(a);
+  assert.is((await settle(L, a.reqId)).state, 'ROLLED_BACK');
+  plan.set('FUNDING', 'DEPOSIT', { kind: 'throw' }, 3);
+  const b = newTransfer(user, 'SPOT', 'USDT', COIN);
+  await L.shard.submit(b);
+  assert.is((await settle(L, b.reqId)).state, 'COMMITTED');
+  assert.equal(await balances(L, user, 'USDT'), { funding: 11n * COIN, spot: 9n * COIN });
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test.run();
