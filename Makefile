@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test build install clean
+.PHONY: run test drill build install clean
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
 run: build
@@ -13,6 +13,10 @@ run: build
 ## make test: the whole suite (uvu), on an embedded PostgreSQL the runner starts and stops
 test: build
 	node dist/test/run.js $(FILTER)
+
+## make drill: kill the service with SIGKILL under load DRILL_CYCLES times (default 10), then verify every transfer and balance
+drill: build
+	node dist/bench/drill.js
 
 build: $(INSTALL_STAMP)
 	$(TSC) -p tsconfig.json

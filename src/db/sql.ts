@@ -4,6 +4,7 @@
 import postgres from 'postgres';
 
 export type Sql = postgres.Sql<{ bigint: bigint }>;
+export type Tx = postgres.TransactionSql<{ bigint: bigint }>;
 
 export function openSql(url: string, opts: { max: number; application: string }): Sql {
   return postgres(url, {

@@ -1,12 +1,13 @@
 // Operator routes, behind a token whose role is admin.
 
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
 import { isAssetSymbol, isUserId } from '../domain/checks.js';
 import { parseAmount } from '../domain/money.js';
 import type { AppDeps } from './app.js';
 import { bearerAuth, type AuthEnv } from './auth.js';
 import { jsonObject } from './body.js';
+import type { MovementKind } from '../services/external.js';
 import { fail } from './errors.js';
 import { mountOperatorRoutes } from './operator-routes.js';
 import { AccountStatusBody, AssetBody, DepositBody, firstCode } from './schemas.js';
@@ -15,7 +16,7 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
   const routes = new Hono<AuthEnv>();
   routes.use('*', bearerAuth({ secret: deps.jwtSecret, role: 'admin' }));
 
-  routes.post('/deposit', async (c) => {
+  const movement = (kind: MovementKind) => async (c: Context<AuthEnv>) => {
     const raw = await jsonObject(c);
     if (raw === null) return fail(c, 'INVALID_REQUEST');
     const parsed = v.safeParse(DepositBody, raw, { abortEarly: true });
@@ -27,13 +28,7 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
     if (asset === null) return fail(c, 'INVALID_ASSET');
     const amount = parseAmount(body.amount, asset.precision);
     if (!amount.ok) return fail(c, amount.code);
-    const outcome = await deps.external.deposit({
-      ref: body.ref,
-      userId,
-      account: body.account,
-      asset: body.asset,
-      amount: amount.units,
-    });
+    const outcome = await deps.external.apply({ kind, ref: body.ref, userId, account: body.account, asset: body.asset, amount: amount.units });
     switch (outcome.kind) {
       case 'done':
         return c.json({ ref: body.ref, state: 'DONE', duplicate: outcome.duplicate, account: body.account, asset: body.asset, amount: body.amount });
@@ -42,7 +37,9 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
       case 'refused':
         return fail(c, outcome.code, { ref: body.ref });
     }
-  });
+  };
+  routes.post('/deposit', movement('DEPOSIT'));
+  routes.post('/withdraw', movement('WITHDRAW'));
 
   routes.put('/assets/:symbol', async (c) => {
     const symbol = c.req.param('symbol');

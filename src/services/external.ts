@@ -1,14 +1,18 @@
-// Funds entering from outside (the external deposit flow), idempotent by `ref`. Every movement
-// is one row of external_movements, the ledger the conservation check sums. A FUNDING deposit
-// is one PostgreSQL transaction. A SPOT deposit is recorded PENDING first, then sent to
-// UBSCore (idempotent by ref there too), then marked DONE; a PENDING one is re-driven.
+// Funds entering or leaving from outside (the external deposit flow; the trading side spending
+// SPOT funds), idempotent by `ref`. Every movement is one row of external_movements, the ledger
+// the conservation check sums. A FUNDING movement is one PostgreSQL transaction. A SPOT movement
+// is recorded PENDING first, then sent to UBSCore (idempotent by ref there too), then marked
+// DONE or REJECTED; a PENDING one is re-driven by a repeat or at the next start.
 
 import type { UbsSend } from '../adapters/trading.js';
-import type { Sql } from '../db/sql.js';
+import type { Sql, Tx } from '../db/sql.js';
 import type { AccountKind } from '../domain/types.js';
 import type { Logger } from '../log.js';
 
-export type Deposit = {
+export type MovementKind = 'DEPOSIT' | 'WITHDRAW';
+
+export type Movement = {
+  readonly kind: MovementKind;
   readonly ref: string;
   readonly userId: bigint;
   readonly account: AccountKind;
@@ -16,80 +20,84 @@ export type Deposit = {
   readonly amount: bigint;
 };
 
-export type DepositOutcome =
+export type MovementOutcome =
   | { readonly kind: 'done'; readonly duplicate: boolean }
   | { readonly kind: 'pending'; readonly reason: string }
   | { readonly kind: 'refused'; readonly code: string };
 
-type MovementRow = { user_id: bigint; account: string; asset: string; amount: bigint; kind: string; state: string; code: string | null };
+type MovementRow = { ref: string; user_id: bigint; account: AccountKind; asset: string; amount: bigint; kind: MovementKind; state: string; code: string | null };
 
 const NUMERIC_OUT_OF_RANGE = '22003';
+const PENDING_RESUME_MAX = 10_000;
 
 export class ExternalMovements {
   constructor(
     private readonly deps: { readonly sql: Sql; readonly ubs: UbsSend; readonly ubsTimeoutMs: number; readonly log: Logger },
   ) {}
 
-  async deposit(d: Deposit): Promise<DepositOutcome> {
-    const existing = await this.find(d.ref);
-    if (existing !== null) return this.repeat(existing, d);
-    if (d.account === 'FUNDING') return this.depositFunding(d);
+  async apply(m: Movement): Promise<MovementOutcome> {
+    const existing = await this.find(m.ref);
+    if (existing !== null) return this.repeat(existing, m);
+    if (m.account === 'FUNDING') return this.applyFunding(m);
     const inserted = await this.deps.sql`
       INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state)
-      VALUES (${d.ref}, 'DEPOSIT', ${d.userId}, 'SPOT', ${d.asset}, ${d.amount}, 'PENDING')
+      VALUES (${m.ref}, ${m.kind}, ${m.userId}, 'SPOT', ${m.asset}, ${m.amount}, 'PENDING')
       ON CONFLICT (ref) DO NOTHING RETURNING ref`;
-    if (inserted.length === 0) return this.deposit(d);
-    return this.driveSpot(d);
+    if (inserted.length === 0) return this.apply(m);
+    return this.driveSpot(m);
   }
 
-  /** Re-drives every SPOT deposit left PENDING by a crash or a timeout. */
+  /** Re-drives every SPOT movement left PENDING by a crash or a timeout. */
   async resumePending(): Promise<number> {
-    const rows = await this.deps.sql<(MovementRow & { ref: string })[]>`
-      SELECT * FROM external_movements WHERE state = 'PENDING' ORDER BY created_at`;
-    for (const r of rows) {
-      await this.driveSpot({ ref: r.ref, userId: r.user_id, account: 'SPOT', asset: r.asset, amount: r.amount });
-    }
+    const rows = await this.deps.sql<MovementRow[]>`
+      SELECT * FROM external_movements WHERE state = 'PENDING' ORDER BY created_at LIMIT ${PENDING_RESUME_MAX}`;
+    for (const r of rows) await this.driveSpot(toMovement(r));
     return rows.length;
   }
 
-  private async depositFunding(d: Deposit): Promise<DepositOutcome> {
+  private async applyFunding(m: Movement): Promise<MovementOutcome> {
     try {
-      const done = await this.deps.sql.begin(async (tx) => {
+      return await this.deps.sql.begin(async (tx): Promise<MovementOutcome> => {
         const rows = await tx`
           INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state)
-          VALUES (${d.ref}, 'DEPOSIT', ${d.userId}, 'FUNDING', ${d.asset}, ${d.amount}, 'DONE')
+          VALUES (${m.ref}, ${m.kind}, ${m.userId}, 'FUNDING', ${m.asset}, ${m.amount}, 'DONE')
           ON CONFLICT (ref) DO NOTHING RETURNING ref`;
-        if (rows.length === 0) return false;
-        // The first deposit creates the FUNDING account (spec 001 §1.5.5).
-        await tx`
-          INSERT INTO funding_balances (user_id, asset, available) VALUES (${d.userId}, ${d.asset}, ${d.amount})
-          ON CONFLICT (user_id, asset) DO UPDATE SET available = funding_balances.available + EXCLUDED.available, updated_at = now()`;
-        return true;
-      });
-      return done ? { kind: 'done', duplicate: false } : this.deposit(d);
+        if (rows.length === 0) return { kind: 'pending', reason: 'raced' };
+        if (m.kind === 'DEPOSIT') {
+          // The first deposit creates the FUNDING account (spec 001 §1.5.5).
+          await tx`
+            INSERT INTO funding_balances (user_id, asset, available) VALUES (${m.userId}, ${m.asset}, ${m.amount})
+            ON CONFLICT (user_id, asset) DO UPDATE SET available = funding_balances.available + EXCLUDED.available, updated_at = now()`;
+          return { kind: 'done', duplicate: false };
+        }
+        const refused = await debitFunding(tx, m);
+        if (refused !== null) {
+          await tx`UPDATE external_movements SET state = 'REJECTED', code = ${refused} WHERE ref = ${m.ref}`;
+          return { kind: 'refused', code: refused };
+        }
+        return { kind: 'done', duplicate: false };
+      }).then((outcome) => (outcome.kind === 'pending' ? this.apply(m) : outcome));
     } catch (error) {
       if ((error as { code?: unknown }).code === NUMERIC_OUT_OF_RANGE) return { kind: 'refused', code: 'OVERFLOW' };
       throw error;
     }
   }
 
-  private async driveSpot(d: Deposit): Promise<DepositOutcome> {
-    const result = await this.deps.ubs(
-      { kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref: d.ref, userId: d.userId, asset: d.asset, amount: d.amount },
-      this.deps.ubsTimeoutMs,
-    );
-    if (result === null) return { kind: 'pending', reason: 'UBSCore did not answer; retry with the same ref' };
+  private async driveSpot(m: Movement): Promise<MovementOutcome> {
+    const op = m.kind === 'DEPOSIT' ? 'EXTERNAL_DEPOSIT' : 'EXTERNAL_WITHDRAW';
+    const result = await this.deps.ubs({ kind: 'external_op', op, ref: m.ref, userId: m.userId, asset: m.asset, amount: m.amount }, this.deps.ubsTimeoutMs);
+    if (result === null) return { kind: 'pending', reason: 'UBSCore did not answer; repeat with the same ref' };
     switch (result.kind) {
       case 'applied':
-        await this.deps.sql`UPDATE external_movements SET state = 'DONE', updated_at = now() WHERE ref = ${d.ref} AND state = 'PENDING'`;
+        await this.deps.sql`UPDATE external_movements SET state = 'DONE', updated_at = now() WHERE ref = ${m.ref} AND state = 'PENDING'`;
         return { kind: 'done', duplicate: result.duplicate };
       case 'invalid':
       case 'rejected':
         await this.deps.sql`UPDATE external_movements SET state = 'REJECTED', code = ${result.code}, updated_at = now()
-                             WHERE ref = ${d.ref} AND state = 'PENDING'`;
+                             WHERE ref = ${m.ref} AND state = 'PENDING'`;
         return { kind: 'refused', code: result.code };
       default:
-        this.deps.log.critical('UBSCore answered a deposit unexpectedly', { ref: d.ref, result: result.kind });
+        this.deps.log.critical('UBSCore answered an external movement unexpectedly', { ref: m.ref, result: result.kind });
         return { kind: 'pending', reason: `UBSCore answered ${result.kind}` };
     }
   }
@@ -99,11 +107,29 @@ export class ExternalMovements {
     return rows[0] ?? null;
   }
 
-  private async repeat(row: MovementRow, d: Deposit): Promise<DepositOutcome> {
-    const same = row.kind === 'DEPOSIT' && row.user_id === d.userId && row.account === d.account && row.asset === d.asset && row.amount === d.amount;
+  private async repeat(row: MovementRow, m: Movement): Promise<MovementOutcome> {
+    const same = row.kind === m.kind && row.user_id === m.userId && row.account === m.account && row.asset === m.asset && row.amount === m.amount;
     if (!same) return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
     if (row.state === 'DONE') return { kind: 'done', duplicate: true };
     if (row.state === 'REJECTED') return { kind: 'refused', code: row.code ?? 'INVALID_REQUEST' };
-    return this.driveSpot(d);
+    return this.driveSpot(m);
   }
 }
+
+/** Debits a FUNDING account for an external withdrawal, with the row locked; null when done. */
+async function debitFunding(tx: Tx, m: Movement): Promise<string | null> {
+  const rows = await tx<{ available: bigint; status: string }[]>`
+    SELECT available, status FROM funding_balances WHERE user_id = ${m.userId} AND asset = ${m.asset} FOR UPDATE`;
+  const account = rows[0];
+  if (account === undefined) return 'SOURCE_ACCOUNT_NOT_FOUND';
+  if (account.status === 'FROZEN') return 'ACCOUNT_FROZEN';
+  if (account.status === 'DISABLED') return 'ACCOUNT_DISABLED';
+  if (account.available < m.amount) return 'INSUFFICIENT_BALANCE';
+  await tx`UPDATE funding_balances SET available = available - ${m.amount}, updated_at = now() WHERE user_id = ${m.userId} AND asset = ${m.asset}`;
+  return null;
+}
+
+function toMovement(r: MovementRow): Movement {
+  return { kind: r.kind, ref: r.ref, userId: r.user_id, account: r.account, asset: r.asset, amount: r.amount };
+}
+

@@ -3,7 +3,7 @@
 // (children, temp dirs, databases, a file-local PostgreSQL) is registered and removed at the end.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -73,11 +73,41 @@ const liveDirs = new Set<string>();
 let filePg: { readonly pg: EmbeddedPg; readonly dir: string } | null = null;
 let filePgStarting: Promise<void> | null = null;
 
-process.once('exit', () => {
-  // Last resort, synchronous only: no child outlives the test file, no temp dir is left.
+/** Last resort, synchronous only: no child outlives the test file, no temp dir is left. */
+let removedNow = false;
+function removeEverythingNow(): void {
+  if (removedNow) return;
+  removedNow = true;
   for (const child of liveChildren) child.kill('SIGKILL');
+  if (filePg !== null) {
+    // pg_ctl runs the postmaster in its own session: stop it by its pid file (immediate mode).
+    const pid = Number(readFileSafe(path.join(filePg.dir, 'pg', 'postmaster.pid')).split('\n')[0]);
+    if (Number.isInteger(pid) && pid > 0) {
+      try {
+        process.kill(pid, 'SIGQUIT');
+      } catch {
+        // already gone
+      }
+    }
+  }
   for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
-});
+}
+
+function readFileSafe(file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+process.once('exit', removeEverythingNow);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    removeEverythingNow();
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  });
+}
 
 /**
  * When the file runs on its own (no TEST_PG_ADMIN_URL from the runner), starts ONE embedded

@@ -1,0 +1,93 @@
+// The drill's verdict, from the stores themselves: every transfer terminal; each side's balance
+// equal to what the external movements and the committed transfers say it must be; every
+// (req_id, op) applied once at the Funding adapter; every COMMITTED a client saw still COMMITTED.
+
+import type { Sql } from '../src/db/sql.js';
+
+export type Violation = { readonly check: string; readonly detail: string };
+
+export type DrillState = {
+  readonly sql: Sql;
+  readonly base: string;
+  readonly token: (userId: bigint) => string;
+  readonly users: readonly bigint[];
+  readonly assets: readonly string[];
+  readonly committed: ReadonlySet<string>;
+};
+
+export async function verifyDrill(s: DrillState): Promise<Violation[]> {
+  const violations: Violation[] = [];
+  const open = await s.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`;
+  if (open[0]?.n !== 0) violations.push({ check: 'terminal', detail: `${open[0]?.n} transfers unfinished` });
+  violations.push(...(await checkOperations(s.sql)));
+  for (const userId of s.users) {
+    for (const asset of s.assets) violations.push(...(await checkBalances(s, userId, asset)));
+  }
+  violations.push(...(await checkCommittedSeen(s)));
+  return violations;
+}
+
+/** Each side's balance against its own equation, so a double credit cannot hide behind a double debit. */
+async function checkBalances(s: DrillState, userId: bigint, asset: string): Promise<Violation[]> {
+  const external = await s.sql<{ account: string; net: bigint }[]>`
+    SELECT account, sum(CASE WHEN kind = 'DEPOSIT' THEN amount ELSE -amount END)::bigint AS net
+      FROM external_movements WHERE user_id = ${userId} AND asset = ${asset} AND state = 'DONE' GROUP BY account`;
+  const moved = await s.sql<{ source_type: number; total: bigint }[]>`
+    SELECT source_type, sum(amount)::bigint AS total FROM transfers_tb
+     WHERE user_id = ${userId} AND asset = ${asset} AND state = 40 GROUP BY source_type`;
+  const net = (account: string) => external.find((r) => r.account === account)?.net ?? 0n;
+  const fromFunding = moved.find((r) => r.source_type === 1)?.total ?? 0n;
+  const fromSpot = moved.find((r) => r.source_type === 2)?.total ?? 0n;
+  const expected = { funding: net('FUNDING') - fromFunding + fromSpot, spot: net('SPOT') + fromFunding - fromSpot };
+  const actual = await readBalances(s, userId, asset);
+  const out: Violation[] = [];
+  if (actual === null) return [{ check: 'balances', detail: `user ${userId}: balances unreadable` }];
+  if (actual.funding !== expected.funding) out.push({ check: 'funding-balance', detail: `user ${userId} ${asset}: ${actual.funding} != expected ${expected.funding}` });
+  if (actual.spot !== expected.spot) out.push({ check: 'spot-balance', detail: `user ${userId} ${asset}: ${actual.spot} != expected ${expected.spot}` });
+  return out;
+}
+
+async function readBalances(s: DrillState, userId: bigint, asset: string): Promise<{ funding: bigint; spot: bigint } | null> {
+  const funding = await s.sql<{ available: bigint }[]>`SELECT available FROM funding_balances WHERE user_id = ${userId} AND asset = ${asset}`;
+  const r = await fetch(`${s.base}/api/v1/balances`, { headers: { authorization: `Bearer ${s.token(userId)}` } });
+  if (!r.ok) return null;
+  const body = (await r.json()) as { spot: { asset: string; available: string }[] };
+  const line = body.spot.find((b) => b.asset === asset);
+  return { funding: funding[0]?.available ?? 0n, spot: line === undefined ? 0n : toUnits(line.available) };
+}
+
+function toUnits(text: string): bigint {
+  const [whole = '0', fraction = ''] = text.split('.');
+  return BigInt(whole) * 10n ** 8n + BigInt(fraction.padEnd(8, '0').slice(0, 8) || '0');
+}
+
+/** What the Funding adapter applied for each transfer must match the transfer's final state. */
+async function checkOperations(sql: Sql): Promise<Violation[]> {
+  const rows = await sql<{ req_id: string; state: number; source_type: number; ops: string | null }[]>`
+    SELECT t.req_id, t.state, t.source_type, string_agg(o.op, ',' ORDER BY o.op) AS ops
+      FROM transfers_tb t LEFT JOIN funding_operations o ON o.req_id = t.req_id AND o.outcome = 'APPLIED'
+     GROUP BY t.req_id, t.state, t.source_type`;
+  const expected = (state: number, fromFunding: boolean): string => {
+    if (state === 40) return fromFunding ? 'WITHDRAW' : 'DEPOSIT';
+    if (state === -30) return fromFunding ? 'REFUND,WITHDRAW' : '';
+    return '';
+  };
+  const out: Violation[] = [];
+  for (const r of rows) {
+    const want = expected(r.state, r.source_type === 1);
+    if ((r.ops ?? '') !== want) out.push({ check: 'funding-operations', detail: `${r.req_id} state ${r.state}: applied [${r.ops ?? ''}], expected [${want}]` });
+  }
+  return out;
+}
+
+async function checkCommittedSeen(s: DrillState): Promise<Violation[]> {
+  const ids = [...s.committed];
+  const out: Violation[] = [];
+  for (let i = 0; i < ids.length; i += 1_000) {
+    const chunk = ids.slice(i, i + 1_000);
+    const rows = await s.sql<{ req_id: string; state: number }[]>`SELECT req_id, state FROM transfers_tb WHERE req_id IN ${s.sql(chunk)}`;
+    const byId = new Map(rows.map((r) => [r.req_id, r.state]));
+    for (const id of chunk) if (byId.get(id) !== 40) out.push({ check: 'committed-seen', detail: `${id} was answered COMMITTED, now ${byId.get(id) ?? 'missing'}` });
+  }
+  return out;
+}
