@@ -2,6 +2,8 @@
 // kills itself with SIGKILL the first time execution reaches it, exactly as a power cut would.
 // With CRASH_POINT unset (every real deployment) each call is one comparison and does nothing.
 
+import { writeSync } from 'node:fs';
+
 export const CRASH_POINTS = [
   /** CRA-001: the transfer is INIT in PostgreSQL; SOURCE_PENDING not yet written. */
   'init_before_source_pending',
@@ -31,7 +33,9 @@ export function crashHook(armed: CrashPoint | null): (point: CrashPoint) => void
   if (armed === null) return () => undefined;
   return (point) => {
     if (point !== armed) return;
-    process.stderr.write(`${JSON.stringify({ level: 'critical', msg: 'crash point reached: killing the process', crash_point: point })}\n`);
+    // Written synchronously to fd 2: in a worker thread process.stderr is forwarded to the main
+    // thread later, and the kill would win that race.
+    writeSync(2, `${JSON.stringify({ level: 'critical', msg: 'crash point reached: killing the process', crash_point: point })}\n`);
     process.kill(process.pid, 'SIGKILL');
   };
 }
