@@ -63,7 +63,7 @@ async function stop(): Promise<CoordinatorResult> {
   if (running === null) return { kind: 'coord.stopped' };
   const { shard, sql, ubs } = running;
   running = null;
-  shard.stop();
+  await shard.stop();
   ubs.close();
   await sql.end({ timeout: 5 });
   return { kind: 'coord.stopped' };

@@ -26,7 +26,11 @@ export type UbsParentMessage =
 
 /** Messages from the UBSCore worker to the main thread on its parent port. */
 export type UbsParentEvent =
-  | { readonly kind: 'ubs.ready'; readonly replayedRecords: number; readonly replayMs: number }
+  /**
+   * `snapshotSeq` is the snapshot the ledger was loaded from (0 for none) and `snapshotLoadMs` the
+   * time to read, verify and load it; `replayMs` is the time to replay the WAL records after it.
+   */
+  | { readonly kind: 'ubs.ready'; readonly replayedRecords: number; readonly replayMs: number; readonly snapshotSeq: number; readonly snapshotLoadMs: number }
   | { readonly kind: 'ubs.fatal'; readonly message: string };
 
 /** The control surface UBSCore exposes through comlink: low-frequency calls only. */
@@ -41,11 +45,30 @@ export type UbsStats = {
   readonly walSeq: number;
   readonly batches: number;
   readonly commands: number;
+  /** Present once a snapshot exists (loaded at start or written since) or is being taken. */
+  readonly snapshots?: {
+    /** Snapshots this core wrote since it started. */
+    readonly written: number;
+    /** The sequence number of the newest durable snapshot; 0 while the first is being taken. */
+    readonly seq: number;
+    /** The sequence number of a snapshot captured but not yet durable; null when none is. */
+    readonly pendingSeq: number | null;
+    /** WAL records up to this one were pruned after a durable snapshot. */
+    readonly walPrunedThroughSeq: number;
+    /** The longest the thread was blocked by one slice of snapshot encoding, in ms. */
+    readonly sliceMsMax: number;
+  };
 };
 
 export type UbsWorkerData = {
   readonly walDir: string;
   readonly batchMax: number;
+  /** Take a snapshot every this many WAL records; 0 disables periodic snapshots. Default 100,000. */
+  readonly snapshotEveryRecords?: number;
+  /** `close` writes a snapshot when at least this many records follow the newest one. Default 1,000. */
+  readonly closeSnapshotRecordsMin?: number;
+  /** Accounts encoded per slice of a periodic snapshot, between batches. Default 20,000. */
+  readonly snapshotSliceAccounts?: number;
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -186,12 +186,19 @@ export type UbsCoreHandle = {
   readonly control: Remote<UbsControlApi>;
   /** Creates a MessageChannel, attaches one end to UBSCore, and returns the other. */
   connect(): MessagePort;
-  readonly ready: { readonly replayedRecords: number; readonly replayMs: number };
+  readonly ready: UbsReady;
 };
 
-/** Starts the UBSCore thread and waits until its WAL is replayed; rejects if it cannot start. */
-export async function startUbsCore(opts: { readonly walDir: string; readonly batchMax: number }): Promise<UbsCoreHandle> {
-  const workerData: UbsWorkerData = { walDir: opts.walDir, batchMax: opts.batchMax };
+/** What the core reports once ready: the snapshot it loaded (seq 0 for none) and the WAL tail replayed after it. */
+export type UbsReady = { readonly replayedRecords: number; readonly replayMs: number; readonly snapshotSeq: number; readonly snapshotLoadMs: number };
+
+/**
+ * Starts the UBSCore thread and waits until its snapshot is loaded and its WAL replayed; rejects
+ * if it cannot start. The snapshot options are UbsWorkerData's; omitted ones take the defaults.
+ */
+export async function startUbsCore(opts: UbsWorkerData): Promise<UbsCoreHandle> {
+  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts } = opts;
+  const workerData: UbsWorkerData = { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts };
   const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData });
   const ready = await waitForReady(worker);
   const post = (message: UbsParentMessage, port: MessagePort): void => worker.postMessage(message, [port]);
@@ -209,7 +216,7 @@ export async function startUbsCore(opts: { readonly walDir: string; readonly bat
   };
 }
 
-function waitForReady(worker: Worker): Promise<{ replayedRecords: number; replayMs: number }> {
+function waitForReady(worker: Worker): Promise<UbsReady> {
   return new Promise((resolve, reject) => {
     const cleanUp = (): void => {
       worker.off('message', onMessage);
@@ -220,7 +227,7 @@ function waitForReady(worker: Worker): Promise<{ replayedRecords: number; replay
       cleanUp();
       switch (event.kind) {
         case 'ubs.ready':
-          resolve({ replayedRecords: event.replayedRecords, replayMs: event.replayMs });
+          resolve({ replayedRecords: event.replayedRecords, replayMs: event.replayMs, snapshotSeq: event.snapshotSeq, snapshotLoadMs: event.snapshotLoadMs });
           break;
         case 'ubs.fatal':
           reject(new Error(event.message));

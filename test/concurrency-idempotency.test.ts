@@ -141,13 +141,13 @@ test('FND-004: a coordinator that dies at any point leaves nothing lost; a fresh
       ids.push(t.reqId);
       await L.store.insert(t);
       await dying.driver.step(t.reqId).then(() => dying.driver.step(t.reqId)).then(() => dying.driver.step(t.reqId)).catch(() => undefined);
-      dying.shard.stop();
+      await dying.shard.stop();
     }
   }
   const restarted = secondShard();
   restarted.shard.start(); // start-up recovery drives every unfinished transfer
   for (const id of ids) assert.is((await settle(L, id, undefined, 10_000)).state, 'COMMITTED', id);
-  restarted.shard.stop();
+  await restarted.shard.stop();
   for (const id of ids) assert.is((await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${id} AND outcome = 'APPLIED'`)[0]?.n, 1);
   assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
   assert.is(await total(L, user, 'USDT'), 20n * COIN);

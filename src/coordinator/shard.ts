@@ -14,6 +14,8 @@ import type { Watchdog } from './watchdog.js';
 import type { StepResult, TransferDriver } from './driver.js';
 import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from './types.js';
 
+const STOP_DRAIN_MS = 5_000;
+
 export type SubmitOutcome =
   | { readonly kind: 'transfer'; readonly view: TransferView }
   | { readonly kind: 'refused'; readonly code: RefusalCode };
@@ -77,11 +79,18 @@ export class Shard {
     this.scanTimer = setInterval(() => void this.scan(this.deps.config.staleThresholdMs), this.deps.config.scanIntervalMs);
   }
 
-  stop(): void {
+  /**
+   * Stops taking work and waits, at most STOP_DRAIN_MS, for the drives in progress to reach
+   * their next recorded state, so none is cut off by the connections closing after it. A drive
+   * still running then is simply unknown, and the next start resumes it.
+   */
+  async stop(): Promise<void> {
     this.stopped = true;
     if (this.scanTimer !== null) clearInterval(this.scanTimer);
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
+    const deadline = Date.now() + STOP_DRAIN_MS;
+    while (this.inProgress.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
   }
 
   /**

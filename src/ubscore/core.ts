@@ -2,6 +2,11 @@
 // I/O, no clocks, no threads. A command is decided against the current state; a decision that
 // must be durable comes with the WAL record that carries it, and RAM changes only through
 // `applyRecord`, the same function replay uses, so live state and replayed state cannot diverge.
+//
+// Snapshots: `captureAccounts` freezes the state at the current sequence number in O(1) by
+// copy-on-write (an account's value at the capture is saved the first time a later record
+// changes it), so a million accounts can be encoded in slices between batches while commands
+// go on, and the encoded state is still exactly the state at that sequence number.
 
 import { ACCOUNT_STATUSES, TRANSFER_OPS } from '../domain/types.js';
 import type { AccountStatus, ValidationCode } from '../domain/types.js';
@@ -44,6 +49,9 @@ export type StatusRecord = {
 /** One WAL entry. `seq` is a JS number: 2^53 records are beyond any lifetime of this log. */
 export type WalRecord = OpRecord | StatusRecord;
 
+/** What `applyRecord` reads: a WAL record without its key, which only the processed set needs. */
+export type ReplayRecord = Omit<OpRecord, 'key'> | StatusRecord;
+
 /** The processed set as seen by the ledger: durable entries plus the not-yet-durable ones. */
 export type ProcessedLookup = (opKey: string) => OpRecord | undefined;
 
@@ -55,7 +63,32 @@ export type Decision = {
   readonly processedKey: string | null;
 };
 
-type Account = { available: bigint; status: AccountStatus };
+/** `createdSeq` is the record that created the account (0 for one restored from a snapshot). */
+type Account = { available: bigint; status: AccountStatus; readonly createdSeq: number };
+type AccountValue = { readonly available: bigint; readonly status: AccountStatus };
+
+/** Receives one account of a capture or of a snapshot being restored. */
+export type AccountVisitor = (userId: bigint, asset: string, available: bigint, status: AccountStatus) => void;
+
+/**
+ * The key of a user in the ledger's map: the id as a JS number when it is a safe integer (every
+ * realistic id), else the bigint itself. V8 hashes a number key several times faster than a
+ * bigint one, and the map is read for every command and every replayed record. The mapping is
+ * one-to-one: a number never equals a bigint as a Map key, and an id is always keyed the same way.
+ */
+type UserKey = number | bigint;
+const SAFE_USER_ID_MAX = BigInt(Number.MAX_SAFE_INTEGER);
+
+function userKeyOf(userId: bigint): UserKey {
+  return userId <= SAFE_USER_ID_MAX ? Number(userId) : userId;
+}
+
+function userIdOf(key: UserKey): bigint {
+  return typeof key === 'number' ? BigInt(key) : key;
+}
+
+/** The copy-on-write state of an open capture: values at `seq` of the accounts changed since. */
+type Freeze = { readonly seq: number; readonly saved: Map<Account, AccountValue> };
 type Evaluation = Outcome | { readonly kind: 'invalid'; readonly code: ValidationCode };
 
 const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
@@ -133,11 +166,80 @@ function conflictDetail(prior: OpRecord, input: OpInput): string {
   );
 }
 
+/**
+ * The accounts as they stood at `seq`, read in slices. It walks the live maps (a Map iterator
+ * stays valid while entries are added, and accounts are never removed), skips the accounts
+ * created after `seq`, and reads the saved value of every account changed since.
+ */
+export class AccountCapture {
+  private visited = 0;
+  private userId = 0n;
+  private assets: Iterator<[string, Account]> | null = null;
+  private finished = false;
+  private released = false;
+
+  constructor(
+    readonly seq: number,
+    readonly accountCount: number,
+    private readonly users: Iterator<[UserKey, Map<string, Account>]>,
+    private readonly freeze: Freeze,
+  ) {}
+
+  /** Visits at most `limit` accounts; returns true once every account at `seq` was visited. */
+  visit(limit: number, visitor: AccountVisitor): boolean {
+    if (this.released) throw new Error('ledger: a capture was read after its release');
+    let count = 0;
+    while (!this.finished && count < limit) {
+      if (this.assets === null) {
+        const user = this.users.next();
+        if (user.done === true) {
+          this.finish();
+          break;
+        }
+        this.userId = userIdOf(user.value[0]);
+        this.assets = user.value[1].entries();
+      }
+      const entry = this.assets.next();
+      if (entry.done === true) {
+        this.assets = null;
+        continue;
+      }
+      const [asset, account] = entry.value;
+      if (account.createdSeq > this.seq) continue;
+      const value = this.freeze.saved.get(account) ?? account;
+      visitor(this.userId, asset, value.available, value.status);
+      this.visited++;
+      count++;
+    }
+    return this.finished;
+  }
+
+  /** Called by the ledger only. */
+  release(): void {
+    this.released = true;
+  }
+
+  private finish(): void {
+    // Pair assertion: the walk must meet exactly the accounts the ledger counted at `seq`.
+    if (this.visited !== this.accountCount) {
+      throw new Error(`ledger: capture at seq ${this.seq} visited ${this.visited} accounts, ${this.accountCount} existed`);
+    }
+    this.finished = true;
+  }
+}
+
 export class SpotLedger {
   /** Accounts by user, then asset: `balances` lists one user without scanning every account. */
-  private readonly users = new Map<bigint, Map<string, Account>>();
+  private readonly users = new Map<UserKey, Map<string, Account>>();
   private accounts = 0;
   private seq = 0;
+  /** The open capture and its copy-on-write state; at most one at a time. */
+  private capture: AccountCapture | null = null;
+  private freeze: Freeze | null = null;
+  /** The last user and asset restored: a snapshot lists a user's accounts together. */
+  private restoredUserId = 0n;
+  private restoredUser: Map<string, Account> | null = null;
+  private restoredAsset = '';
 
   /** The sequence number of the last record applied (live or replayed); 0 for an empty log. */
   get lastSeq(): number {
@@ -148,9 +250,77 @@ export class SpotLedger {
     return this.accounts;
   }
 
+  /** The sequence number of the open capture, or null when none is open. */
+  get captureSeq(): number | null {
+    return this.capture === null ? null : this.capture.seq;
+  }
+
+  /**
+   * Freezes the state at the current sequence number, in O(1): from now until `releaseCapture`,
+   * the first change to an account saves its value first. Read the result in slices.
+   */
+  captureAccounts(): AccountCapture {
+    if (this.capture !== null) throw new Error(`ledger: a capture at seq ${this.capture.seq} is still open`);
+    const freeze: Freeze = { seq: this.seq, saved: new Map() };
+    this.freeze = freeze;
+    this.capture = new AccountCapture(this.seq, this.accounts, this.users.entries(), freeze);
+    return this.capture;
+  }
+
+  /** Ends a capture, finished or abandoned; its saved values are dropped. */
+  releaseCapture(capture: AccountCapture): void {
+    if (capture !== this.capture) throw new Error('ledger: released a capture that is not the open one');
+    capture.release();
+    this.capture = null;
+    this.freeze = null;
+  }
+
+  /**
+   * Loads one account of a snapshot into a ledger that has applied nothing yet. The checks repeat
+   * the snapshot encoder's (pair assertions): a snapshot that passed its checksums but breaks
+   * them is refused, not loaded.
+   */
+  restoreAccount(userId: bigint, asset: string, available: bigint, status: AccountStatus): void {
+    if (this.seq !== 0 || this.capture !== null) throw new Error('ledger: restore into a ledger that is in use');
+    if (asset !== this.restoredAsset) {
+      if (!isValidAsset(asset)) throw new Error(`ledger: restored an invalid asset ${String(asset)}`);
+      this.restoredAsset = asset;
+    }
+    if (!isValidUserId(userId)) throw new Error(`ledger: restored an invalid user id ${String(userId)}`);
+    if (typeof available !== 'bigint' || available < 0n || available > BALANCE_UNITS_MAX) {
+      throw new Error(`ledger: restored a balance out of range: ${String(available)}`);
+    }
+    if (!isAccountStatus(status)) throw new Error(`ledger: restored an invalid status ${String(status)}`);
+    const accounts = userId === this.restoredUserId && this.restoredUser !== null ? this.restoredUser : this.restoredUserOrCreate(userId);
+    if (accounts.has(asset)) throw new Error(`ledger: restored user ${userId} ${asset} twice`);
+    accounts.set(asset, { available, status, createdSeq: 0 });
+    this.accounts++;
+  }
+
+  private restoredUserOrCreate(userId: bigint): Map<string, Account> {
+    const key = userKeyOf(userId);
+    let accounts = this.users.get(key);
+    if (accounts === undefined) {
+      accounts = new Map();
+      this.users.set(key, accounts);
+    }
+    this.restoredUserId = userId;
+    this.restoredUser = accounts;
+    return accounts;
+  }
+
+  /** Ends a restore: the ledger stands at `seq` and must hold exactly `accountCount` accounts. */
+  finishRestore(seq: number, accountCount: number): void {
+    if (this.seq !== 0 || this.capture !== null) throw new Error('ledger: finishRestore on a ledger that is in use');
+    if (!Number.isSafeInteger(seq) || seq < 1) throw new Error(`ledger: restored seq out of range: ${seq}`);
+    if (this.accounts !== accountCount) throw new Error(`ledger: restored ${this.accounts} accounts, the snapshot declares ${accountCount}`);
+    this.seq = seq;
+    this.restoredUser = null;
+  }
+
   /** The current balance of one account, or undefined if it was never created. */
   balanceOf(userId: bigint, asset: string): SpotBalance | undefined {
-    const account = this.users.get(userId)?.get(asset);
+    const account = this.accountOf(userId, asset);
     return account === undefined ? undefined : { asset, available: account.available, status: account.status };
   }
 
@@ -222,7 +392,7 @@ export class SpotLedger {
   }
 
   private evaluateDebit(userId: bigint, asset: string, amount: bigint): Evaluation {
-    const account = this.users.get(userId)?.get(asset);
+    const account = this.accountOf(userId, asset);
     if (account === undefined) return { kind: 'rejected', code: 'SOURCE_ACCOUNT_NOT_FOUND' };
     if (account.status === 'FROZEN') return { kind: 'rejected', code: 'ACCOUNT_FROZEN' };
     if (account.status === 'DISABLED') return { kind: 'rejected', code: 'ACCOUNT_DISABLED' };
@@ -232,7 +402,7 @@ export class SpotLedger {
 
   /** Status restricts outflow only: a credit lands whatever the status, unless it would overflow. */
   private evaluateCredit(userId: bigint, asset: string, amount: bigint): Evaluation {
-    const available = this.users.get(userId)?.get(asset)?.available ?? 0n;
+    const available = this.accountOf(userId, asset)?.available ?? 0n;
     if (available + amount > BALANCE_UNITS_MAX) return { kind: 'invalid', code: 'OVERFLOW' };
     return APPLIED;
   }
@@ -262,7 +432,7 @@ export class SpotLedger {
   }
 
   private balances(userId: bigint): SpotBalance[] {
-    const accounts = this.users.get(userId);
+    const accounts = this.users.get(userKeyOf(userId));
     if (accounts === undefined) return [];
     const list: SpotBalance[] = [];
     for (const [asset, account] of accounts) list.push({ asset, available: account.available, status: account.status });
@@ -274,12 +444,14 @@ export class SpotLedger {
    * Every check here repeats one made when the record was decided (pair assertions), so a WAL
    * that disagrees with the rules stops replay instead of producing a negative balance.
    */
-  applyRecord(record: WalRecord): void {
+  applyRecord(record: ReplayRecord): void {
     if (record.seq !== this.seq + 1) {
       throw new Error(`ledger: record seq ${record.seq} does not follow ${this.seq}`);
     }
     if (record.kind === 'status') {
-      this.accountOrCreate(record.userId, record.asset).status = record.status;
+      const account = this.accountOrCreate(record.userId, record.asset, record.seq);
+      this.preserve(account);
+      account.status = record.status;
     } else if (record.outcome.kind === 'applied') {
       if (isDebitOp(record.op)) this.debit(record);
       else this.credit(record);
@@ -287,33 +459,51 @@ export class SpotLedger {
     this.seq = record.seq;
   }
 
-  private debit(record: OpRecord): void {
-    const account = this.users.get(record.userId)?.get(record.asset);
+  private debit(record: Omit<OpRecord, 'key'>): void {
+    const account = this.accountOf(record.userId, record.asset);
     if (account === undefined || account.status !== 'ACTIVE' || account.available < record.amount) {
       throw new Error(`ledger: record ${record.seq} debits ${record.amount} from an account that cannot pay it`);
     }
+    this.preserve(account);
     account.available -= record.amount;
   }
 
-  private credit(record: OpRecord): void {
+  private credit(record: Omit<OpRecord, 'key'>): void {
     // Creating the account before the check is harmless: a throw here is fatal, RAM is discarded.
-    const account = this.accountOrCreate(record.userId, record.asset);
+    const account = this.accountOrCreate(record.userId, record.asset, record.seq);
     const available = account.available + record.amount;
     if (record.amount <= 0n || available > BALANCE_UNITS_MAX) {
       throw new Error(`ledger: record ${record.seq} credits ${record.amount} beyond the balance bound`);
     }
+    this.preserve(account);
     account.available = available;
   }
 
-  private accountOrCreate(userId: bigint, asset: string): Account {
-    let accounts = this.users.get(userId);
+  /**
+   * Copy-on-write for an open capture: saves an account's value at the capture before its first
+   * change. Every change to an existing account goes through here first; an account created
+   * after the capture is not part of it and needs nothing saved.
+   */
+  private preserve(account: Account): void {
+    const freeze = this.freeze;
+    if (freeze === null || account.createdSeq > freeze.seq || freeze.saved.has(account)) return;
+    freeze.saved.set(account, { available: account.available, status: account.status });
+  }
+
+  private accountOf(userId: bigint, asset: string): Account | undefined {
+    return this.users.get(userKeyOf(userId))?.get(asset);
+  }
+
+  private accountOrCreate(userId: bigint, asset: string, seq: number): Account {
+    const key = userKeyOf(userId);
+    let accounts = this.users.get(key);
     if (accounts === undefined) {
       accounts = new Map();
-      this.users.set(userId, accounts);
+      this.users.set(key, accounts);
     }
     let account = accounts.get(asset);
     if (account === undefined) {
-      account = { available: 0n, status: 'ACTIVE' };
+      account = { available: 0n, status: 'ACTIVE', createdSeq: seq };
       accounts.set(asset, account);
       this.accounts++;
     }

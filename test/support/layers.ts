@@ -58,7 +58,7 @@ export async function startLayers(config: Partial<CoordinatorConfig> = {}, hooks
     sql,
     ubs,
     stop: async () => {
-      parts.shard.stop();
+      await parts.shard.stop();
       ubs.close();
       await core.control.close();
       await core.worker.terminate();

@@ -1,0 +1,187 @@
+// Measures a cold restart of the real UBSCore worker from a snapshot of 1,000,000 spot accounts
+// plus 1,000,000 WAL records after it, and prints the figures as one JSON object.
+// Run: node dist/bench/ubscore-restart.js [accounts] [records after the snapshot]
+// The state is built in this process through the same ledger, codec, WAL and snapshot modules
+// the worker uses, so every record is one the worker's replay accepts; the worker then starts on
+// that directory from nothing (a new thread, a new LMDB environment, an empty ledger).
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { UbsClient, startUbsCore } from '../actors/ubscore-client.js';
+import { SpotLedger } from '../src/ubscore/core.js';
+import type { OpRecord } from '../src/ubscore/core.js';
+import type { UbsCommand } from '../src/ubscore/types.js';
+import { RecordEncoder } from '../wal/codec.js';
+import { openWal } from '../wal/log.js';
+import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
+import { SnapshotEncoder, SnapshotStore } from '../wal/snapshot.js';
+
+const ACCOUNTS_DEFAULT = 1_000_000;
+const TAIL_RECORDS_DEFAULT = 1_000_000;
+/** Records per LMDB transaction while building the state: large, since only setup speed matters. */
+const BUILD_BATCH_RECORDS = 50_000;
+const PRUNE_RECORDS_PER_TXN = 100_000;
+const ASSETS = ['BTC', 'USDT'] as const;
+const CHECKED_USERS = 2_000;
+const TIMEOUT_MS = 60_000;
+
+/** A small deterministic generator, so every run builds the same state. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+
+class Builder {
+  readonly ledger = new SpotLedger();
+  private readonly encoder = new RecordEncoder();
+  private readonly withdrawals = new Map<string, OpRecord>();
+  private records: WalWrite[] = [];
+  private processed: ProcessedWrite[] = [];
+  private readonly lookup = (opKey: string): OpRecord | undefined => this.withdrawals.get(opKey);
+
+  constructor(private readonly wal: WalLog) {}
+
+  /** Decides one command like the worker does and queues its record; flushes full batches. */
+  async run(command: UbsCommand): Promise<void> {
+    const decision = this.ledger.decide(command, this.lookup);
+    const record = decision.record;
+    if (record === null || decision.processedKey === null || record.kind !== 'op') throw new Error(`bench: ${JSON.stringify(decision.result)}`);
+    const bytes = this.encoder.encode(record);
+    this.records.push({ seq: record.seq, bytes });
+    this.processed.push({ opKey: decision.processedKey, bytes });
+    if (record.op === 'WITHDRAW' && record.outcome.kind === 'applied') this.withdrawals.set(decision.processedKey, record);
+    if (this.records.length >= BUILD_BATCH_RECORDS) await this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.records.length === 0) return;
+    await this.wal.appendBatch(this.records, this.processed);
+    this.records = [];
+    this.processed = [];
+  }
+}
+
+async function createAccounts(builder: Builder, accounts: number): Promise<void> {
+  const users = Math.ceil(accounts / ASSETS.length);
+  for (let i = 0; i < accounts; i++) {
+    const userId = BigInt(1 + (i % users));
+    const asset = ASSETS[Math.floor(i / users)] as string;
+    await builder.run({ kind: 'transfer_op', op: 'DEPOSIT', reqId: `open-${i}`, userId, asset, amount: 1_000_000n + BigInt(i) });
+  }
+  await builder.flush();
+}
+
+/** Deposits, withdrawals (a few refused for funds) and refunds on the existing accounts. */
+async function writeTail(builder: Builder, accounts: number, records: number): Promise<void> {
+  const next = random(42);
+  const users = Math.ceil(accounts / ASSETS.length);
+  let lastWithdraw: { reqId: string; userId: bigint; asset: string; amount: bigint } | null = null;
+  for (let i = 0; i < records; i++) {
+    const userId = BigInt(1 + Math.floor(next() * users));
+    const asset = ASSETS[next() < 0.5 ? 0 : 1] as string;
+    const amount = BigInt(1 + Math.floor(next() * 2_000_000));
+    const roll = next();
+    if (roll < 0.05 && lastWithdraw !== null) {
+      await builder.run({ kind: 'transfer_op', op: 'REFUND', ...lastWithdraw });
+      lastWithdraw = null;
+    } else if (roll < 0.5) {
+      const reqId = `tail-${i}`;
+      await builder.run({ kind: 'transfer_op', op: 'WITHDRAW', reqId, userId, asset, amount });
+      lastWithdraw = { reqId, userId, asset, amount };
+    } else {
+      await builder.run({ kind: 'transfer_op', op: 'DEPOSIT', reqId: `tail-${i}`, userId, asset, amount });
+    }
+  }
+  await builder.flush();
+}
+
+/** Writes the snapshot at the ledger's current seq and prunes the WAL up to it, as the worker does. */
+async function snapshotAndPrune(builder: Builder, wal: WalLog): Promise<{ seq: number; ms: number }> {
+  const started = performance.now();
+  const capture = builder.ledger.captureAccounts();
+  const encoder = new SnapshotEncoder(capture.seq, capture.accountCount, Date.now());
+  capture.visit(Number.MAX_SAFE_INTEGER, encoder.add);
+  builder.ledger.releaseCapture(capture);
+  const encoded = encoder.finish();
+  const encodedMs = performance.now() - started;
+  await new SnapshotStore(wal.databases).write(encoded);
+  while (wal.prunedThroughSeq() < capture.seq) await wal.pruneThrough(capture.seq, PRUNE_RECORDS_PER_TXN);
+  return { seq: capture.seq, ms: encodedMs };
+}
+
+async function build(dir: string, accounts: number, tail: number): Promise<{ ledger: SpotLedger; snapshotSeq: number; encodeMs: number; buildMs: number }> {
+  const started = performance.now();
+  const wal = openWal(dir);
+  const builder = new Builder(wal);
+  await createAccounts(builder, accounts);
+  const snapshot = await snapshotAndPrune(builder, wal);
+  await writeTail(builder, accounts, tail);
+  await wal.close();
+  return { ledger: builder.ledger, snapshotSeq: snapshot.seq, encodeMs: snapshot.ms, buildMs: performance.now() - started };
+}
+
+/** Compares the restarted core with the builder's ledger for a spread of users. */
+async function check(client: UbsClient, ledger: SpotLedger, accounts: number): Promise<void> {
+  const users = Math.ceil(accounts / ASSETS.length);
+  const step = Math.max(1, Math.floor(users / CHECKED_USERS));
+  for (let user = 1; user <= users; user += step) {
+    const userId = BigInt(user);
+    const result = await client.send({ kind: 'balances', userId }, TIMEOUT_MS);
+    if (result?.kind !== 'balances') throw new Error(`bench: no balances for user ${user}`);
+    for (const balance of result.balances) {
+      const expected = ledger.balanceOf(userId, balance.asset);
+      if (expected?.available !== balance.available || expected.status !== balance.status) {
+        throw new Error(`bench: user ${user} ${balance.asset}: core has ${balance.available}, builder ${String(expected?.available)}`);
+      }
+    }
+  }
+}
+
+async function main(): Promise<void> {
+  const accounts = Number(process.argv[2] ?? ACCOUNTS_DEFAULT);
+  const tail = Number(process.argv[3] ?? TAIL_RECORDS_DEFAULT);
+  const dir = await mkdtemp(join(tmpdir(), 'ubscore-restart-'));
+  try {
+    const built = await build(dir, accounts, tail);
+    const started = performance.now();
+    const core = await startUbsCore({ walDir: dir, batchMax: 4096 });
+    const totalRestartMs = performance.now() - started;
+    const client = new UbsClient(core.connect());
+    const stats = await core.control.stats();
+    await check(client, built.ledger, accounts);
+    if (stats.accounts !== built.ledger.accountCount || stats.walSeq !== built.ledger.lastSeq) throw new Error(`bench: core ${JSON.stringify(stats)}`);
+    const { replayedRecords, replayMs, snapshotSeq, snapshotLoadMs } = core.ready;
+    const closeStarted = performance.now();
+    client.close();
+    await core.control.close();
+    const closeMs = performance.now() - closeStarted;
+    await core.worker.terminate();
+    const round = (ms: number): number => Math.round(ms);
+    process.stdout.write(
+      JSON.stringify({
+        accounts: stats.accounts,
+        snapshotSeq,
+        recordsAfterSnapshot: replayedRecords,
+        snapshotLoadMs: round(snapshotLoadMs),
+        replayMs: round(replayMs),
+        totalRestartMs: round(totalRestartMs),
+        recordsPerSecond: Math.round(replayedRecords / (replayMs / 1000)),
+        snapshotEncodeMs: round(built.encodeMs),
+        closeWithSnapshotMs: round(closeMs),
+        buildMs: round(built.buildMs),
+      }) + '\n',
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
