@@ -525,11 +525,7 @@ function replayInto(ledger: SpotLedger, wal: WalLog): number {
   if (ledger.lastSeq > lastSeq) {
     throw new Error(`ubscore: the snapshot at seq ${ledger.lastSeq} is ahead of the WAL, which ends at seq ${lastSeq}: refusing to start`);
   }
-  let replayed = 0;
-  for (const record of wal.replay(ledger.lastSeq + 1)) {
-    ledger.applyRecord(record);
-    replayed++;
-  }
+  const replayed = wal.replayInto(ledger.lastSeq + 1, (record) => ledger.applyRecord(record));
   if (ledger.lastSeq !== lastSeq) throw new Error(`ubscore: replay reached seq ${ledger.lastSeq}, log ends at ${lastSeq}`);
   return replayed;
 }

@@ -10,6 +10,7 @@ export type DrillState = {
   readonly sql: Sql;
   readonly base: string;
   readonly token: (userId: bigint) => string;
+  readonly adminToken: string;
   readonly users: readonly bigint[];
   readonly assets: readonly string[];
   readonly committed: ReadonlySet<string>;
@@ -24,6 +25,7 @@ export async function verifyDrill(s: DrillState): Promise<Violation[]> {
     for (const asset of s.assets) violations.push(...(await checkBalances(s, userId, asset)));
   }
   violations.push(...(await checkCommittedSeen(s)));
+  violations.push(...(await checkServiceInvariant(s)));
   return violations;
 }
 
@@ -78,6 +80,13 @@ async function checkOperations(sql: Sql): Promise<Violation[]> {
     if ((r.ops ?? '') !== want) out.push({ check: 'funding-operations', detail: `${r.req_id} state ${r.state}: applied [${r.ops ?? ''}], expected [${want}]` });
   }
   return out;
+}
+
+/** The service's own conservation check (MON-003) must agree. */
+async function checkServiceInvariant(s: DrillState): Promise<Violation[]> {
+  const r = await fetch(`${s.base}/admin/v1/invariant`, { headers: { authorization: `Bearer ${s.adminToken}` } });
+  const body = (await r.json()) as { ok?: boolean; differences?: unknown[] };
+  return r.ok && body.ok === true ? [] : [{ check: 'service-invariant', detail: JSON.stringify(body).slice(0, 2_000) }];
 }
 
 async function checkCommittedSeen(s: DrillState): Promise<Violation[]> {

@@ -71,7 +71,7 @@ export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
       opts.log(`cycle ${cycle}/${opts.cycles}: killed after ${Math.round(runFor)} ms, recovered in ${recoveryMs[recoveryMs.length - 1]} ms, ${committed.size} commits seen`);
     }
     sql ??= openSql(await embeddedUrl(dataDir, pgPort), { max: 2, application: 'drill' });
-    const violations = await verifyDrill({ sql, base: svc.base, token: (u) => token(u), users: userIds(opts.users), assets: ASSETS, committed });
+    const violations = await verifyDrill({ sql, base: svc.base, token: (u) => token(u), adminToken: token('admin'), users: userIds(opts.users), assets: ASSETS, committed });
     const transfers = Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb`)[0]?.n ?? 0);
     return { cycles: opts.cycles, transfers, committedSeenByClients: committed.size, recoveryMs, violations };
   } finally {

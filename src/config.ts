@@ -40,6 +40,8 @@ export type Config = {
   readonly stuckRetriesMax: number;
   readonly stuckAgeMs: number;
   readonly alertWebhookUrl: string | null;
+  /** How often the conservation check runs; 0 switches the periodic run off. */
+  readonly invariantIntervalMs: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
 };
 
@@ -81,6 +83,7 @@ export function loadConfig(env: Env = process.env): Config {
     stuckRetriesMax: intVar(env, 'STUCK_RETRIES', 10, 1, 1_000_000),
     stuckAgeMs: intVar(env, 'STUCK_AGE_MS', 300_000, 0, 86_400_000 * 30),
     alertWebhookUrl: urlVar(env, 'ALERT_WEBHOOK_URL'),
+    invariantIntervalMs: intVar(env, 'INVARIANT_INTERVAL_MS', 60_000, 0, 86_400_000),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');

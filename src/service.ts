@@ -21,6 +21,8 @@ import { BalanceReader } from './services/balances.js';
 import type { UbsCommand } from './ubscore/types.js';
 import { ExternalMovements } from './services/external.js';
 import { recordForScan } from './services/overflow.js';
+import { HaltSwitch } from './services/halt.js';
+import { InvariantService } from './services/invariant.js';
 import { AlertSink } from './alerts/alerts.js';
 
 export const DATABASE_NAME = 'transfer';
@@ -83,9 +85,15 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const resumed = await external.resumePending();
     if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
 
+    const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
     const assets = new AssetCache(sql);
     const transfers = new TransferStore(sql);
-    const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
+    const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
+    const halt = await HaltSwitch.load(sql);
+    if (halt.current !== null) log.critical('starting HALTED: new transfers are refused until an operator resumes', { reason: halt.current.reason });
+    const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log });
+    invariant.start(config.invariantIntervalMs);
+    stack.push(async () => invariant.stop());
     const app = createApp({
       jwtSecret: config.jwtSecret,
       bodyBytesMax: config.bodyBytesMax,
@@ -102,7 +110,13 @@ export async function startService(config: Config, log: Logger): Promise<Service
         return reply.kind === 'busy' ? recordForScan(t, transfers, log) : reply;
       },
       drive: (userId, reqId) => pools.drive(userId, reqId),
-      alerts: new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl }),
+      alerts,
+      halt,
+      invariant,
+      probe: async () => ({
+        postgres: await sql`SELECT 1`.then(() => true, () => false),
+        ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,
+      }),
       stuckRetriesMax: config.stuckRetriesMax,
       stuckAgeMs: config.stuckAgeMs,
       external,

@@ -70,6 +70,8 @@ function toOutcome(op: TransferOp, result: UbsResult): OpOutcome {
     case 'not_found':
     case 'balances':
     case 'status_set':
+    case 'audit_cut':
+    case 'op_seqs':
       return pending(`UBSCore answered ${result.kind} to ${op}`);
   }
 }

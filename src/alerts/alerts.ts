@@ -12,6 +12,10 @@ export const ALERT_KINDS = {
   REFUND_FAILING: 'CRITICAL',
   /** A transfer needs an operator (spec 002's dead letter); its retries go on. */
   TRANSFER_STUCK: 'CRITICAL',
+  /** MON-003: FUNDING + SPOT + in flight differs from the external movements; transfers halt. */
+  CONSERVATION_VIOLATION: 'CRITICAL',
+  /** MON-004: a user sends transfers at an abnormal rate. */
+  ABNORMAL_FREQUENCY: 'WARNING',
   /** An adapter answered with parameters that contradict its record. */
   IDEMPOTENCY_CONFLICT: 'CRITICAL',
 } as const;

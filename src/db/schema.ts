@@ -99,6 +99,13 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX external_movements_pending_idx ON external_movements (created_at) WHERE state = 'PENDING';
 
+  -- Service-wide switches that must survive a restart: the halt after a conservation violation.
+  CREATE TABLE service_state (
+    key        TEXT PRIMARY KEY,
+    value      JSONB NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
+  );
+
   -- Alerts for operators: one per (kind, transfer), durable, listed at GET /admin/v1/alerts.
   CREATE TABLE alerts (
     id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

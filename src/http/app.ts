@@ -9,6 +9,8 @@ import type { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
 import type { AlertSink } from '../alerts/alerts.js';
 import type { AdminService } from '../services/admin.js';
+import type { HaltSwitch } from '../services/halt.js';
+import type { InvariantService } from '../services/invariant.js';
 import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
 import { adminRoutes } from './admin-routes.js';
@@ -38,6 +40,10 @@ export type AppDeps = {
   readonly drive: (userId: bigint, reqId: string) => Promise<SubmitReply>;
   readonly stuckRetriesMax: number;
   readonly stuckAgeMs: number;
+  readonly halt: HaltSwitch;
+  readonly invariant: InvariantService;
+  /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
+  readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
 };
@@ -46,6 +52,13 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   app.use('*', bodyLimit({ maxSize: deps.bodyBytesMax, onError: (c) => fail(c, 'PAYLOAD_TOO_LARGE') }));
   app.get('/healthz', (c) => (deps.isReady() ? c.json({ status: 'ok' }) : fail(c, 'SERVICE_UNAVAILABLE')));
+  app.get('/readyz', async (c) => {
+    const probe = await deps.probe();
+    const halted = deps.halt.current;
+    const body = { postgres: probe.postgres, ubscore: probe.ubscore, halted: halted !== null, halt_reason: halted?.reason ?? null };
+    const ready = probe.postgres && probe.ubscore && halted === null;
+    return ready ? c.json({ status: 'ready', ...body }) : c.json({ code: 'SERVICE_UNAVAILABLE', message: 'not ready', ...body }, 503);
+  });
   mountDocs(app);
   app.route('/api/v1', transferRoutes(deps));
   app.route('/admin/v1', adminRoutes(deps));

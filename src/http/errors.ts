@@ -15,6 +15,7 @@ const STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>> = {
   DAILY_LIMIT_EXCEEDED: 429,
   DAILY_AMOUNT_EXCEEDED: 429,
   SERVICE_UNAVAILABLE: 503,
+  SERVICE_HALTED: 503,
   SYSTEM_ERROR: 500,
 };
 
@@ -43,6 +44,7 @@ const MESSAGES: Readonly<Record<string, string>> = {
   SOURCE_ACCOUNT_NOT_FOUND: 'Source account does not exist',
   TARGET_ACCOUNT_NOT_FOUND: 'Target account does not exist',
   SERVICE_UNAVAILABLE: 'The service is not ready or is overloaded; retry later',
+  SERVICE_HALTED: 'New transfers are halted after a fund conservation check failed; an operator must resume',
   RATE_LIMIT_EXCEEDED: 'Too many requests this second',
   DAILY_LIMIT_EXCEEDED: 'Daily transfer count reached',
   DAILY_AMOUNT_EXCEEDED: 'Daily transfer amount for this asset reached',

@@ -44,6 +44,30 @@ export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void 
     return c.json({ transfers: items });
   });
 
+  routes.get('/invariant', async (c) => {
+    const report = await deps.invariant.check();
+    const halted = deps.halt.current;
+    return c.json(
+      {
+        ok: report.differences.length === 0,
+        checked_at: report.checkedAt,
+        wal_seq: report.walSeq,
+        accounts_checked: report.accounts,
+        transfers_examined: report.transfersExamined,
+        in_flight_units: report.inFlight,
+        differences: report.differences.map((d) => ({ account: d.key, expected_units: d.expected.toString(), actual_units: d.actual.toString(), detail: d.detail })),
+        halted: halted !== null,
+        halt_reason: halted?.reason ?? null,
+      },
+    );
+  });
+
+  routes.post('/resume', async (c) => {
+    const was = await deps.halt.resume();
+    deps.log.warn('halt lifted by an operator', { was_halted: was !== null, reason: was?.reason ?? null });
+    return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
+  });
+
   routes.post('/transfers/:req_id/retry', async (c) => {
     const reqId = c.req.param('req_id');
     if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');

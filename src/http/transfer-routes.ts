@@ -24,6 +24,7 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
 
   routes.post('/internal_transfer', async (c) => {
     const claims = c.get('claims');
+    if (deps.halt.current !== null) return fail(c, 'SERVICE_HALTED');
     const raw = await jsonObject(c);
     if (raw === null) return fail(c, 'INVALID_REQUEST');
     if (raw.user_id !== undefined && String(raw.user_id) !== claims.userId.toString()) return fail(c, 'FORBIDDEN');

@@ -11,7 +11,7 @@
 import { ACCOUNT_STATUSES, TRANSFER_OPS } from '../domain/types.js';
 import type { AccountStatus, ValidationCode } from '../domain/types.js';
 import { BALANCE_UNITS_MAX, isValidAmountUnits } from '../domain/money.js';
-import type { ExternalOp, SpotBalance, UbsCommand, UbsOpName, UbsRejectCode, UbsResult } from './types.js';
+import type { AuditAccount, ExternalOp, SpotBalance, UbsCommand, UbsOpName, UbsRejectCode, UbsResult } from './types.js';
 
 /** User ids are positive signed 64-bit integers (PostgreSQL BIGINT). */
 export const USER_ID_MAX = 2n ** 63n - 1n;
@@ -92,7 +92,9 @@ type Freeze = { readonly seq: number; readonly saved: Map<Account, AccountValue>
 type Evaluation = Outcome | { readonly kind: 'invalid'; readonly code: ValidationCode };
 
 const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
-const COMMAND_KINDS: ReadonlySet<string> = new Set(['transfer_op', 'external_op', 'set_status', 'query_op', 'balances']);
+const COMMAND_KINDS: ReadonlySet<string> = new Set(['transfer_op', 'external_op', 'set_status', 'query_op', 'balances', 'audit_cut', 'op_seqs']);
+/** Keys one op_seqs command may ask about. */
+export const OP_SEQS_KEYS_MAX = 10_000;
 const DEBIT_OPS: ReadonlySet<UbsOpName> = new Set<UbsOpName>(['WITHDRAW', 'EXTERNAL_WITHDRAW']);
 
 export function opKeyOf(op: UbsOpName, key: string): string {
@@ -344,6 +346,10 @@ export class SpotLedger {
         return this.decideQuery(command.op, command.key, lookup);
       case 'balances':
         return isValidUserId(command.userId) ? answer({ kind: 'balances', balances: this.balances(command.userId) }) : refuse('INVALID_USER');
+      case 'audit_cut':
+        return answer({ kind: 'audit_cut', seq: this.seq, accounts: this.auditAccounts() });
+      case 'op_seqs':
+        return this.decideOpSeqs(command.keys, lookup);
       default: {
         const exhaustive: never = command;
         return exhaustive;
@@ -429,6 +435,27 @@ export class SpotLedger {
     if (!isUbsOpName(op) || !isValidKey(key)) return refuse('INVALID_REQUEST');
     const prior = lookup(opKeyOf(op, key));
     return answer(prior === undefined ? { kind: 'not_found' } : resultOf(prior.outcome, true));
+  }
+
+  /** Every account at the current position, for the conservation check. */
+  private auditAccounts(): AuditAccount[] {
+    const list: AuditAccount[] = [];
+    for (const [userId, accounts] of this.users) {
+      for (const [asset, account] of accounts) list.push({ userId: userIdOf(userId), asset, available: account.available });
+    }
+    return list;
+  }
+
+  /** The sequence number of the record that applied each operation; null if never applied. */
+  private decideOpSeqs(keys: unknown, lookup: ProcessedLookup): Decision {
+    if (!Array.isArray(keys) || keys.length > OP_SEQS_KEYS_MAX) return refuse('INVALID_REQUEST');
+    const seqs: (number | null)[] = [];
+    for (const k of keys as { op?: unknown; key?: unknown }[]) {
+      if (typeof k !== 'object' || k === null || !isUbsOpName(k.op) || !isValidKey(k.key)) return refuse('INVALID_REQUEST');
+      const prior = lookup(opKeyOf(k.op, k.key));
+      seqs.push(prior !== undefined && prior.outcome.kind === 'applied' ? prior.seq : null);
+    }
+    return answer({ kind: 'op_seqs', seqs });
   }
 
   private balances(userId: bigint): SpotBalance[] {

@@ -32,7 +32,11 @@ export type UbsCommand =
       readonly status: AccountStatus;
     }
   | { readonly kind: 'query_op'; readonly op: UbsOpName; readonly key: string }
-  | { readonly kind: 'balances'; readonly userId: bigint };
+  | { readonly kind: 'balances'; readonly userId: bigint }
+  /** Every account at the current WAL position, for the conservation check. Read-only. */
+  | { readonly kind: 'audit_cut' }
+  /** At which WAL position each operation was applied (null: never applied). Read-only. */
+  | { readonly kind: 'op_seqs'; readonly keys: readonly { readonly op: UbsOpName; readonly key: string }[] };
 
 /** Codes UBSCore answers with when it refuses a command on business grounds. */
 export type UbsRejectCode = BusinessCode | 'REFUND_WITHOUT_WITHDRAW';
@@ -56,4 +60,8 @@ export type UbsResult =
   | { readonly kind: 'not_found' }
   | { readonly kind: 'balances'; readonly balances: readonly SpotBalance[] }
   /** The status was recorded durably. */
-  | { readonly kind: 'status_set' };
+  | { readonly kind: 'status_set' }
+  | { readonly kind: 'audit_cut'; readonly seq: number; readonly accounts: readonly AuditAccount[] }
+  | { readonly kind: 'op_seqs'; readonly seqs: readonly (number | null)[] };
+
+export type AuditAccount = { readonly userId: bigint; readonly asset: string; readonly available: bigint };
