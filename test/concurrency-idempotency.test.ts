@@ -153,6 +153,24 @@ test('FND-004: a coordinator that dies at any point leaves nothing lost; a fresh
   assert.is(await total(L, user, 'USDT'), 20n * COIN);
 });
 
+test('FND-003: a late duplicate of a refused credit, arriving after compensation when the balance has room, is never applied', async () => {
+  nextUser += 1n;
+  const user = nextUser;
+  const { AMOUNT_UNITS_MAX } = await import('../src/domain/money.js');
+  for (let i = 0; i < 5; i++) await seed(L, user, 'USDT', 0n, AMOUNT_UNITS_MAX);
+  await seed(L, user, 'USDT', COIN, 0n);
+  const t = newTransfer(user, 'FUNDING', 'USDT', 10n);
+  await L.shard.submit(t);
+  const v = await settle(L, t.reqId);
+  assert.is(v.state, 'ROLLED_BACK');
+  assert.is(v.errorCode, 'OVERFLOW');
+  const out = await L.ubs.send({ kind: 'external_op', op: 'EXTERNAL_WITHDRAW', ref: `room-${t.reqId}`, userId: user, asset: 'USDT', amount: COIN }, 5_000);
+  assert.equal(out, { kind: 'applied', duplicate: false });
+  const late = await L.ubs.send({ kind: 'transfer_op', op: 'DEPOSIT', reqId: t.reqId, userId: user, asset: 'USDT', amount: 10n }, 5_000);
+  assert.equal(late, { kind: 'rejected', code: 'OVERFLOW', duplicate: true });
+  assert.equal(await balances(L, user, 'USDT'), { funding: COIN, spot: 5n * AMOUNT_UNITS_MAX - COIN });
+});
+
 test('FND-006: a PostgreSQL transaction that fails half-way changes nothing; the retry applies it once', async () => {
   const user = await fundedUser();
   // Make the operation record fail after the balance update, inside the adapter's transaction.

@@ -128,10 +128,11 @@ const EXTERNAL_ROWS: readonly Row[] = [
 const HEADROOM_UNITS = BALANCE_UNITS_MAX - 5n * AMOUNT_UNITS_MAX;
 const OVERFLOW_ROWS: readonly Row[] = [
   ...[1, 2, 3, 4, 5].map((i): Row => ({ command: transfer('DEPOSIT', `big${i}`, 5n, 'BTC', AMOUNT_UNITS_MAX), result: applied(), recorded: true })),
-  { command: transfer('DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n), result: invalid('OVERFLOW'), recorded: false, balance: [5n, 'BTC', 5n * AMOUNT_UNITS_MAX] },
-  { command: external('EXTERNAL_DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n), result: invalid('OVERFLOW'), recorded: false },
-  // Refused on overflow means nothing was recorded: the same key may succeed later.
-  { command: transfer('DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS), result: applied(), recorded: true, balance: [5n, 'BTC', BALANCE_UNITS_MAX] },
+  // A deposit that would overflow is refused and recorded: a late repeat must never apply.
+  { command: transfer('DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n), result: rejected('OVERFLOW'), recorded: true, balance: [5n, 'BTC', 5n * AMOUNT_UNITS_MAX] },
+  { command: external('EXTERNAL_DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n), result: rejected('OVERFLOW'), recorded: true },
+  { command: transfer('DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n), result: rejected('OVERFLOW', true), recorded: false },
+  { command: transfer('DEPOSIT', 'edge2', 5n, 'BTC', HEADROOM_UNITS), result: applied(), recorded: true, balance: [5n, 'BTC', BALANCE_UNITS_MAX] },
   { command: transfer('WITHDRAW', 'out', 5n, 'BTC', 10n), result: applied(), recorded: true, balance: [5n, 'BTC', BALANCE_UNITS_MAX - 10n] },
   { command: transfer('REFUND', 'out', 5n, 'BTC', 10n), result: applied(), recorded: true, balance: [5n, 'BTC', BALANCE_UNITS_MAX] },
 ];
@@ -142,7 +143,8 @@ const QUERY_ROWS: readonly Row[] = [
   { command: query('REFUND', 'w9'), result: rejected('REFUND_WITHOUT_WITHDRAW', true), recorded: false },
   { command: query('EXTERNAL_DEPOSIT', 'x2'), result: applied(true), recorded: false },
   { command: query('DEPOSIT', 'never'), result: { kind: 'not_found' }, recorded: false },
-  { command: query('DEPOSIT', 'edge'), result: applied(true), recorded: false },
+  { command: query('DEPOSIT', 'edge'), result: rejected('OVERFLOW', true), recorded: false },
+  { command: query('DEPOSIT', 'edge2'), result: applied(true), recorded: false },
 ];
 
 function checkRows(harness: Harness, rows: readonly Row[], label: string): void {

@@ -61,7 +61,9 @@ function toOutcome(op: TransferOp, result: UbsResult): OpOutcome {
       return SUCCESS;
     case 'rejected':
       // A refund UBSCore refuses leaves the transfer COMPENSATING for an operator; it is never final.
-      if (op === 'REFUND' || !isBusinessCode(result.code)) return pending(`UBSCore refused ${op}: ${result.code}`);
+      if (op === 'REFUND') return pending(`UBSCore refused ${op}: ${result.code}`);
+      if (result.code === 'OVERFLOW') return failed('OVERFLOW');
+      if (!isBusinessCode(result.code)) return pending(`UBSCore refused ${op}: ${result.code}`);
       return failed(result.code);
     case 'invalid':
       return op === 'REFUND' ? pending(`UBSCore refused refund input: ${result.code}`) : failed(result.code);

@@ -387,7 +387,7 @@ export class SpotLedger {
         return this.evaluateDebit(input.userId, input.asset, input.amount);
       case 'DEPOSIT':
       case 'EXTERNAL_DEPOSIT':
-        return this.evaluateCredit(input.userId, input.asset, input.amount);
+        return this.evaluateDeposit(input.userId, input.asset, input.amount);
       case 'REFUND':
         return this.evaluateRefund(input, lookup);
       default: {
@@ -407,6 +407,16 @@ export class SpotLedger {
   }
 
   /** Status restricts outflow only: a credit lands whatever the status, unless it would overflow. */
+  /**
+   * A deposit that would overflow is refused and RECORDED: a repeat of the same (req_id, op)
+   * arriving after the transfer was compensated, when the balance has room, must not apply.
+   */
+  private evaluateDeposit(userId: bigint, asset: string, amount: bigint): Evaluation {
+    const credit = this.evaluateCredit(userId, asset, amount);
+    return credit.kind === 'invalid' ? { kind: 'rejected', code: 'OVERFLOW' } : credit;
+  }
+
+  /** A refund that would overflow is not recorded: it stays possible once the balance has room. */
   private evaluateCredit(userId: bigint, asset: string, amount: bigint): Evaluation {
     const available = this.accountOf(userId, asset)?.available ?? 0n;
     if (available + amount > BALANCE_UNITS_MAX) return { kind: 'invalid', code: 'OVERFLOW' };

@@ -39,7 +39,11 @@ export type UbsCommand =
   | { readonly kind: 'op_seqs'; readonly keys: readonly { readonly op: UbsOpName; readonly key: string }[] };
 
 /** Codes UBSCore answers with when it refuses a command on business grounds. */
-export type UbsRejectCode = BusinessCode | 'REFUND_WITHOUT_WITHDRAW';
+/**
+ * OVERFLOW: a credit that would take the balance beyond BIGINT. It is recorded, so a late repeat
+ * of the same DEPOSIT can never be applied after the transfer was compensated.
+ */
+export type UbsRejectCode = BusinessCode | 'REFUND_WITHOUT_WITHDRAW' | 'OVERFLOW';
 
 export type SpotBalance = {
   readonly asset: string;
