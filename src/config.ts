@@ -42,6 +42,7 @@ export type Config = {
   readonly alertWebhookUrl: string | null;
   /** How often the conservation check runs; 0 switches the periodic run off. */
   readonly invariantIntervalMs: number;
+  readonly abnormalTransfersPerMinute: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
 };
 
@@ -84,6 +85,7 @@ export function loadConfig(env: Env = process.env): Config {
     stuckAgeMs: intVar(env, 'STUCK_AGE_MS', 300_000, 0, 86_400_000 * 30),
     alertWebhookUrl: urlVar(env, 'ALERT_WEBHOOK_URL'),
     invariantIntervalMs: intVar(env, 'INVARIANT_INTERVAL_MS', 60_000, 0, 86_400_000),
+    abnormalTransfersPerMinute: intVar(env, 'ABNORMAL_TRANSFERS_PER_MINUTE', 60, 0, 10_000_000),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');

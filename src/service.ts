@@ -98,6 +98,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       jwtSecret: config.jwtSecret,
       bodyBytesMax: config.bodyBytesMax,
       rateLimitPerSecond: config.rateLimitPerSecond,
+      abnormalTransfersPerMinute: config.abnormalTransfersPerMinute,
       assets,
       admin: new AdminService({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs, onAssetChange: () => {
           assets.invalidate();

@@ -66,10 +66,29 @@ test('operators: stuck transfers are listed with their history, retry drives one
     assert.is(again.body.state, 'COMMITTED', 'a retry of a finished transfer changes nothing');
     assert.is((await svc.call('POST', '/admin/v1/transfers/01ARZ3NDEKTSV4RRFFQ69G5FAV/retry', { token: admin })).status, 404);
     assert.is((await svc.call('POST', `/admin/v1/transfers/${parked[0]}/retry`, { token: svc.userToken(902) })).status, 403);
-    await svc.sql`INSERT INTO alerts (kind, severity, req_id, message) VALUES ('TRANSFER_STUCK', 'CRITICAL', ${parked[0] ?? null}, 'test alert')`;
+    await svc.sql`INSERT INTO alerts (kind, severity, req_id, message, dedupe_key) VALUES ('TRANSFER_STUCK', 'CRITICAL', ${parked[0] ?? null}, 'test alert', ${parked[0] ?? 'x'})`;
     const alerts = await svc.call('GET', '/admin/v1/alerts', { token: admin });
     assert.is((alerts.body.alerts as { kind: string }[])[0]?.kind, 'TRANSFER_STUCK');
     assert.is(await totalOf(svc, 902n, 'USDT'), 100n * COIN);
+  } finally {
+    await svc.stop();
+  }
+});
+
+test('MON-004: an abnormal transfer frequency for one user raises one WARNING alert; other users do not', async () => {
+  const svc = await startTestService({ ABNORMAL_TRANSFERS_PER_MINUTE: '5', RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0' });
+  try {
+    await deposit(svc, 1301n, 'FUNDING', 'USDT', '100', 'm4-a');
+    await deposit(svc, 1302n, 'FUNDING', 'USDT', '100', 'm4-b');
+    for (let i = 0; i < 8; i++) await transfer(svc, 1301n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
+    for (let i = 0; i < 3; i++) await transfer(svc, 1302n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
+    const deadline = Date.now() + 3_000;
+    let rows: { user_id: bigint; severity: string }[] = [];
+    while (rows.length === 0 && Date.now() < deadline) {
+      rows = await svc.sql<{ user_id: bigint; severity: string }[]>`SELECT user_id, severity FROM alerts WHERE kind = 'ABNORMAL_FREQUENCY'`;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.equal(rows.map((r) => [r.user_id, r.severity]), [[1301n, 'WARNING']]);
   } finally {
     await svc.stop();
   }

@@ -27,6 +27,8 @@ export type Alert = {
   readonly userId: bigint | null;
   readonly message: string;
   readonly details: Readonly<Record<string, unknown>>;
+  /** Deduplication key when the alert is not about one transfer (default: the req_id, or a new key). */
+  readonly dedupeKey?: string;
 };
 
 export type AlertRow = Alert & { readonly id: string; readonly severity: string; readonly createdAt: string };
@@ -43,9 +45,10 @@ export class AlertSink {
     const severity = ALERT_KINDS[alert.kind];
     const details = JSON.stringify(alert.details, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
     const rows = await this.deps.sql`
-      INSERT INTO alerts (kind, severity, req_id, user_id, message, details)
-      VALUES (${alert.kind}, ${severity}, ${alert.reqId}, ${alert.userId}, ${alert.message}, ${details}::jsonb)
-      ON CONFLICT (kind, req_id) DO NOTHING RETURNING id`;
+      INSERT INTO alerts (kind, severity, req_id, user_id, message, details, dedupe_key)
+      VALUES (${alert.kind}, ${severity}, ${alert.reqId}, ${alert.userId}, ${alert.message}, ${details}::jsonb,
+              ${alert.dedupeKey ?? alert.reqId ?? `${alert.kind}-${Date.now()}-${Math.random()}`})
+      ON CONFLICT (kind, dedupe_key) DO NOTHING RETURNING id`;
     if (rows.length === 0) return false;
     const fields = { alert: alert.kind, severity, req_id: alert.reqId, user_id: alert.userId, ...alert.details };
     if (severity === 'CRITICAL') this.deps.log.critical(alert.message, fields);

@@ -115,8 +115,10 @@ const MIGRATIONS: readonly string[] = [
     user_id    BIGINT,
     message    TEXT NOT NULL,
     details    JSONB NOT NULL DEFAULT '{}',
+    -- At most one alert per kind and key: the req_id, or a window for alerts about a user.
+    dedupe_key TEXT NOT NULL,
     created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-    UNIQUE (kind, req_id)
+    UNIQUE (kind, dedupe_key)
   );
   `,
 ];

@@ -29,6 +29,8 @@ export type AppDeps = {
   readonly jwtSecret: string;
   readonly bodyBytesMax: number;
   readonly rateLimitPerSecond: number;
+  /** MON-004: transfers per user per minute that raise a WARNING; 0 switches it off. */
+  readonly abnormalTransfersPerMinute: number;
   readonly assets: AssetCache;
   readonly transfers: TransferStore;
   readonly submit: (t: NewTransfer) => Promise<SubmitReply>;

@@ -12,6 +12,7 @@ import type { AppDeps } from './app.js';
 import { bearerAuth, type AuthEnv } from './auth.js';
 import { jsonObject } from './body.js';
 import { fail } from './errors.js';
+import { frequencyWatch } from './frequency-watch.js';
 import { listHistory } from './history.js';
 import { perUserRateLimit } from './rate-limit.js';
 import { firstCode, TransferBody } from './schemas.js';
@@ -21,6 +22,7 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   const routes = new Hono<AuthEnv>();
   routes.use('*', bearerAuth({ secret: deps.jwtSecret }));
   routes.use('*', perUserRateLimit({ perSecond: deps.rateLimitPerSecond }));
+  routes.use('/internal_transfer', frequencyWatch({ alerts: deps.alerts, perWindowMax: deps.abnormalTransfersPerMinute, windowMs: 60_000 }));
 
   routes.post('/internal_transfer', async (c) => {
     const claims = c.get('claims');
