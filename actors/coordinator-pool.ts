@@ -15,6 +15,7 @@ export type PoolOptions = {
   readonly mailboxMax: number;
   readonly concurrencyMax: number;
   readonly logLevel: CoordinatorWorkerData['logLevel'];
+  readonly logFormat: CoordinatorWorkerData['logFormat'];
   readonly connectUbs: () => MessagePort;
   readonly log: Logger;
   /** A coordinator thread died: the process must stop and recover from its stores. */
@@ -30,7 +31,7 @@ export class CoordinatorPools {
   static async start(opts: PoolOptions): Promise<CoordinatorPools> {
     const pools: Piscina[] = [];
     for (let shard = 0; shard < opts.shards; shard += 1) {
-      const data: CoordinatorWorkerData = { config: { ...opts.base, shard, shards: opts.shards }, logLevel: opts.logLevel };
+      const data: CoordinatorWorkerData = { config: { ...opts.base, shard, shards: opts.shards }, logLevel: opts.logLevel, logFormat: opts.logFormat };
       const pool = new Piscina({
         filename: new URL('./coordinator-worker.js', import.meta.url).href,
         minThreads: 1,

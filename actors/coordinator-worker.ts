@@ -12,8 +12,8 @@ import { createLogger } from '../src/log.js';
 import { unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData } from './protocol.js';
 import { UbsClient } from './ubscore-client.js';
 
-const { config, logLevel } = workerData as CoordinatorWorkerData;
-const log = createLogger({ level: logLevel, name: `coordinator-${config.shard}` });
+const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
+const log = createLogger({ level: logLevel, format: logFormat, name: `coordinator-${config.shard}` });
 
 type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient; readonly assets: AssetCache };
 let running: Running | null = null;

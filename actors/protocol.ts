@@ -74,7 +74,11 @@ export type UbsWorkerData = {
 // ---------------------------------------------------------------------------------------------
 // Coordinators: the control of each shard, one piscina pool of one thread per shard.
 
-export type CoordinatorWorkerData = { readonly config: CoordinatorConfig; readonly logLevel: 'debug' | 'info' | 'warn' | 'error' };
+export type CoordinatorWorkerData = {
+  readonly config: CoordinatorConfig;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  readonly logFormat: 'json' | 'pretty';
+};
 
 export type CoordinatorTask =
   | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort }

@@ -98,6 +98,7 @@ class Snapshotter {
   private phase: Phase = { kind: 'idle' };
   private written = 0;
   private sliceMsMax = 0;
+  private closing = false;
 
   constructor(
     private readonly ledger: SpotLedger,
@@ -121,10 +122,11 @@ class Snapshotter {
   }
 
   /**
-   * Called as a batch is sealed: every record decided so far is in that batch or an earlier
-   * one, so the state now is exactly the state after the batch's last record.
+   * Called as a batch is sealed, and when a cycle ends. It runs between two commands, so every
+   * record decided so far sits in a batch (sealed or open) and the state is exactly the state
+   * after the last of them, S; the snapshot is written only once S is durable (`nextWrite`).
    */
-  onSealed(): void {
+  maybeCapture(): void {
     const every = this.options.snapshotEveryRecords;
     if (every === 0 || this.phase.kind !== 'idle') return;
     if (this.ledger.lastSeq - this.newestSeq < every) return;
@@ -195,11 +197,16 @@ class Snapshotter {
     } else if (this.log.prunedThroughSeq() < phase.throughSeq) {
       await this.log.pruneThrough(phase.throughSeq, UBS_PRUNE_RECORDS_PER_TXN_MAX);
     }
-    if (phase.snapshotsDeleted && this.log.prunedThroughSeq() >= phase.throughSeq) this.phase = { kind: 'idle' };
+    if (phase.snapshotsDeleted && this.log.prunedThroughSeq() >= phase.throughSeq) {
+      this.phase = { kind: 'idle' };
+      // Records that arrived during the cycle may already make the next snapshot due.
+      if (!this.closing) this.maybeCapture();
+    }
   }
 
   /** At close, once no write is in flight: drops the cycle under way and writes a final snapshot. */
   async closeWithSnapshot(): Promise<void> {
+    this.closing = true;
     if (this.phase.kind === 'encoding') this.ledger.releaseCapture(this.phase.capture);
     this.phase = { kind: 'idle' };
     const tail = this.ledger.lastSeq - this.newestSeq;
@@ -335,7 +342,7 @@ class UbsActor {
     }
     this.sealed.push(this.open);
     this.open = newBatch();
-    if (this.closing === null) this.snapshots.onSealed();
+    if (this.closing === null) this.snapshots.maybeCapture();
   }
 
   /** Flushes once the messages of this turn are taken: no timer, no fixed wait. */

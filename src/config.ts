@@ -44,6 +44,8 @@ export type Config = {
   readonly invariantIntervalMs: number;
   readonly abnormalTransfersPerMinute: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** JSON lines, or readable lines for a terminal; `auto` is pretty when stderr is a terminal. */
+  readonly logFormat: 'json' | 'pretty';
 };
 
 export const DEV_JWT_SECRET = 'dev-only-secret-change-me-0123456789abcdef';
@@ -87,6 +89,7 @@ export function loadConfig(env: Env = process.env): Config {
     invariantIntervalMs: intVar(env, 'INVARIANT_INTERVAL_MS', 60_000, 0, 86_400_000),
     abnormalTransfersPerMinute: intVar(env, 'ABNORMAL_TRANSFERS_PER_MINUTE', 60, 0, 10_000_000),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+    logFormat: logFormatVar(env),
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');
   if (config.jwtSecret.length < 32) throw new ConfigError('JWT_SECRET must be at least 32 characters');
@@ -102,6 +105,12 @@ function crashPointVar(env: Env): CrashPoint | null {
   if (raw === null) return null;
   if (!isCrashPoint(raw)) throw new ConfigError(`CRASH_POINT must be one of ${CRASH_POINTS.join(', ')}, got ${JSON.stringify(raw)}`);
   return raw;
+}
+
+function logFormatVar(env: Env): 'json' | 'pretty' {
+  const format = enumVar(env, 'LOG_FORMAT', ['auto', 'json', 'pretty'] as const, 'auto');
+  if (format !== 'auto') return format;
+  return process.stderr.isTTY === true ? 'pretty' : 'json';
 }
 
 function urlVar(env: Env, name: string): string | null {

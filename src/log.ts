@@ -1,6 +1,12 @@
-// Structured JSON log lines on stderr, one object per line. bigint fields print as strings.
+// Structured JSON log lines (pino) on stderr, one object per line, with an added `critical`
+// level for funds that need attention. bigint fields are written as strings. In a terminal,
+// `make run` can show the same lines in a readable form (LOG_FORMAT=pretty, pino-pretty).
+
+import pino from 'pino';
+import pretty from 'pino-pretty';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'critical';
+export type LogFormat = 'json' | 'pretty';
 export type LogFields = Readonly<Record<string, unknown>>;
 
 export type Logger = {
@@ -12,14 +18,41 @@ export type Logger = {
   readonly critical: (msg: string, fields?: LogFields) => void;
 };
 
-const RANK: Readonly<Record<LogLevel, number>> = { debug: 10, info: 20, warn: 30, error: 40, critical: 50 };
+const CRITICAL_LEVEL = 55;
 
-export function createLogger(opts: { level: LogLevel; name: string; write?: (line: string) => void }): Logger {
-  const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
-  const emit = (level: LogLevel) => (msg: string, fields?: LogFields) => {
-    if (RANK[level] < RANK[opts.level]) return;
-    const record = { time: new Date().toISOString(), level, name: opts.name, msg, ...fields };
-    write(JSON.stringify(record, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value)));
-  };
+export function createLogger(opts: { level: LogLevel; name: string; format?: LogFormat; write?: (line: string) => void }): Logger {
+  const logger = pino(
+    {
+      name: opts.name,
+      level: opts.level,
+      customLevels: { critical: CRITICAL_LEVEL },
+      base: undefined,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }), log: stringifyBigints },
+    },
+    destination(opts),
+  );
+  const emit = (level: LogLevel) => (msg: string, fields?: LogFields) => logger[level](fields ?? {}, msg);
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error'), critical: emit('critical') };
+}
+
+function destination(opts: { format?: LogFormat; write?: (line: string) => void }): pino.DestinationStream {
+  if (opts.write !== undefined) {
+    const write = opts.write;
+    return { write: (line: string) => write(line.trimEnd()) };
+  }
+  if (opts.format === 'pretty') {
+    return pretty({ colorize: true, sync: true, destination: 2, translateTime: 'SYS:HH:MM:ss.l', ignore: 'name', messageFormat: '{name}: {msg}', customLevels: `critical:${CRITICAL_LEVEL}` });
+  }
+  return pino.destination({ dest: 2, sync: true });
+}
+
+function stringifyBigints(obj: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | null = null;
+  for (const [key, value] of Object.entries(obj)) {
+    if (typeof value !== 'bigint') continue;
+    out ??= { ...obj };
+    out[key] = value.toString();
+  }
+  return out ?? obj;
 }

@@ -18,7 +18,7 @@ async function main(): Promise<void> {
     }
     throw error;
   }
-  const log = createLogger({ level: config.logLevel, name: 'main' });
+  const log = createLogger({ level: config.logLevel, format: config.logFormat, name: 'main' });
   if (config.jwtSecretIsDevDefault) log.warn('JWT_SECRET is not set: using the development secret; never do this in production');
   const service = await startService(config, log);
   let stopping = false;

@@ -71,6 +71,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       mailboxMax: config.coordinatorMailboxMax,
       concurrencyMax: config.coordinatorConcurrencyMax,
       logLevel: config.logLevel,
+      logFormat: config.logFormat,
       connectUbs: () => ubs.connect(),
       log,
       onFatal: (error) => {

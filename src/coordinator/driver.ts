@@ -128,7 +128,7 @@ export class TransferDriver {
     assertTransition(t.state, event, to);
     const swapped = await this.deps.store.compareAndSwap(t.reqId, t.state, to, event, code);
     if (!swapped) return null;
-    this.deps.log.info('transfer moved', { req_id: t.reqId, user_id: t.userId, from_state: t.state, state: to, event });
+    this.deps.log.info('transfer moved', { req_id: t.reqId, user_id: t.userId, from_state: t.state, state: to, event, latency_ms: sinceCreated(t) });
     return { ...t, state: to, errorCode: code ?? t.errorCode };
   }
 
@@ -137,7 +137,7 @@ export class TransferDriver {
     const retryAt = this.deps.nextRetryAt(t.retryCount);
     await this.deps.store.noteRetry(t.reqId, t.state, reason, retryAt);
     const level = t.state === 'SOURCE_PENDING' ? 'warn' : 'critical';
-    this.deps.log[level]('transfer outcome unknown, will retry', { req_id: t.reqId, user_id: t.userId, state: t.state, reason });
+    this.deps.log[level]('transfer outcome unknown, will retry', { req_id: t.reqId, user_id: t.userId, state: t.state, reason, latency_ms: sinceCreated(t) });
     const now = { ...t, retryCount: t.retryCount + 1, attempts: t.attempts + 1 };
     await this.deps.watch(now, reason);
     return { kind: 'stayed', view: now, reason };
@@ -148,6 +148,11 @@ export class TransferDriver {
     if (now === null) return { kind: 'not_found' };
     return isTerminal(now.state) ? { kind: 'terminal', view: now } : { kind: 'moved', view: now };
   }
+}
+
+/** Milliseconds since the transfer was created: the latency on every line about it. */
+function sinceCreated(t: TransferView): number {
+  return Date.now() - Date.parse(t.createdAt);
 }
 
 function opRequest(t: TransferView): OpRequest {
