@@ -7,6 +7,7 @@ import { Piscina } from 'piscina';
 import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js';
 import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
+import type { MetricSnapshot } from '../src/metrics/registry.js';
 import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData } from './protocol.js';
 
 export type PoolOptions = {
@@ -91,6 +92,19 @@ export class CoordinatorPools {
       default:
         return { kind: 'error', message: result.kind === 'coord.error' ? result.message : `unexpected coordinator answer ${result.kind}` };
     }
+  }
+
+  /** Every shard's metrics, plus its mailbox depth, read without waiting behind the mailbox. */
+  async metrics(): Promise<MetricSnapshot[]> {
+    const out: MetricSnapshot[] = [];
+    await Promise.all(
+      this.pools.map(async (pool, shard) => {
+        out.push({ name: 'coordinator_mailbox_depth', help: 'Tasks waiting in a coordinator shard\'s mailbox', type: 'gauge', series: [{ labels: { shard: String(shard) }, value: pool.queueSize }] });
+        const result = await this.run(shard, { kind: 'coord.metrics' });
+        if (result.kind === 'coord.metrics') out.push(...result.metrics);
+      }),
+    );
+    return out;
   }
 
   /** Makes every shard forget its cached assets; resolves once all have. */

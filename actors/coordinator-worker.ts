@@ -9,13 +9,14 @@ import type { Shard } from '../src/coordinator/shard.js';
 import type { AssetCache } from '../src/db/assets.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
+import type { Registry } from '../src/metrics/registry.js';
 import { unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData } from './protocol.js';
 import { UbsClient } from './ubscore-client.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
 const log = createLogger({ level: logLevel, format: logFormat, name: `coordinator-${config.shard}` });
 
-type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient; readonly assets: AssetCache };
+type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient; readonly assets: AssetCache; readonly metrics: Registry };
 let running: Running | null = null;
 
 export default async function coordinatorTask(task: CoordinatorTask): Promise<CoordinatorResult> {
@@ -39,6 +40,8 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       const view = await shardOf().driveNow(task.reqId);
       return view === null ? { kind: 'coord.not_found' } : { kind: 'coord.transfer', view };
     }
+    case 'coord.metrics':
+      return { kind: 'coord.metrics', metrics: runningOf().metrics.snapshot() };
     case 'coord.assets_changed':
       runningOf().assets.invalidate();
       return { kind: 'coord.done' };
@@ -53,9 +56,9 @@ function init(port: MessagePort): CoordinatorResult {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
   const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}` });
   const ubs = new UbsClient(port, {});
-  const { shard, assets } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
+  const { shard, assets, metrics } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
   shard.start();
-  running = { shard, sql, ubs, assets };
+  running = { shard, sql, ubs, assets, metrics };
   return { kind: 'coord.ready' };
 }
 

@@ -3,6 +3,7 @@
 
 import type { MessagePort } from 'node:worker_threads';
 import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from '../src/coordinator/types.js';
+import type { MetricSnapshot } from '../src/metrics/registry.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
 export type * from '../src/ubscore/types.js';
 
@@ -86,11 +87,14 @@ export type CoordinatorTask =
   | { readonly kind: 'coord.drive'; readonly reqId: string }
   /** An operator changed an asset: forget cached assets before the next transfer. */
   | { readonly kind: 'coord.assets_changed' }
+  /** The shard's metrics, as plain data. */
+  | { readonly kind: 'coord.metrics' }
   | { readonly kind: 'coord.stop' };
 
 export type CoordinatorResult =
   | { readonly kind: 'coord.ready' }
   | { readonly kind: 'coord.done' }
+  | { readonly kind: 'coord.metrics'; readonly metrics: readonly MetricSnapshot[] }
   | { readonly kind: 'coord.transfer'; readonly view: TransferView }
   | { readonly kind: 'coord.refused'; readonly code: RefusalCode }
   | { readonly kind: 'coord.not_found' }

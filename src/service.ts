@@ -21,6 +21,8 @@ import { BalanceReader } from './services/balances.js';
 import type { UbsCommand } from './ubscore/types.js';
 import { ExternalMovements } from './services/external.js';
 import { recordForScan } from './services/overflow.js';
+import { collectMetrics } from './metrics/collect.js';
+import { Registry } from './metrics/registry.js';
 import { HaltSwitch } from './services/halt.js';
 import { InvariantService } from './services/invariant.js';
 import { AlertSink } from './alerts/alerts.js';
@@ -87,6 +89,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
 
     const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
+    const registry = new Registry();
     const assets = new AssetCache(sql);
     const transfers = new TransferStore(sql);
     const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
@@ -115,6 +118,14 @@ export async function startService(config: Config, log: Logger): Promise<Service
       alerts,
       halt,
       invariant,
+      registry,
+      metrics: () =>
+        collectMetrics({
+          main: registry,
+          sql,
+          shards: () => pools.metrics(),
+          ubs: () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]),
+        }),
       probe: async () => ({
         postgres: await sql`SELECT 1`.then(() => true, () => false),
         ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,

@@ -15,6 +15,7 @@ import { DailyLimits } from './daily-limits.js';
 import { TransferDriver } from './driver.js';
 import { Shard } from './shard.js';
 import { Watchdog } from './watchdog.js';
+import { Registry } from '../metrics/registry.js';
 import type { CoordinatorConfig } from './types.js';
 
 export type ShardParts = {
@@ -26,6 +27,7 @@ export type ShardParts = {
   readonly trading: TradingAdapter;
   readonly alerts: AlertSink;
   readonly watchdog: Watchdog;
+  readonly metrics: Registry;
 };
 
 /**
@@ -47,6 +49,7 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
   const trading = new TradingAdapter(opts.ubs, config.adapterTimeoutMs);
   const backoff = { baseMs: config.retryBaseMs, capMs: config.retryCapMs };
   const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
+  const metrics = new Registry();
   const watchdog = new Watchdog({ alerts, store, config });
   const driver = new TransferDriver({
     store,
@@ -60,6 +63,7 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
       return checkAssetOpen(asset) ?? (t.to === 'FUNDING' && !(await funding.accountExists(t.userId, t.asset)) ? 'TARGET_ACCOUNT_NOT_FOUND' : null);
     },
     watch: (t, reason) => watchdog.onStay(t, reason),
+    metrics,
   });
   const limits = new DailyLimits(sql, {
     transfersPerDayMax: config.dailyTransferLimit,
@@ -74,5 +78,5 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     watchdog,
     limits,
   });
-  return { shard, driver, store, assets, funding, trading, alerts, watchdog };
+  return { shard, driver, store, assets, funding, trading, alerts, watchdog, metrics };
 }

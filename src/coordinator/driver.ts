@@ -9,6 +9,7 @@ import { assertTransition, isTerminal, type TransferEvent, type TransferStateNam
 import type { AccountKind } from '../domain/types.js';
 import type { CrashPoint } from '../faults/crash-points.js';
 import type { Logger } from '../log.js';
+import type { Registry } from '../metrics/registry.js';
 import type { TransferView } from './types.js';
 
 export type StepResult =
@@ -32,6 +33,8 @@ export type DriverDeps = {
   readonly precheck: (t: TransferView) => Promise<string | null>;
   /** Told of every stay, with the transfer as it is now (alerts, escalation). */
   readonly watch: (t: TransferView, reason: string) => Promise<void>;
+  /** Counts each transition (spec 004's fsm_state_count{from,to}) and each retry. */
+  readonly metrics: Registry;
 };
 
 /**
@@ -128,6 +131,7 @@ export class TransferDriver {
     assertTransition(t.state, event, to);
     const swapped = await this.deps.store.compareAndSwap(t.reqId, t.state, to, event, code);
     if (!swapped) return null;
+    this.deps.metrics.inc('fsm_state_count', 'State transitions made, by from and to state', { from: t.state, to });
     this.deps.log.info('transfer moved', { req_id: t.reqId, user_id: t.userId, from_state: t.state, state: to, event, latency_ms: sinceCreated(t) });
     return { ...t, state: to, errorCode: code ?? t.errorCode };
   }
@@ -136,6 +140,7 @@ export class TransferDriver {
     assertTransition(t.state, event, t.state);
     const retryAt = this.deps.nextRetryAt(t.retryCount);
     await this.deps.store.noteRetry(t.reqId, t.state, reason, retryAt);
+    this.deps.metrics.inc('transfer_retries_total', 'Unknown outcomes that left a transfer where it was, to be retried', { state: t.state });
     const level = t.state === 'SOURCE_PENDING' ? 'warn' : 'critical';
     this.deps.log[level]('transfer outcome unknown, will retry', { req_id: t.reqId, user_id: t.userId, state: t.state, reason, latency_ms: sinceCreated(t) });
     const now = { ...t, retryCount: t.retryCount + 1, attempts: t.attempts + 1 };

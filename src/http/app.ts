@@ -8,6 +8,8 @@ import type { AssetCache } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
 import type { AlertSink } from '../alerts/alerts.js';
+import { HTTP_BUCKETS_S } from '../metrics/collect.js';
+import type { Registry } from '../metrics/registry.js';
 import type { AdminService } from '../services/admin.js';
 import type { HaltSwitch } from '../services/halt.js';
 import type { InvariantService } from '../services/invariant.js';
@@ -45,6 +47,10 @@ export type AppDeps = {
   readonly halt: HaltSwitch;
   readonly invariant: InvariantService;
   /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
+  /** Renders GET /metrics. */
+  readonly metrics: () => Promise<string>;
+  /** The main thread's registry: HTTP latency by route and status. */
+  readonly registry: Registry;
   readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
@@ -52,8 +58,15 @@ export type AppDeps = {
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
+  app.use('*', async function httpMetrics(c, next) {
+    const started = performance.now();
+    await next();
+    const labels = { method: c.req.method, route: c.req.routePath, status: String(c.res.status) };
+    deps.registry.observe('http_request_duration_seconds', 'HTTP request latency by route and status', HTTP_BUCKETS_S, labels, (performance.now() - started) / 1000);
+  });
   app.use('*', bodyLimit({ maxSize: deps.bodyBytesMax, onError: (c) => fail(c, 'PAYLOAD_TOO_LARGE') }));
   app.get('/healthz', (c) => (deps.isReady() ? c.json({ status: 'ok' }) : fail(c, 'SERVICE_UNAVAILABLE')));
+  app.get('/metrics', async (c) => c.text(await deps.metrics(), 200, { 'content-type': 'text/plain; version=0.0.4' }));
   app.get('/readyz', async (c) => {
     const probe = await deps.probe();
     const halted = deps.halt.current;

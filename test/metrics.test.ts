@@ -1,0 +1,56 @@
+// Proves GET /metrics carries the series operators need, with values that match exactly what the test did.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { deposit, transfer } from './support/funds.js';
+import { startTestService } from './support/service.js';
+
+function parse(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const at = line.lastIndexOf(' ');
+    out.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return out;
+}
+
+test('metrics: transitions by from/to, transfers by state, retries, HTTP latency by route and status, mailbox depth, UBSCore, pool', async () => {
+  const svc = await startTestService({ RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0' });
+  try {
+    await deposit(svc, 1401n, 'FUNDING', 'USDT', '10', 'met-f');
+    for (let i = 0; i < 3; i++) assert.is((await transfer(svc, 1401n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })).status, 200);
+    assert.is((await transfer(svc, 1401n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '100' })).status, 422);
+    assert.is((await transfer(svc, 1401n, { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '2' })).status, 200);
+    const response = await fetch(`${svc.base}/metrics`);
+    assert.match(response.headers.get('content-type') ?? '', /text\/plain/);
+    const m = parse(await response.text());
+    const expect: Array<[string, number]> = [
+      ['fsm_state_count{from="INIT",to="SOURCE_PENDING"}', 5],
+      ['fsm_state_count{from="SOURCE_PENDING",to="SOURCE_DONE"}', 4],
+      ['fsm_state_count{from="SOURCE_PENDING",to="FAILED"}', 1],
+      ['fsm_state_count{from="SOURCE_DONE",to="TARGET_PENDING"}', 4],
+      ['fsm_state_count{from="TARGET_PENDING",to="COMMITTED"}', 4],
+      ['transfers_by_state{state="COMMITTED"}', 4],
+      ['transfers_by_state{state="FAILED"}', 1],
+      ['transfers_by_state{state="TARGET_PENDING"}', 0],
+      ['http_request_duration_seconds_count{method="POST",route="/api/v1/internal_transfer",status="200"}', 4],
+      ['http_request_duration_seconds_count{method="POST",route="/api/v1/internal_transfer",status="422"}', 1],
+      ['http_request_duration_seconds_count{method="POST",route="/admin/v1/deposit",status="200"}', 1],
+      ['coordinator_mailbox_depth{shard="0"}', 0],
+      ['coordinator_mailbox_depth{shard="1"}', 0],
+      ['ubscore_accounts', 1],
+    ];
+    for (const [series, value] of expect) assert.is(m.get(series), value, series);
+    // One SPOT deposit per FUNDING→SPOT commit, one SPOT withdraw for the way back.
+    assert.is(m.get('ubscore_commands_total'), 4);
+    assert.ok((m.get('ubscore_batches_total') ?? 0) >= 1);
+    assert.ok((m.get('http_request_duration_seconds_bucket{method="POST",route="/api/v1/internal_transfer",status="200",le="+Inf"}') ?? 0) === 4);
+    assert.ok([...m.keys()].some((k) => k.startsWith('pg_connections{application="main"')));
+    assert.ok([...m.keys()].some((k) => k.startsWith('pg_connections{application="coordinator-')));
+  } finally {
+    await svc.stop();
+  }
+});
+
+test.run();
