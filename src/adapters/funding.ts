@@ -6,7 +6,7 @@ import { checkOpRequest } from '../domain/checks.js';
 import { BALANCE_UNITS_MAX } from '../domain/money.js';
 import { failed, pending, SUCCESS, type OpOutcome, type TransferOp } from '../domain/types.js';
 import type { Sql } from '../db/sql.js';
-import { describeError, type AccountAdapter, type OpRequest, type QueryOutcome } from './types.js';
+import { describeError, OperationAdapter, type OpRequest, type QueryOutcome } from './types.js';
 
 type Account = { available: bigint; status: string };
 type OpRecord = { user_id: bigint; asset: string; amount: bigint; outcome: 'APPLIED' | 'REJECTED'; code: string | null };
@@ -14,21 +14,11 @@ type OpRecord = { user_id: bigint; asset: string; amount: bigint; outcome: 'APPL
 /** What one operation does to the balance: a signed delta and the outcome to record. */
 type Decision = { readonly delta: bigint; readonly outcome: 'APPLIED' | 'REJECTED'; readonly code: string | null };
 
-export class FundingAdapter implements AccountAdapter {
-  readonly account = 'FUNDING' as const;
+export class FundingAdapter extends OperationAdapter {
+  override readonly account = 'FUNDING' as const;
 
-  constructor(private readonly sql: Sql) {}
-
-  withdraw(req: OpRequest): Promise<OpOutcome> {
-    return this.apply('WITHDRAW', req);
-  }
-
-  deposit(req: OpRequest): Promise<OpOutcome> {
-    return this.apply('DEPOSIT', req);
-  }
-
-  refund(req: OpRequest): Promise<OpOutcome> {
-    return this.apply('REFUND', req);
+  constructor(private readonly sql: Sql) {
+    super();
   }
 
   /** Whether the FUNDING account exists; only the external deposit flow creates one. */
@@ -47,7 +37,7 @@ export class FundingAdapter implements AccountAdapter {
     }
   }
 
-  private async apply(op: TransferOp, req: OpRequest): Promise<OpOutcome> {
+  protected async apply(op: TransferOp, req: OpRequest): Promise<OpOutcome> {
     const invalid = checkOpRequest(req);
     if (invalid !== null) return failed(invalid);
     try {

@@ -5,29 +5,19 @@
 import { checkOpRequest } from '../domain/checks.js';
 import { failed, isBusinessCode, pending, SUCCESS, type OpOutcome, type TransferOp } from '../domain/types.js';
 import type { UbsCommand, UbsResult } from '../ubscore/types.js';
-import { describeError, type AccountAdapter, type OpRequest, type QueryOutcome } from './types.js';
+import { describeError, OperationAdapter, type OpRequest, type QueryOutcome } from './types.js';
 
 /** Sends one command to UBSCore; resolves null when no answer came within `timeoutMs`. */
 export type UbsSend = (command: UbsCommand, timeoutMs: number) => Promise<UbsResult | null>;
 
-export class TradingAdapter implements AccountAdapter {
-  readonly account = 'SPOT' as const;
+export class TradingAdapter extends OperationAdapter {
+  override readonly account = 'SPOT' as const;
 
   constructor(
     private readonly send: UbsSend,
     private readonly timeoutMs: number,
-  ) {}
-
-  withdraw(req: OpRequest): Promise<OpOutcome> {
-    return this.apply('WITHDRAW', req);
-  }
-
-  deposit(req: OpRequest): Promise<OpOutcome> {
-    return this.apply('DEPOSIT', req);
-  }
-
-  refund(req: OpRequest): Promise<OpOutcome> {
-    return this.apply('REFUND', req);
+  ) {
+    super();
   }
 
   async query(reqId: string, op: TransferOp): Promise<QueryOutcome> {
@@ -37,7 +27,7 @@ export class TradingAdapter implements AccountAdapter {
     return toOutcome(op, result);
   }
 
-  private async apply(op: TransferOp, req: OpRequest): Promise<OpOutcome> {
+  protected async apply(op: TransferOp, req: OpRequest): Promise<OpOutcome> {
     const invalid = checkOpRequest(req);
     if (invalid !== null) return failed(invalid);
     const command: UbsCommand = { kind: 'transfer_op', op, reqId: req.reqId, userId: req.userId, asset: req.asset, amount: req.amount };

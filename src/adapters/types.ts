@@ -24,6 +24,27 @@ export interface AccountAdapter {
   query(reqId: string, op: TransferOp): Promise<QueryOutcome>;
 }
 
+/** The three money operations as one `apply(op, req)`, which each adapter implements. */
+export abstract class OperationAdapter implements AccountAdapter {
+  abstract readonly account: AccountKind;
+
+  withdraw(req: OpRequest): Promise<OpOutcome> {
+    return this.apply('WITHDRAW', req);
+  }
+
+  deposit(req: OpRequest): Promise<OpOutcome> {
+    return this.apply('DEPOSIT', req);
+  }
+
+  refund(req: OpRequest): Promise<OpOutcome> {
+    return this.apply('REFUND', req);
+  }
+
+  abstract query(reqId: string, op: TransferOp): Promise<QueryOutcome>;
+
+  protected abstract apply(op: TransferOp, req: OpRequest): Promise<OpOutcome>;
+}
+
 export function describeError(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }

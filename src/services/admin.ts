@@ -2,18 +2,12 @@
 // UBSCore through its WAL). Each answers a value.
 
 import type { UbsSend } from '../adapters/trading.js';
+import type { Asset } from '../db/assets.js';
 import type { Sql } from '../db/sql.js';
 import type { AccountKind, AccountStatus } from '../domain/types.js';
 
-export type AssetSpec = {
-  readonly symbol: string;
-  readonly precision: number;
-  readonly minTransferUnits: bigint;
-  readonly maxTransferUnits: bigint;
-  readonly status: 'ACTIVE' | 'SUSPENDED';
-  readonly internalTransferEnabled: boolean;
-  readonly dailyAmountLimitUnits: bigint | null;
-};
+/** An asset as an operator sets it: the same shape the asset cache reads. */
+export type AssetSpec = Asset;
 
 export type AdminOutcome = { readonly kind: 'ok'; readonly created?: boolean } | { readonly kind: 'refused'; readonly code: string; readonly message?: string };
 

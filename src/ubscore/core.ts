@@ -241,7 +241,8 @@ export class SpotLedger {
   /** The last user and asset restored: a snapshot lists a user's accounts together. */
   private restoredUserId = 0n;
   private restoredUser: Map<string, Account> | null = null;
-  private restoredAsset = '';
+  /** Assets already checked during a restore: a snapshot names a few assets a million times. */
+  private readonly restoredAssets = new Set<string>();
 
   /** The sequence number of the last record applied (live or replayed); 0 for an empty log. */
   get lastSeq(): number {
@@ -284,9 +285,9 @@ export class SpotLedger {
    */
   restoreAccount(userId: bigint, asset: string, available: bigint, status: AccountStatus): void {
     if (this.seq !== 0 || this.capture !== null) throw new Error('ledger: restore into a ledger that is in use');
-    if (asset !== this.restoredAsset) {
+    if (!this.restoredAssets.has(asset)) {
       if (!isValidAsset(asset)) throw new Error(`ledger: restored an invalid asset ${String(asset)}`);
-      this.restoredAsset = asset;
+      this.restoredAssets.add(asset);
     }
     if (!isValidUserId(userId)) throw new Error(`ledger: restored an invalid user id ${String(userId)}`);
     if (typeof available !== 'bigint' || available < 0n || available > BALANCE_UNITS_MAX) {
@@ -318,6 +319,7 @@ export class SpotLedger {
     if (this.accounts !== accountCount) throw new Error(`ledger: restored ${this.accounts} accounts, the snapshot declares ${accountCount}`);
     this.seq = seq;
     this.restoredUser = null;
+    this.restoredAssets.clear();
   }
 
   /** The current balance of one account, or undefined if it was never created. */
