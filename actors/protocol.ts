@@ -46,6 +46,8 @@ export type UbsStats = {
   readonly walSeq: number;
   readonly batches: number;
   readonly commands: number;
+  /** Group-commit histograms (batch size, WAL sync latency) as plain data for GET /metrics. */
+  readonly metrics?: readonly MetricSnapshot[];
   /** Present once a snapshot exists (loaded at start or written since) or is being taken. */
   readonly snapshots?: {
     /** Snapshots this core wrote since it started. */

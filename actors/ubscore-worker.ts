@@ -15,10 +15,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import { createLogger } from '../src/log.js';
+import { Registry } from '../src/metrics/registry.js';
 import { SpotLedger } from '../src/ubscore/core.js';
 import type { AccountCapture, OpRecord } from '../src/ubscore/core.js';
 import { RecordEncoder } from '../wal/codec.js';
-import { openWal } from '../wal/log.js';
+import { WAL_PRUNE_RECORDS_PER_TXN_MAX, openWal } from '../wal/log.js';
 import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
 import { SnapshotEncoder, SnapshotStore } from '../wal/snapshot.js';
 import type { EncodedSnapshot } from '../wal/snapshot.js';
@@ -49,10 +50,12 @@ export const UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT = 20_000;
 /** Bounds the snapshot options so that no setting is effectively unbounded. */
 export const UBS_SNAPSHOT_RECORDS_MAX = 1_000_000_000;
 export const UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX = 1_000_000;
-/** WAL records deleted per prune transaction: a few ms of B-tree work between two batches. */
-export const UBS_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
 
-const log = createLogger({ level: 'warn', name: 'ubscore' });
+/** Histogram bounds for UBSCore's group commit: sync time in seconds and records per batch. */
+const WAL_SYNC_BUCKETS_S = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
+const BATCH_RECORDS_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096];
+
+const logger = createLogger({ level: 'warn', name: 'ubscore' });
 
 type Options = Required<UbsWorkerData>;
 
@@ -172,7 +175,7 @@ class Snapshotter {
       case 'encoding':
         return null;
       case 'ready':
-        return phase.snapshot.info.seq <= durableSeq ? () => this.writeSnapshot(phase.snapshot) : null;
+        return phase.snapshot.info.seq <= durableSeq ? () => this.writeSnapshot(phase.snapshot, durableSeq) : null;
       case 'pruning':
         return () => this.prune(phase);
       default:
@@ -180,22 +183,32 @@ class Snapshotter {
     }
   }
 
-  private async writeSnapshot(snapshot: EncodedSnapshot): Promise<void> {
+  private async writeSnapshot(snapshot: EncodedSnapshot, durableSeq: number): Promise<void> {
     const { seq } = snapshot.info;
     if (seq <= this.newestSeq) throw new Error(`ubscore: snapshot at seq ${seq} is not newer than ${this.newestSeq}`);
+    // Pair assertion of the ordering rule, checked where the write is submitted: the records the
+    // snapshot covers are durable, and a read of the log on disk already finds the last of them.
+    const onDisk = this.log.lastSeq();
+    if (seq > durableSeq || seq > onDisk) {
+      throw new Error(`ubscore: snapshot at seq ${seq} submitted before its records are durable (durable ${durableSeq}, on disk ${onDisk})`);
+    }
     await this.store.write(snapshot);
     this.newestSeq = seq;
     this.written++;
     this.phase = { kind: 'pruning', throughSeq: seq, snapshotsDeleted: false };
   }
 
-  /** One bounded prune transaction: the older snapshots first, then WAL records up to the snapshot. */
+  /**
+   * One bounded prune transaction: the older snapshots first, then WAL records up to the snapshot.
+   * The processed set is not touched: it lives in its own database, written with each batch, so
+   * a repeated (req_id, op) still finds its first outcome after its WAL record is gone.
+   */
   private async prune(phase: Extract<Phase, { kind: 'pruning' }>): Promise<void> {
     if (!phase.snapshotsDeleted) {
       await this.store.deleteBefore(phase.throughSeq);
       phase.snapshotsDeleted = true;
     } else if (this.log.prunedThroughSeq() < phase.throughSeq) {
-      await this.log.pruneThrough(phase.throughSeq, UBS_PRUNE_RECORDS_PER_TXN_MAX);
+      await this.log.pruneThrough(phase.throughSeq, WAL_PRUNE_RECORDS_PER_TXN_MAX);
     }
     if (phase.snapshotsDeleted && this.log.prunedThroughSeq() >= phase.throughSeq) {
       this.phase = { kind: 'idle' };
@@ -205,7 +218,7 @@ class Snapshotter {
   }
 
   /** At close, once no write is in flight: drops the cycle under way and writes a final snapshot. */
-  async closeWithSnapshot(): Promise<void> {
+  async closeWithSnapshot(durableSeq: number): Promise<void> {
     this.closing = true;
     if (this.phase.kind === 'encoding') this.ledger.releaseCapture(this.phase.capture);
     this.phase = { kind: 'idle' };
@@ -215,7 +228,7 @@ class Snapshotter {
     const encoder = new SnapshotEncoder(capture.seq, capture.accountCount, Date.now());
     // Nothing else runs any more, so the whole capture is encoded in one go.
     capture.visit(Number.MAX_SAFE_INTEGER, encoder.add);
-    await this.writeSnapshot(this.finishEncoding(capture, encoder));
+    await this.writeSnapshot(this.finishEncoding(capture, encoder), durableSeq);
   }
 }
 
@@ -239,6 +252,7 @@ class UbsActor {
   private drainWaiters: (() => void)[] = [];
   private durableSeq: number;
   private batchesWritten = 0;
+  private readonly metrics = new Registry();
   private commandsAnswered = 0;
   private readonly lookup = (opKey: string): OpRecord | undefined => this.overlay.get(opKey) ?? this.log.getProcessed(opKey);
 
@@ -270,7 +284,8 @@ class UbsActor {
       commands: this.commandsAnswered,
     };
     const snapshots = this.snapshots.stats();
-    return snapshots === undefined ? base : { ...base, snapshots };
+    const withMetrics = { ...base, metrics: this.metrics.snapshot() };
+    return snapshots === undefined ? withMetrics : { ...withMetrics, snapshots };
   }
 
   /** Asks for a writer turn from outside a write (a snapshot finished encoding). */
@@ -393,7 +408,11 @@ class UbsActor {
     // A batch of read-only or refused commands writes nothing, but it still waits its turn:
     // what it read may have come from batches that were not yet durable.
     if (batch.records.length === 0) return Promise.resolve();
-    return this.log.appendBatch(batch.records, batch.processed);
+    const started = performance.now();
+    return this.log.appendBatch(batch.records, batch.processed).then(() => {
+      this.metrics.observe('ubscore_wal_sync_seconds', 'Time from submitting a WAL batch to LMDB until it is durable', WAL_SYNC_BUCKETS_S, {}, (performance.now() - started) / 1000);
+      this.metrics.observe('ubscore_batch_records', 'WAL records per group commit (one sync each)', BATCH_RECORDS_BUCKETS, {}, batch.records.length);
+    });
   }
 
   private onMaintained(): void {
@@ -451,7 +470,8 @@ class UbsActor {
     });
     for (const port of this.ports) port.close();
     try {
-      if (!this.failed) await this.snapshots.closeWithSnapshot();
+      // After the drain every decided record is durable, so the snapshot covers only durable ones.
+      if (!this.failed) await this.snapshots.closeWithSnapshot(this.durableSeq);
     } catch (error) {
       // The WAL holds every record; the next start replays them without this snapshot.
       console.error(`ubscore: the closing snapshot failed: ${describe(error)}`);
@@ -517,16 +537,16 @@ function loadSnapshot(store: SnapshotStore, prunedThrough: number): { ledger: Sp
     const loaded = seq === 0 ? null : store.load(seq, (userId, asset, available, status) => ledger.restoreAccount(userId, asset, available, status));
     if (loaded === null || loaded.ok) {
       if (loaded !== null) ledger.finishRestore(seq, loaded.record.accountCount);
-      if (damage !== null) log.critical('UBSCore fell back past a corrupt snapshot; every WAL record after the one used is present', { used_seq: seq, damage });
+      if (damage !== null) logger.critical('UBSCore fell back past a corrupt snapshot; every WAL record after the one used is present', { used_seq: seq, damage });
       return { ledger, seq };
     }
     damage ??= `the newest snapshot, at seq ${seq}, is corrupt: ${loaded.reason}`;
-    log.critical('UBSCore snapshot is corrupt; looking for an older state whose WAL tail is complete', { seq, reason: loaded.reason });
+    logger.critical('UBSCore snapshot is corrupt; looking for an older state whose WAL tail is complete', { seq, reason: loaded.reason });
   }
   throw new Error('ubscore: unreachable: the seq 0 candidate always ends the search');
 }
 
-/** Replays every durable record after `fromSeq`; the log verifies checksums and sequence continuity. */
+/** Replays every durable record after the ledger's seq; the log verifies checksums and sequence continuity. */
 function replayInto(ledger: SpotLedger, wal: WalLog): number {
   const lastSeq = wal.lastSeq();
   if (ledger.lastSeq > lastSeq) {

@@ -10,11 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { UbsClient, startUbsCore } from '../actors/ubscore-client.js';
+import type { UbsCoreHandle } from '../actors/ubscore-client.js';
 import { SpotLedger } from '../src/ubscore/core.js';
 import type { OpRecord } from '../src/ubscore/core.js';
 import type { UbsCommand } from '../src/ubscore/types.js';
 import { RecordEncoder } from '../wal/codec.js';
-import { openWal } from '../wal/log.js';
+import { WAL_PRUNE_RECORDS_PER_TXN_MAX, openWal } from '../wal/log.js';
 import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
 import { SnapshotEncoder, SnapshotStore } from '../wal/snapshot.js';
 
@@ -22,9 +23,9 @@ const ACCOUNTS_DEFAULT = 1_000_000;
 const TAIL_RECORDS_DEFAULT = 1_000_000;
 /** Records per LMDB transaction while building the state: large, since only setup speed matters. */
 const BUILD_BATCH_RECORDS = 50_000;
-const PRUNE_RECORDS_PER_TXN = 100_000;
 const ASSETS = ['BTC', 'USDT'] as const;
 const CHECKED_USERS = 2_000;
+const PROBE_BATCH_COMMANDS = 100;
 const TIMEOUT_MS = 60_000;
 
 /** A small deterministic generator, so every run builds the same state. */
@@ -103,21 +104,29 @@ async function writeTail(builder: Builder, accounts: number, records: number): P
   await builder.flush();
 }
 
+type SnapshotFigures = { readonly seq: number; readonly bodyBytes: number; readonly encodeMs: number; readonly writeMs: number; readonly pruneTxnMsMax: number };
+
 /** Writes the snapshot at the ledger's current seq and prunes the WAL up to it, as the worker does. */
-async function snapshotAndPrune(builder: Builder, wal: WalLog): Promise<{ seq: number; ms: number }> {
+async function snapshotAndPrune(builder: Builder, wal: WalLog): Promise<SnapshotFigures> {
   const started = performance.now();
   const capture = builder.ledger.captureAccounts();
   const encoder = new SnapshotEncoder(capture.seq, capture.accountCount, Date.now());
   capture.visit(Number.MAX_SAFE_INTEGER, encoder.add);
   builder.ledger.releaseCapture(capture);
   const encoded = encoder.finish();
-  const encodedMs = performance.now() - started;
+  const encodedAt = performance.now();
   await new SnapshotStore(wal.databases).write(encoded);
-  while (wal.prunedThroughSeq() < capture.seq) await wal.pruneThrough(capture.seq, PRUNE_RECORDS_PER_TXN);
-  return { seq: capture.seq, ms: encodedMs };
+  const written = performance.now();
+  let pruneTxnMsMax = 0;
+  while (wal.prunedThroughSeq() < capture.seq) {
+    const txnStarted = performance.now();
+    await wal.pruneThrough(capture.seq, WAL_PRUNE_RECORDS_PER_TXN_MAX);
+    pruneTxnMsMax = Math.max(pruneTxnMsMax, performance.now() - txnStarted);
+  }
+  return { seq: capture.seq, bodyBytes: encoded.info.bodyBytes, encodeMs: encodedAt - started, writeMs: written - encodedAt, pruneTxnMsMax };
 }
 
-async function build(dir: string, accounts: number, tail: number): Promise<{ ledger: SpotLedger; snapshotSeq: number; encodeMs: number; buildMs: number }> {
+async function build(dir: string, accounts: number, tail: number): Promise<{ ledger: SpotLedger; snapshot: SnapshotFigures; buildMs: number }> {
   const started = performance.now();
   const wal = openWal(dir);
   const builder = new Builder(wal);
@@ -125,7 +134,32 @@ async function build(dir: string, accounts: number, tail: number): Promise<{ led
   const snapshot = await snapshotAndPrune(builder, wal);
   await writeTail(builder, accounts, tail);
   await wal.close();
-  return { ledger: builder.ledger, snapshotSeq: snapshot.seq, encodeMs: snapshot.ms, buildMs: performance.now() - started };
+  return { ledger: builder.ledger, snapshot, buildMs: performance.now() - started };
+}
+
+type Probe = { readonly rounds: number; readonly roundTripMsMax: number; readonly roundTripMsMedian: number; readonly sliceMsMax: number; readonly snapshotMs: number };
+
+/**
+ * Right after the restart the tail is far past the snapshot period, so the first batch starts a
+ * snapshot of every account. Deposits for a user of its own, one batch in flight at a time,
+ * measure what a client waits meanwhile, until that snapshot is durable and pruned.
+ */
+async function probeSnapshot(core: UbsCoreHandle, client: UbsClient, userId: bigint): Promise<Probe> {
+  const started = performance.now();
+  const roundTrips: number[] = [];
+  for (let round = 0; ; round++) {
+    const sent = performance.now();
+    const commands = Array.from({ length: PROBE_BATCH_COMMANDS }, (_, i): UbsCommand => ({ kind: 'transfer_op', op: 'DEPOSIT', reqId: `probe-${round}-${i}`, userId, asset: 'BTC', amount: 1n }));
+    const results = await Promise.all(commands.map((command) => client.send(command, TIMEOUT_MS)));
+    if (results.some((result) => result?.kind !== 'applied')) throw new Error('bench: a probe deposit was not applied');
+    roundTrips.push(performance.now() - sent);
+    const snapshots = (await core.control.stats()).snapshots;
+    if (snapshots !== undefined && snapshots.written > 0 && snapshots.pendingSeq === null && snapshots.walPrunedThroughSeq === snapshots.seq) {
+      const sorted = [...roundTrips].sort((a, b) => a - b);
+      const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
+      return { rounds: round + 1, roundTripMsMax: sorted[sorted.length - 1] ?? 0, roundTripMsMedian: median, sliceMsMax: snapshots.sliceMsMax, snapshotMs: performance.now() - started };
+    }
+  }
 }
 
 /** Compares the restarted core with the builder's ledger for a spread of users. */
@@ -156,8 +190,9 @@ async function main(): Promise<void> {
     const totalRestartMs = performance.now() - started;
     const client = new UbsClient(core.connect());
     const stats = await core.control.stats();
-    await check(client, built.ledger, accounts);
     if (stats.accounts !== built.ledger.accountCount || stats.walSeq !== built.ledger.lastSeq) throw new Error(`bench: core ${JSON.stringify(stats)}`);
+    const probe = await probeSnapshot(core, client, BigInt(Math.ceil(accounts / ASSETS.length) + 1));
+    await check(client, built.ledger, accounts);
     const { replayedRecords, replayMs, snapshotSeq, snapshotLoadMs } = core.ready;
     const closeStarted = performance.now();
     client.close();
@@ -174,7 +209,17 @@ async function main(): Promise<void> {
         replayMs: round(replayMs),
         totalRestartMs: round(totalRestartMs),
         recordsPerSecond: Math.round(replayedRecords / (replayMs / 1000)),
-        snapshotEncodeMs: round(built.encodeMs),
+        snapshotBodyBytes: built.snapshot.bodyBytes,
+        snapshotEncodeMs: round(built.snapshot.encodeMs),
+        snapshotWriteMs: round(built.snapshot.writeMs),
+        walPruneTxnMsMax: round(built.snapshot.pruneTxnMsMax),
+        snapshotAfterRestart: {
+          ms: round(probe.snapshotMs),
+          sliceMsMax: Math.round(probe.sliceMsMax * 10) / 10,
+          probeRounds: probe.rounds,
+          probeRoundTripMsMedian: Math.round(probe.roundTripMsMedian * 10) / 10,
+          probeRoundTripMsMax: Math.round(probe.roundTripMsMax * 10) / 10,
+        },
         closeWithSnapshotMs: round(closeMs),
         buildMs: round(built.buildMs),
       }) + '\n',

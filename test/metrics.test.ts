@@ -45,6 +45,8 @@ test('metrics: transitions by from/to, transfers by state, retries, HTTP latency
     // One SPOT deposit per FUNDING→SPOT commit, one SPOT withdraw for the way back.
     assert.is(m.get('ubscore_commands_total'), 4);
     assert.ok((m.get('ubscore_batches_total') ?? 0) >= 1);
+    assert.is(m.get('ubscore_wal_sync_seconds_count'), m.get('ubscore_batches_total'), 'one sync timed per batch');
+    assert.is(m.get('ubscore_batch_records_sum'), 4, 'the four SPOT operations, each one WAL record');
     assert.ok((m.get('http_request_duration_seconds_bucket{method="POST",route="/api/v1/internal_transfer",status="200",le="+Inf"}') ?? 0) === 4);
     assert.ok([...m.keys()].some((k) => k.startsWith('pg_connections{application="main"')));
     assert.ok([...m.keys()].some((k) => k.startsWith('pg_connections{application="coordinator-')));

@@ -10,9 +10,10 @@ import { UbsClient, startUbsCore } from '../actors/ubscore-client.js';
 import type { UbsCoreHandle } from '../actors/ubscore-client.js';
 import type { UbsStats, UbsWorkerData } from '../actors/protocol.js';
 import type { AccountStatus } from '../src/domain/types.js';
-import { SpotLedger } from '../src/ubscore/core.js';
+import { SpotLedger, USER_ID_MAX } from '../src/ubscore/core.js';
 import type { OpRecord, WalRecord } from '../src/ubscore/core.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
+import { encode } from '../wal/codec.js';
 import { crc32c, crc32cUpdate } from '../wal/crc32.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
 import type { SnapshotKey } from '../wal/log.js';
@@ -286,6 +287,54 @@ test('a flipped byte anywhere in the header or a chunk is refused before any acc
   assert.is(visited, accounts);
 });
 
+test('user ids past 2^43 and 2^53 and more than 1,024 assets are keyed apart, and round-trip through a snapshot', () => {
+  const ledger = new SpotLedger();
+  const users = [1n, 2n ** 43n - 2n, 2n ** 43n - 1n, 2n ** 43n, 2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n, USER_ID_MAX];
+  const assets = Array.from({ length: 1_030 }, (_, i) => `A${i}`);
+  const expected = new Map<string, bigint>();
+  let n = 0;
+  for (const asset of assets) {
+    for (const userId of asset === 'A0' || asset === 'A1029' || asset === 'A1023' || asset === 'A1024' ? users : [users[n % users.length] as bigint]) {
+      const amount = BigInt(++n);
+      const decision = ledger.decide(deposit(`k${n}`, userId, amount, asset), () => undefined);
+      assert.equal(decision.result, { kind: 'applied', duplicate: false });
+      expected.set(`${userId}:${asset}`, amount);
+    }
+  }
+  assert.is(ledger.accountCount, expected.size);
+  for (const [key, amount] of expected) {
+    const [userId, asset] = key.split(':') as [string, string];
+    assert.is(ledger.balanceOf(BigInt(userId), asset)?.available, amount, key);
+  }
+  const capture = ledger.captureAccounts();
+  const encoder = new SnapshotEncoder(capture.seq, capture.accountCount, 0);
+  capture.visit(Number.MAX_SAFE_INTEGER, encoder.add);
+  ledger.releaseCapture(capture);
+  const snapshot = encoder.finish();
+  const restored = new SpotLedger();
+  assert.is(decodeSnapshotBody(snapshot.info, snapshot.chunks, (u, a, v, st) => restored.restoreAccount(u, a, v, st)), null);
+  restored.finishRestore(snapshot.info.seq, snapshot.info.accountCount);
+  assert.equal(rowsOf(restored), rowsOf(ledger));
+  const withdrawn = restored.decide(withdraw('w-max', USER_ID_MAX, 1n, 'A1029'), () => undefined);
+  assert.equal(withdrawn.result, { kind: 'applied', duplicate: false });
+  assert.is(restored.balanceOf(USER_ID_MAX, 'A1029')?.available, (expected.get(`${USER_ID_MAX}:A1029`) ?? 0n) - 1n);
+  assert.is(restored.balanceOf(2n ** 53n, 'A1029')?.available, expected.get(`${2n ** 53n}:A1029`));
+});
+
+test('a snapshot of no account (every record so far a refusal) round-trips as zero chunks', () => {
+  const ledger = new SpotLedger();
+  const decision = ledger.decide(withdraw('nothing', 1n, 5n), () => undefined);
+  assert.equal(decision.result, { kind: 'rejected', code: 'SOURCE_ACCOUNT_NOT_FOUND', duplicate: false });
+  const capture = ledger.captureAccounts();
+  const encoder = new SnapshotEncoder(capture.seq, capture.accountCount, 0);
+  assert.ok(capture.visit(10, encoder.add));
+  ledger.releaseCapture(capture);
+  const snapshot = encoder.finish();
+  assert.equal([snapshot.info.seq, snapshot.info.accountCount, snapshot.chunks.length, snapshot.info.bodyBytes], [1, 0, 0, 0]);
+  const header = decodeSnapshotHeader(snapshot.header, 1);
+  assert.ok(header.ok && decodeSnapshotBody(header.record, [], () => assert.unreachable('an account')) === null);
+});
+
 test('crc32c: chained updates equal one pass, and every length and alignment agrees with the byte loop', () => {
   const bytes = Buffer.alloc(4_099);
   for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 2_654_435_761) >>> 24;
@@ -304,6 +353,41 @@ test('crc32c: chained updates equal one pass, and every length and alignment agr
   }
   assert.is(crc32cUpdate(crc32cUpdate(0, bytes, 0, 1_001), bytes, 1_001, 4_099), crc32c(bytes));
   assert.is(crc32c(Buffer.from('123456789', 'ascii')), 0xe3069283);
+});
+
+test('a WAL pruned down to nothing keeps its last seq, continuity and replay from the mark, across reopen', async () => {
+  await withDir(async (dir) => {
+    const ledger = new SpotLedger();
+    const writes = (from: number, to: number): { wal: { seq: number; bytes: Buffer }[]; processed: { opKey: string; bytes: Buffer }[] } => {
+      const wal: { seq: number; bytes: Buffer }[] = [];
+      const processed: { opKey: string; bytes: Buffer }[] = [];
+      for (let i = from; i <= to; i++) {
+        const decision = ledger.decide(deposit(`w${i}`, 1n, 1n), () => undefined);
+        if (decision.record === null || decision.processedKey === null) throw new Error('no record');
+        const bytes = encode(decision.record);
+        wal.push({ seq: decision.record.seq, bytes });
+        processed.push({ opKey: decision.processedKey, bytes });
+      }
+      return { wal, processed };
+    };
+    let log = openWal(dir);
+    const first = writes(1, 10);
+    await log.appendBatch(first.wal, first.processed);
+    assert.is(await log.pruneThrough(10, 4), 4, 'bounded: at most recordsMax per transaction');
+    while (log.prunedThroughSeq() < 10) await log.pruneThrough(10, 4);
+    assert.is(log.lastSeq(), 10);
+    await log.close();
+
+    log = openWal(dir);
+    assert.equal([log.prunedThroughSeq(), log.lastSeq(), log.replayInto(11, () => assert.unreachable('a record'))], [10, 10, 0]);
+    assert.throws(() => [...log.replay(1)], /through 10 were pruned/);
+    const next = writes(11, 12);
+    assert.throws(() => log.appendBatch(next.wal.slice(1), []), /batch seq 12 does not continue 10/);
+    await log.appendBatch(next.wal.slice(0, 1), next.processed.slice(0, 1));
+    assert.equal([...log.replay(11)].map((record) => record.seq), [11]);
+    assert.ok(log.getProcessed('DEPOSIT:w1') !== undefined, 'the processed set outlives pruning');
+    await log.close();
+  });
 });
 
 // ---------------------------------------------------------------------------------------------

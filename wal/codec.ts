@@ -21,8 +21,8 @@
 
 import { AMOUNT_UNITS_MAX } from '../src/domain/money.js';
 import type { AccountStatus } from '../src/domain/types.js';
-import { isValidAsset, isValidKey, isValidUserId, opKeyOf } from '../src/ubscore/core.js';
-import type { OpRecord, Outcome, WalRecord } from '../src/ubscore/core.js';
+import { ASSET_LENGTH_MAX, KEY_LENGTH_MAX, isValidAsset, isValidKey, isValidUserId, opKeyOf } from '../src/ubscore/core.js';
+import type { OpRecord, Outcome, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
 import type { UbsOpName, UbsRejectCode } from '../src/ubscore/types.js';
 import { crc32c } from './crc32.js';
 
@@ -42,7 +42,8 @@ const OP_CODES = {
   EXTERNAL_DEPOSIT: 4,
   EXTERNAL_WITHDRAW: 5,
 } as const satisfies Record<UbsOpName, number>;
-const STATUS_CODES = { ACTIVE: 1, FROZEN: 2, DISABLED: 3 } as const satisfies Record<AccountStatus, number>;
+/** Account status codes, shared with the snapshot format (wal/snapshot.ts). */
+export const STATUS_CODES = { ACTIVE: 1, FROZEN: 2, DISABLED: 3 } as const satisfies Record<AccountStatus, number>;
 const OUTCOME_CODES = { applied: 1, rejected: 2 } as const satisfies Record<Outcome['kind'], number>;
 const REJECT_CODES = {
   INSUFFICIENT_BALANCE: 1,
@@ -53,6 +54,7 @@ const REJECT_CODES = {
   SOURCE_ACCOUNT_NOT_FOUND: 6,
   TARGET_ACCOUNT_NOT_FOUND: 7,
   REFUND_WITHOUT_WITHDRAW: 8,
+  OVERFLOW: 9,
 } as const satisfies Record<UbsRejectCode, number>;
 
 function invert<K extends string>(table: Readonly<Record<K, number>>): ReadonlyMap<number, K> {
@@ -63,7 +65,7 @@ function invert<K extends string>(table: Readonly<Record<K, number>>): ReadonlyM
 }
 
 const OP_BY_CODE = invert<UbsOpName>(OP_CODES);
-const STATUS_BY_CODE = invert<AccountStatus>(STATUS_CODES);
+export const STATUS_BY_CODE = invert<AccountStatus>(STATUS_CODES);
 const REJECT_BY_CODE = invert<UbsRejectCode>(REJECT_CODES);
 
 const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
@@ -161,106 +163,141 @@ export class RecordEncoder {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Decoding: every read is bounds-checked first, so no input can make it throw.
+// Decoding: every read is bounds-checked first, so no input can make it throw. One set of checks
+// serves both `decode` (a fresh record each time: tests, the processed set) and RecordReader (one
+// reused record: replay, where a million records must not cost a million sets of allocations).
 
+/** The fields of one record, read in place: strings stay byte ranges until someone needs them. */
 type Fields = {
-  kindCode: number;
   seq: number;
   userId: bigint;
-  asset: string;
+  assetStart: number;
+  assetEnd: number;
   amount: bigint;
-  key: string;
-  opCode: number;
-  statusCode: number;
-  outcomeCode: number;
-  rejectCode: number;
+  keyStart: number;
+  keyEnd: number;
+  kind: WalRecord['kind'];
+  op: UbsOpName;
+  status: AccountStatus;
+  outcome: Outcome;
 };
+
+function newFields(): Fields {
+  return { seq: 0, userId: 0n, assetStart: 0, assetEnd: 0, amount: 0n, keyStart: 0, keyEnd: 0, kind: 'op', op: 'DEPOSIT', status: 'ACTIVE', outcome: APPLIED };
+}
+
+/** One frozen outcome per reject code, so a decoded rejection allocates nothing. */
+const REJECTED_BY_CODE: ReadonlyMap<number, Outcome> = new Map(
+  [...REJECT_BY_CODE].map(([code, name]) => [code, Object.freeze({ kind: 'rejected', code: name } as const)]),
+);
+
+/** The bytes allowed in a key (KEY_PATTERN) and in an asset (ASSET_PATTERN), as lookup tables. */
+const KEY_BYTES = byteTable(/^[A-Za-z0-9_-]$/);
+const ASSET_BYTES = byteTable(/^[A-Z0-9]$/);
+
+function byteTable(pattern: RegExp): Uint8Array {
+  const table = new Uint8Array(256);
+  for (let b = 0; b < 256; b++) table[b] = pattern.test(String.fromCharCode(b)) ? 1 : 0;
+  return table;
+}
+
+/** The byte-level twin of isValidKey / isValidAsset: `lengthMax` and the table are the pattern's. */
+function bytesMatch(buf: Buffer, start: number, end: number, table: Uint8Array, lengthMax: number): boolean {
+  if (end - start < 1 || end - start > lengthMax) return false;
+  for (let i = start; i < end; i++) if (table[buf[i] as number] !== 1) return false;
+  return true;
+}
+
+/**
+ * A u64 at `offset`, big-endian. Buffer#readBigUInt64BE builds it from three bigints; below 2^53
+ * (every user id and most amounts) the number is exact and one BigInt call suffices.
+ */
+function readU64(buf: Buffer, offset: number): bigint {
+  const high = buf.readUInt32BE(offset);
+  const low = buf.readUInt32BE(offset + 4);
+  return high <= SEQ_HIGH_MAX ? BigInt(high * 2 ** 32 + low) : (BigInt(high) << 32n) | BigInt(low);
+}
 
 function fail(reason: string): { readonly ok: false; readonly reason: string } {
   return { ok: false, reason };
 }
 
-/** Reads a length-prefixed ASCII string at `offset` that must end by `limit`. */
-function readAscii(buf: Buffer, offset: number, limit: number): { text: string; next: number } | null {
-  if (offset >= limit) return null;
-  const length = buf[offset] as number;
-  const next = offset + 1 + length;
-  if (next > limit) return null;
-  return { text: buf.toString('latin1', offset + 1, next), next };
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** Splits the bytes into raw fields after checking length, checksum and version. */
-function readFields(bytes: Uint8Array): Decoded<Fields> {
-  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (buf.length < RECORD_FIXED_BYTES) return fail(`length ${buf.length} below the minimum ${RECORD_FIXED_BYTES}`);
-  if (buf.length > RECORD_BYTES_MAX) return fail(`length ${buf.length} above the maximum ${RECORD_BYTES_MAX}`);
+/** Checks length, checksum and version and finds every field; returns why not, or null. */
+function readFields(buf: Buffer, f: Fields): string | null {
+  if (buf.length < RECORD_FIXED_BYTES) return `length ${buf.length} below the minimum ${RECORD_FIXED_BYTES}`;
+  if (buf.length > RECORD_BYTES_MAX) return `length ${buf.length} above the maximum ${RECORD_BYTES_MAX}`;
   const body = buf.length - CHECKSUM_BYTES;
   const stored = buf.readUInt32BE(body);
   const computed = crc32c(buf, 0, body);
-  if (stored !== computed) return fail(`checksum mismatch: stored ${stored}, computed ${computed}`);
-  if (buf[0] !== WAL_FORMAT_VERSION) return fail(`unknown format version ${String(buf[0])}`);
+  if (stored !== computed) return `checksum mismatch: stored ${stored}, computed ${computed}`;
+  if (buf[0] !== WAL_FORMAT_VERSION) return `unknown format version ${String(buf[0])}`;
   const seqHigh = buf.readUInt32BE(2);
-  if (seqHigh > SEQ_HIGH_MAX) return fail('sequence number above 2^53 - 1');
-  const asset = readAscii(buf, 18, body);
-  if (asset === null) return fail('asset length runs past the record');
-  const keyStart = asset.next + 8;
-  const key = readAscii(buf, keyStart, body);
-  if (key === null) return fail('key length runs past the record');
-  if (key.next + 4 !== body) return fail(`field lengths add up to ${key.next + 4 + CHECKSUM_BYTES}, record has ${buf.length}`);
-  return {
-    ok: true,
-    record: {
-      kindCode: buf[1] as number,
-      seq: seqHigh * 2 ** 32 + buf.readUInt32BE(6),
-      userId: buf.readBigUInt64BE(10),
-      asset: asset.text,
-      amount: buf.readBigUInt64BE(asset.next),
-      key: key.text,
-      opCode: buf[key.next] as number,
-      statusCode: buf[key.next + 1] as number,
-      outcomeCode: buf[key.next + 2] as number,
-      rejectCode: buf[key.next + 3] as number,
-    },
-  };
+  if (seqHigh > SEQ_HIGH_MAX) return 'sequence number above 2^53 - 1';
+  // The length bytes are read only below `body`: RECORD_FIXED_BYTES keeps offset 18 inside it.
+  const assetEnd = 19 + (buf[18] as number);
+  if (assetEnd > body) return 'asset length runs past the record';
+  const keyLengthAt = assetEnd + 8;
+  if (keyLengthAt >= body) return 'key length runs past the record';
+  const keyEnd = keyLengthAt + 1 + (buf[keyLengthAt] as number);
+  if (keyEnd > body) return 'key length runs past the record';
+  if (keyEnd + 4 !== body) return `field lengths add up to ${keyEnd + 4 + CHECKSUM_BYTES}, record has ${buf.length}`;
+  f.seq = seqHigh * 2 ** 32 + buf.readUInt32BE(6);
+  f.userId = readU64(buf, 10);
+  f.assetStart = 19;
+  f.assetEnd = assetEnd;
+  f.amount = readU64(buf, assetEnd);
+  f.keyStart = keyLengthAt + 1;
+  f.keyEnd = keyEnd;
+  return checkFields(buf, f, buf[1] as number, keyEnd);
 }
 
-function toOutcome(fields: Fields): Outcome | null {
-  if (fields.outcomeCode === OUTCOME_CODES.applied) return fields.rejectCode === 0 ? { kind: 'applied' } : null;
-  if (fields.outcomeCode !== OUTCOME_CODES.rejected) return null;
-  const code = REJECT_BY_CODE.get(fields.rejectCode);
-  return code === undefined ? null : { kind: 'rejected', code };
-}
-
-function toOpRecord(fields: Fields): Decoded<WalRecord> {
-  const op = OP_BY_CODE.get(fields.opCode);
-  if (op === undefined) return fail(`unknown op code ${fields.opCode}`);
-  if (fields.statusCode !== 0) return fail('a keyed operation carries a status');
-  if (!isValidKey(fields.key)) return fail('invalid key');
-  if (fields.amount <= 0n || fields.amount > AMOUNT_UNITS_MAX) return fail(`amount out of range: ${fields.amount}`);
-  const outcome = toOutcome(fields);
-  if (outcome === null) return fail(`invalid outcome ${fields.outcomeCode}/${fields.rejectCode}`);
-  const { seq, userId, asset, amount, key } = fields;
-  return { ok: true, record: { kind: 'op', seq, op, key, userId, asset, amount, outcome } };
-}
-
-function toStatusRecord(fields: Fields): Decoded<WalRecord> {
-  const status = STATUS_BY_CODE.get(fields.statusCode);
-  if (status === undefined) return fail(`unknown status code ${fields.statusCode}`);
-  if (fields.opCode !== 0 || fields.amount !== 0n || fields.key.length !== 0) return fail('a status record carries operation fields');
-  if (fields.outcomeCode !== OUTCOME_CODES.applied || fields.rejectCode !== 0) return fail('a status record carries a rejection');
-  return { ok: true, record: { kind: 'status', seq: fields.seq, userId: fields.userId, asset: fields.asset, status } };
+/** Checks every field against the rules `encode` asserted (pair assertions); `codes` is where the four code bytes start. */
+function checkFields(buf: Buffer, f: Fields, kindCode: number, codes: number): string | null {
+  if (f.seq < 1) return 'sequence number 0';
+  if (!isValidUserId(f.userId)) return `user id out of range: ${f.userId}`;
+  if (!bytesMatch(buf, f.assetStart, f.assetEnd, ASSET_BYTES, ASSET_LENGTH_MAX)) return 'invalid asset';
+  const opCode = buf[codes] as number;
+  const statusCode = buf[codes + 1] as number;
+  const outcomeCode = buf[codes + 2] as number;
+  const rejectCode = buf[codes + 3] as number;
+  if (kindCode === KIND_CODES.op) {
+    const op = OP_BY_CODE.get(opCode);
+    if (op === undefined) return `unknown op code ${opCode}`;
+    if (statusCode !== 0) return 'a keyed operation carries a status';
+    if (!bytesMatch(buf, f.keyStart, f.keyEnd, KEY_BYTES, KEY_LENGTH_MAX)) return 'invalid key';
+    if (f.amount <= 0n || f.amount > AMOUNT_UNITS_MAX) return `amount out of range: ${f.amount}`;
+    const outcome = outcomeCode === OUTCOME_CODES.applied ? (rejectCode === 0 ? APPLIED : undefined) : outcomeCode === OUTCOME_CODES.rejected ? REJECTED_BY_CODE.get(rejectCode) : undefined;
+    if (outcome === undefined) return `invalid outcome ${outcomeCode}/${rejectCode}`;
+    f.kind = 'op';
+    f.op = op;
+    f.outcome = outcome;
+    return null;
+  }
+  if (kindCode === KIND_CODES.status) {
+    const status = STATUS_BY_CODE.get(statusCode);
+    if (status === undefined) return `unknown status code ${statusCode}`;
+    if (opCode !== 0 || f.amount !== 0n || f.keyEnd !== f.keyStart) return 'a status record carries operation fields';
+    if (outcomeCode !== OUTCOME_CODES.applied || rejectCode !== 0) return 'a status record carries a rejection';
+    f.kind = 'status';
+    f.status = status;
+    return null;
+  }
+  return `unknown record kind ${kindCode}`;
 }
 
 function decodeAnySeq(bytes: Uint8Array): Decoded<WalRecord> {
-  const read = readFields(bytes);
-  if (!read.ok) return read;
-  const fields = read.record;
-  if (fields.seq < 1) return fail('sequence number 0');
-  if (!isValidUserId(fields.userId)) return fail(`user id out of range: ${fields.userId}`);
-  if (!isValidAsset(fields.asset)) return fail('invalid asset');
-  if (fields.kindCode === KIND_CODES.op) return toOpRecord(fields);
-  if (fields.kindCode === KIND_CODES.status) return toStatusRecord(fields);
-  return fail(`unknown record kind ${fields.kindCode}`);
+  const buf = asBuffer(bytes);
+  const f = newFields();
+  const reason = readFields(buf, f);
+  if (reason !== null) return fail(reason);
+  const asset = buf.toString('latin1', f.assetStart, f.assetEnd);
+  if (f.kind === 'status') return { ok: true, record: { kind: 'status', seq: f.seq, userId: f.userId, asset, status: f.status } };
+  const key = buf.toString('latin1', f.keyStart, f.keyEnd);
+  return { ok: true, record: { kind: 'op', seq: f.seq, op: f.op, key, userId: f.userId, asset, amount: f.amount, outcome: f.outcome } };
 }
 
 /** Decodes the WAL record expected at `expectedSeq`; any other sequence number is refused. */
@@ -279,4 +316,66 @@ export function decodeProcessed(bytes: Uint8Array, opKey: string): Decoded<OpRec
   if (record.kind !== 'op') return fail('a processed entry holds a status record');
   if (opKeyOf(record.op, record.key) !== opKey) return fail(`entry for ${opKeyOf(record.op, record.key)} stored under ${opKey}`);
   return { ok: true, record };
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** A byte loop: for a few bytes it beats Buffer#compare, which crosses into C++. */
+function sameBytes(known: Buffer, buf: Buffer, start: number, end: number): boolean {
+  if (known.length !== end - start) return false;
+  for (let i = 0; i < known.length; i++) if (known[i] !== buf[start + i]) return false;
+  return true;
+}
+
+/** Distinct assets remembered by a RecordReader; a replay meets a few assets a million times. */
+const READER_ASSETS_MAX = 256;
+
+/**
+ * Decodes records for replay into one reused object, with the same checks as `decode`, and
+ * without the key, which only the processed set needs. Asset strings are interned.
+ */
+export class RecordReader {
+  private readonly fields = newFields();
+  private readonly assets: { readonly bytes: Buffer; readonly text: string }[] = [];
+  private readonly op: Mutable<Extract<ReplayRecord, { kind: 'op' }>> = { kind: 'op', seq: 0, op: 'DEPOSIT', userId: 0n, asset: '', amount: 0n, outcome: APPLIED };
+  private readonly status: Mutable<Extract<ReplayRecord, { kind: 'status' }>> = { kind: 'status', seq: 0, userId: 0n, asset: '', status: 'ACTIVE' };
+  /** Why the last `read` returned null. */
+  reason = '';
+
+  /** The record expected at `expectedSeq`, valid until the next read; null if refused (see `reason`). */
+  read(bytes: Uint8Array, expectedSeq: number): ReplayRecord | null {
+    const buf = asBuffer(bytes);
+    const f = this.fields;
+    const reason = readFields(buf, f);
+    if (reason !== null || f.seq !== expectedSeq) {
+      this.reason = reason ?? `sequence ${f.seq} where ${expectedSeq} was expected`;
+      return null;
+    }
+    const asset = this.assetOf(buf, f.assetStart, f.assetEnd);
+    if (f.kind === 'status') {
+      const status = this.status;
+      status.seq = f.seq;
+      status.userId = f.userId;
+      status.asset = asset;
+      status.status = f.status;
+      return status;
+    }
+    const op = this.op;
+    op.seq = f.seq;
+    op.op = f.op;
+    op.userId = f.userId;
+    op.asset = asset;
+    op.amount = f.amount;
+    op.outcome = f.outcome;
+    return op;
+  }
+
+  private assetOf(buf: Buffer, start: number, end: number): string {
+    for (const known of this.assets) {
+      if (sameBytes(known.bytes, buf, start, end)) return known.text;
+    }
+    const text = buf.toString('latin1', start, end);
+    if (this.assets.length < READER_ASSETS_MAX) this.assets.push({ bytes: Buffer.from(text, 'latin1'), text });
+    return text;
+  }
 }

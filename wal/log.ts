@@ -1,11 +1,19 @@
 // UBSCore's write-ahead log in LMDB: the `wal` database (sequence number → encoded record) and
 // the `processed` database (`${op}:${key}` → the same encoded record), written together in one
 // LMDB transaction per batch, so the processed set can never disagree with the log.
+//
+// Once a snapshot at seq S is durable (wal/snapshot.ts, the `snapshot` database), records 1..S
+// are pruned from `wal` in bounded transactions, and the `meta` database remembers how far
+// (`walPrunedThroughSeq`), so the log's last sequence number and its continuity checks still hold
+// when it no longer starts at 1, or holds no record at all. The processed set is never pruned:
+// it lives in its own database, so a repeated (req_id, op) is answered as a duplicate for ever,
+// whatever snapshots and pruning have removed from `wal`.
 
 import * as lmdb from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
-import type { OpRecord, WalRecord } from '../src/ubscore/core.js';
-import { decode, decodeProcessed } from './codec.js';
+import type { OpRecord, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
+import { RecordReader, decode, decodeProcessed } from './codec.js';
+import { crc32c } from './crc32.js';
 
 /**
  * Environment options, every durability-relevant one explicit. With `overlappingSync` off and
@@ -27,11 +35,22 @@ export const WAL_ENV_OPTIONS = {
   // Values are our own checksummed bytes: no compression, no msgpack, no value cache.
   compression: false,
   cache: false,
-  maxDbs: 4,
+  // wal, processed, snapshot and meta, with room to add one without touching every open.
+  maxDbs: 8,
 } as const;
 
 export const WAL_DB_NAME = 'wal';
 export const PROCESSED_DB_NAME = 'processed';
+export const SNAPSHOT_DB_NAME = 'snapshot';
+export const META_DB_NAME = 'meta';
+/** WAL records deleted per prune transaction: a few ms of B-tree work between two batches. */
+export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
+/** The `meta` key holding the highest sequence number deliberately pruned from `wal`. */
+const PRUNED_THROUGH_KEY = 'walPrunedThroughSeq';
+/** A meta sequence number: u32 high, u32 low, CRC-32C of those 8 bytes. */
+const META_SEQ_BYTES = 12;
+/** Snapshot keys: [seq, 0] is a snapshot's header, [seq, i] for i >= 1 its i-th chunk. */
+export type SnapshotKey = [seq: number, part: number];
 
 export type WalWrite = { readonly seq: number; readonly bytes: Buffer };
 export type ProcessedWrite = { readonly opKey: string; readonly bytes: Buffer };
@@ -41,10 +60,29 @@ export type WalLog = {
   appendBatch(records: readonly WalWrite[], processed: readonly ProcessedWrite[]): Promise<void>;
   /** The durable processed-set entry for `opKey`. Throws on a corrupt entry (fatal corruption). */
   getProcessed(opKey: string): OpRecord | undefined;
-  /** Every record from seq 1 in order; throws an Error naming the first bad sequence number. */
-  replay(): Iterable<WalRecord>;
-  /** The highest sequence number on disk, 0 for an empty log. */
+  /**
+   * Every record from `fromSeq` (default 1) in order; throws an Error naming the first bad or
+   * missing sequence number. The record at `fromSeq` must be the first one visited.
+   */
+  replay(fromSeq?: number): Iterable<WalRecord>;
+  /**
+   * Replay's fast path: hands every record from `fromSeq` in order to `apply` as one reused
+   * object (valid only during the call), with the same checks as `replay`; returns the count.
+   */
+  replayInto(fromSeq: number, apply: (record: ReplayRecord) => void): number;
+  /** The highest sequence number appended: the last record on disk, or the pruned-through seq. */
   lastSeq(): number;
+  /** Every record up to this one was deliberately deleted after a durable snapshot; 0 for none. */
+  prunedThroughSeq(): number;
+  /**
+   * Deletes the records after `prunedThroughSeq()` up to `throughSeq`, at most `recordsMax` of
+   * them, in one transaction that also moves the pruned-through mark; resolves the new mark once
+   * durable. The caller prunes only records a durable snapshot covers, and calls again until the
+   * mark reaches `throughSeq`.
+   */
+  pruneThrough(throughSeq: number, recordsMax: number): Promise<number>;
+  /** The LMDB databases, for the snapshot store that shares this environment. */
+  readonly databases: WalDatabases;
   close(): Promise<void>;
 };
 
@@ -52,6 +90,8 @@ export type WalDatabases = {
   readonly env: RootDatabase<Buffer, string>;
   readonly wal: Database<Buffer, number>;
   readonly processed: Database<Buffer, string>;
+  readonly snapshot: Database<Buffer, SnapshotKey>;
+  readonly meta: Database<Buffer, string>;
 };
 
 // LMDB environment flags that would let a commit return before its data is on disk.
@@ -90,7 +130,28 @@ export function openWalDatabases(dir: string): WalDatabases {
   }
   const wal = env.openDB<Buffer, number>({ name: WAL_DB_NAME, encoding: 'binary' });
   const processed = env.openDB<Buffer, string>({ name: PROCESSED_DB_NAME, encoding: 'binary' });
-  return { env, wal, processed };
+  const snapshot = env.openDB<Buffer, SnapshotKey>({ name: SNAPSHOT_DB_NAME, encoding: 'binary' });
+  const meta = env.openDB<Buffer, string>({ name: META_DB_NAME, encoding: 'binary' });
+  return { env, wal, processed, snapshot, meta };
+}
+
+function encodeMetaSeq(seq: number): Buffer {
+  if (!Number.isSafeInteger(seq) || seq < 0) throw new Error(`wal: meta seq out of range: ${seq}`);
+  const bytes = Buffer.alloc(META_SEQ_BYTES);
+  bytes.writeUInt32BE(Math.floor(seq / 2 ** 32), 0);
+  bytes.writeUInt32BE(seq >>> 0, 4);
+  bytes.writeUInt32BE(crc32c(bytes, 0, 8), 8);
+  return bytes;
+}
+
+/** Reads a meta sequence number back, checking the checksum it was written with. */
+function decodeMetaSeq(bytes: Uint8Array, name: string): number {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buf.length !== META_SEQ_BYTES) throw new Error(`wal: meta ${name} is ${buf.length} bytes, expected ${META_SEQ_BYTES}`);
+  if (buf.readUInt32BE(8) !== crc32c(buf, 0, 8)) throw new Error(`wal: meta ${name} fails its checksum`);
+  const seq = buf.readUInt32BE(0) * 2 ** 32 + buf.readUInt32BE(4);
+  if (!Number.isSafeInteger(seq)) throw new Error(`wal: meta ${name} is above 2^53 - 1`);
+  return seq;
 }
 
 export function openWal(dir: string): WalLog {
@@ -100,9 +161,14 @@ export function openWal(dir: string): WalLog {
 class LmdbWal implements WalLog {
   /** The last sequence number handed to `appendBatch`: the next batch must continue it. */
   private appendedSeq: number;
+  /** The durable pruned-through mark, cached: this object is its only writer. */
+  private prunedThrough: number;
+  /** True while a prune transaction is in flight: prunes never overlap. */
+  private pruning = false;
   private closed = false;
 
-  constructor(private readonly dbs: WalDatabases) {
+  constructor(readonly databases: WalDatabases) {
+    this.prunedThrough = this.readPrunedThrough();
     this.appendedSeq = this.lastSeq();
   }
 
@@ -114,7 +180,7 @@ class LmdbWal implements WalLog {
       }
     });
     this.appendedSeq += records.length;
-    const { env, wal, processed: processedDb } = this.dbs;
+    const { env, wal, processed: processedDb } = this.databases;
     // `batch` queues the puts as one conditional block for lmdb-js's write thread, which does
     // the B-tree work off this thread. A block is never split across transactions: the native
     // writer waits for the rest of an open block instead of committing (src/writer.cpp,
@@ -132,16 +198,42 @@ class LmdbWal implements WalLog {
 
   getProcessed(opKey: string): OpRecord | undefined {
     // The fast buffer is only valid until the next read; decode copies every field out of it.
-    const bytes = this.dbs.processed.getBinaryFast(opKey);
+    const bytes = this.databases.processed.getBinaryFast(opKey);
     if (bytes === undefined) return undefined;
     const decoded = decodeProcessed(bytes, opKey);
     if (!decoded.ok) throw new Error(`wal: processed entry ${opKey} is corrupt: ${decoded.reason}`);
     return decoded.record;
   }
 
-  *replay(): Generator<WalRecord> {
-    let expected = 1;
-    for (const { key, value } of this.dbs.wal.getRange()) {
+  private assertReplayable(fromSeq: number): void {
+    if (!Number.isSafeInteger(fromSeq) || fromSeq < 1) throw new Error(`wal: replay from an invalid seq ${fromSeq}`);
+    if (fromSeq <= this.prunedThrough) {
+      throw new Error(`wal: replay from seq ${fromSeq} asked, but records through ${this.prunedThrough} were pruned`);
+    }
+  }
+
+  replayInto(fromSeq: number, apply: (record: ReplayRecord) => void): number {
+    this.assertReplayable(fromSeq);
+    const reader = new RecordReader();
+    let expected = fromSeq;
+    for (const { key, value } of this.databases.wal.getRange({ start: fromSeq })) {
+      if (key !== expected) {
+        throw new Error(`wal: replay stopped at seq ${expected}: found key ${String(key)} instead`);
+      }
+      const record = reader.read(value, expected);
+      if (record === null) {
+        throw new Error(`wal: replay stopped at seq ${expected}: corrupt record (${reader.reason})`);
+      }
+      apply(record);
+      expected++;
+    }
+    return expected - fromSeq;
+  }
+
+  *replay(fromSeq = 1): Generator<WalRecord> {
+    this.assertReplayable(fromSeq);
+    let expected = fromSeq;
+    for (const { key, value } of this.databases.wal.getRange({ start: fromSeq })) {
       if (key !== expected) {
         throw new Error(`wal: replay stopped at seq ${expected}: found key ${String(key)} instead`);
       }
@@ -155,16 +247,52 @@ class LmdbWal implements WalLog {
   }
 
   lastSeq(): number {
-    for (const key of this.dbs.wal.getKeys({ reverse: true, limit: 1 })) {
+    for (const key of this.databases.wal.getKeys({ reverse: true, limit: 1 })) {
       if (!Number.isSafeInteger(key) || key < 1) throw new Error(`wal: last key is not a sequence number: ${String(key)}`);
+      // A record at or below the mark would be one that pruning deleted and something rewrote.
+      if (key <= this.prunedThrough) throw new Error(`wal: last key ${key} is not above the pruned-through seq ${this.prunedThrough}`);
       return key;
     }
-    return 0;
+    return this.prunedThrough;
+  }
+
+  prunedThroughSeq(): number {
+    return this.prunedThrough;
+  }
+
+  async pruneThrough(throughSeq: number, recordsMax: number): Promise<number> {
+    if (this.closed) throw new Error('wal: prune after close');
+    if (this.pruning) throw new Error('wal: a prune is already in flight');
+    if (!Number.isSafeInteger(recordsMax) || recordsMax < 1) throw new Error(`wal: recordsMax must be a positive integer, got ${recordsMax}`);
+    if (!Number.isSafeInteger(throughSeq) || throughSeq > this.appendedSeq) {
+      throw new Error(`wal: prune through ${throughSeq} asked, only ${this.appendedSeq} appended`);
+    }
+    if (throughSeq <= this.prunedThrough) return this.prunedThrough;
+    const mark = Math.min(throughSeq, this.prunedThrough + recordsMax);
+    const { env, wal, meta } = this.databases;
+    this.pruning = true;
+    try {
+      // The records are contiguous above the mark, so their keys are known without a read.
+      const written = await env.batch(() => {
+        for (let seq = this.prunedThrough + 1; seq <= mark; seq++) void wal.remove(seq);
+        void meta.put(PRUNED_THROUGH_KEY, encodeMetaSeq(mark));
+      });
+      if (!written) throw new Error(`wal: the prune through seq ${mark} was not written`);
+      this.prunedThrough = mark;
+      return mark;
+    } finally {
+      this.pruning = false;
+    }
+  }
+
+  private readPrunedThrough(): number {
+    const bytes = this.databases.meta.getBinary(PRUNED_THROUGH_KEY);
+    return bytes === undefined ? 0 : decodeMetaSeq(bytes, PRUNED_THROUGH_KEY);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.dbs.env.close();
+    await this.databases.env.close();
   }
 }

@@ -6,7 +6,13 @@ import type { Sql } from '../db/sql.js';
 import { STATE_NAMES, stateName } from '../domain/fsm.js';
 import { render, type MetricSnapshot, type Registry } from './registry.js';
 
-export type UbsCounters = { readonly commands: number; readonly batches: number; readonly accounts: number; readonly walSeq: number };
+export type UbsCounters = {
+  readonly commands: number;
+  readonly batches: number;
+  readonly accounts: number;
+  readonly walSeq: number;
+  readonly metrics?: readonly MetricSnapshot[];
+};
 
 export type MetricSources = {
   readonly main: Registry;
@@ -27,6 +33,7 @@ export async function collectMetrics(src: MetricSources): Promise<string> {
           gauge('ubscore_batches_total', 'WAL batches UBSCore committed since it started (one sync each)', ubs.batches, 'counter'),
           gauge('ubscore_accounts', 'Spot accounts held by UBSCore', ubs.accounts),
           gauge('ubscore_wal_seq', 'Sequence number of UBSCore\'s last applied WAL record', ubs.walSeq),
+          ...(ubs.metrics ?? []),
         ];
   return render([...src.main.snapshot(), ...shards, ...ubsSeries, ...pg]);
 }
