@@ -55,14 +55,19 @@ export async function startService(config: Config, log: Logger): Promise<Service
     await seedDemoAssets(sql);
     log.info('schema ready', { migrations_applied: applied });
 
-    const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax });
+    const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax, snapshotEveryRecords: config.ubsSnapshotEveryRecords });
     stack.push(async () => {
       // Comlink has no timeout: a dead worker would never answer, so bound the wait.
       const closed = await Promise.race([ubs.control.close(), delay(UBS_CLOSE_TIMEOUT_MS, null, { ref: false })]);
       if (closed === null) log.error('UBSCore did not close in time; terminating it');
       await ubs.worker.terminate();
     });
-    log.info('UBSCore ready', { replayed_records: ubs.ready.replayedRecords, replay_ms: ubs.ready.replayMs });
+    log.info('UBSCore ready', {
+      snapshot_seq: ubs.ready.snapshotSeq,
+      snapshot_load_ms: ubs.ready.snapshotLoadMs,
+      replayed_records: ubs.ready.replayedRecords,
+      replay_ms: ubs.ready.replayMs,
+    });
     ubs.worker.on('exit', (code: number) => {
       if (!stopping) fatal(log, `UBSCore exited with code ${code}`);
     });
