@@ -153,6 +153,32 @@ test('replay of a real LMDB log stops at a corrupt record in the middle, naming 
   }
 });
 
+test('a corrupt or torn LAST record stops replay loudly, naming its seq; every record before it is intact', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'wal-codec-'));
+  try {
+    const records = [1, 2, 3, 4].map((seq) => op(seq));
+    const log = openWal(dir);
+    const all = writesOf(records);
+    await log.appendBatch(all.wal, all.processed);
+    await log.close();
+    for (const damage of ['flip', 'truncate'] as const) {
+      const raw = openWalDatabases(dir);
+      const bytes = Buffer.from(encode(op(4)));
+      raw.wal.putSync(4, damage === 'flip' ? Buffer.from(bytes.map((b, i) => (i === bytes.length - 2 ? b ^ 0x10 : b))) : bytes.subarray(0, bytes.length - 7));
+      await raw.env.close();
+      const reopened = openWal(dir);
+      const replayed: WalRecord[] = [];
+      assert.throws(() => {
+        for (const record of reopened.replay()) replayed.push(record);
+      }, /seq 4\b/, damage);
+      assert.equal(replayed, records.slice(0, 3), `${damage}: nothing after the damage is applied`);
+      await reopened.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
 test('replay stops at a gap in the sequence, naming the missing seq', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'wal-codec-'));
   try {
