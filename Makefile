@@ -18,6 +18,11 @@ test: build
 drill: build
 	node dist/bench/drill.js
 
+## make bench: transfers/s, latency and memory under load beside the machine's limits measured in the same run (BENCH_DURATION_S, BENCH_MEMORY_S); writes bench/results/
+.PHONY: bench
+bench: build
+	node dist/bench/run.js
+
 build: $(INSTALL_STAMP)
 	$(TSC) -p tsconfig.json
 

@@ -1,0 +1,119 @@
+// The benchmark's report: its shape, the targets judged from measured figures only, and the two
+// files a run leaves (the full JSON and a short markdown summary).
+
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import type { HttpCeiling, PgCeiling, RestartFigures } from './baselines.js';
+import type { ThreadProfile } from './cpu-profile.js';
+import type { CpuShares } from './cpu-share.js';
+import type { MemoryFigures } from './memory.js';
+import type { PgActivity } from './pg-activity.js';
+import type { RecoveryReport } from './recovery.js';
+import type { TransferLevel } from './transfer-load.js';
+import type { UbsThroughput } from './ubscore-throughput.js';
+
+/** A part of the run: measured, deliberately skipped (with why), or failed (with the error). */
+export type Part<T> =
+  | { readonly status: 'measured'; readonly figures: T }
+  | { readonly status: 'skipped'; readonly reason: string }
+  | { readonly status: 'failed'; readonly error: string };
+
+export type ServiceLevel = TransferLevel & { readonly cpu: CpuShares; readonly pgActivity: PgActivity };
+
+export type LevelRow = {
+  readonly connections: number;
+  readonly service: ServiceLevel;
+  readonly pg: PgCeiling | null;
+  readonly http: HttpCeiling | null;
+  /** Committed transfers/s over baseline (a) through postgres.js at the same concurrency. */
+  readonly ratioToPostgresJs: number | null;
+  /** The same over pgbench's tps with the same script. */
+  readonly ratioToPgbench: number | null;
+  /** Committed transfers/s over baseline (b)'s answers/s at the same concurrency. */
+  readonly ratioToHttp: number | null;
+};
+
+export type Conservation = { readonly ok: boolean; readonly differences: number; readonly accountsChecked: number; readonly transfersExamined: number; readonly walSeq: number; readonly halted: boolean };
+
+export type MemoryRun = MemoryFigures & { readonly connections: number; readonly committedPerSecond: number; readonly latencyP99Ms: number };
+
+export type ProfileRun = {
+  readonly connections: number;
+  readonly durationS: number;
+  readonly committedPerSecond: number;
+  readonly cpu: CpuShares;
+  readonly threads: readonly ThreadProfile[];
+};
+
+export type Target = {
+  readonly id: string;
+  readonly goal: string;
+  readonly measured: string;
+  /** Measured over goal, oriented so that 1 or more means met. */
+  readonly ratio: number | null;
+  /** null when the run did not measure it. */
+  readonly met: boolean | null;
+};
+
+export type BenchParameters = {
+  readonly levels: readonly number[];
+  readonly durationS: number;
+  readonly warmupS: number;
+  readonly memoryS: number;
+  readonly users: number;
+  readonly seedConcurrency: number;
+  readonly ubsCommands: number;
+  readonly ubsInFlight: number;
+  readonly restart: { readonly accounts: number; readonly records: number } | null;
+  readonly recovery: { readonly stuck: number; readonly deadlineMs: number } | null;
+  readonly profile: 'auto' | 'always' | 'never';
+  readonly profileS: number;
+};
+
+export type BenchReport = {
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly elapsedS: number;
+  readonly machine: { readonly cpus: number; readonly node: string; readonly commit: string; readonly platform: string; readonly loadAverageAtStart: readonly number[] };
+  readonly parameters: BenchParameters;
+  readonly levels: readonly LevelRow[];
+  readonly memory: Part<MemoryRun>;
+  readonly conservation: Part<Conservation>;
+  readonly pgCeiling: Part<readonly PgCeiling[]>;
+  readonly httpCeiling: Part<readonly HttpCeiling[]>;
+  readonly ubscore: Part<UbsThroughput>;
+  readonly restart: Part<RestartFigures>;
+  readonly recovery: Part<RecoveryReport>;
+  readonly profile: Part<ProfileRun>;
+  readonly targets: readonly Target[];
+  readonly bottleneck: readonly string[];
+};
+
+export const TARGETS = {
+  pgRatioMin: 1.0,
+  httpRatioMin: 0.25,
+  p99MsMax: 50,
+  p99AtConnections: 64,
+  ubsCommandsPerSecondMin: 200_000,
+  restartMsMax: 5_000,
+  recoveryMsMax: 15_000,
+} as const;
+
+export function ratio(a: number, b: number | null | undefined): number | null {
+  return b === null || b === undefined || b <= 0 ? null : Math.round((a / b) * 1000) / 1000;
+}
+
+export function figuresOf<T>(part: Part<T>): T | null {
+  return part.status === 'measured' ? part.figures : null;
+}
+
+/** Writes `<ISO timestamp>.json` and overwrites `summary.md` in `outDir`; answers both paths. */
+export async function writeResults(outDir: string, report: BenchReport, summary: string): Promise<{ json: string; summary: string }> {
+  await fs.mkdir(outDir, { recursive: true });
+  // Colons are legal on Linux but not on every file system a clone may land on.
+  const json = path.join(outDir, `${report.startedAt.replace(/:/g, '-')}.json`);
+  await fs.writeFile(json, `${JSON.stringify(report, null, 2)}\n`);
+  const md = path.join(outDir, 'summary.md');
+  await fs.writeFile(md, summary);
+  return { json, summary: md };
+}

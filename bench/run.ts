@@ -1,0 +1,256 @@
+// `make bench`: the service's throughput, latency and memory under load side by side with the
+// machine's limits measured in the same run (PostgreSQL, HTTP, UBSCore alone, restart, recovery),
+// the conservation check at the end, and a profile naming the bottleneck when a target is missed.
+// Writes bench/results/<ISO timestamp>.json and bench/results/summary.md.
+
+import { execFile } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { benchRestart, httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './baselines.js';
+import { cleanupAll } from './cleanup.js';
+import { monotonicUs, summariseProfiles } from './cpu-profile.js';
+import { measureCpu } from './cpu-share.js';
+import { runLoad } from './load.js';
+import { sampleRss } from './memory.js';
+import { sampleActivity } from './pg-activity.js';
+import { benchRecovery } from './recovery.js';
+import { figuresOf, ratio, writeResults, type BenchParameters, type BenchReport, type Conservation, type LevelRow, type MemoryRun, type Part, type ProfileRun, type ServiceLevel } from './report.js';
+import { adminToken, seedUsers, type BenchUser } from './seed.js';
+import { ROOT, startBenchService, type BenchService } from './service-child.js';
+import { renderSummary } from './summary.js';
+import { bottleneckLines, judgeTargets, serviceTargetMissed } from './targets.js';
+import { driveTransfers, transferRequests } from './transfer-load.js';
+import { benchUbsCore } from './ubscore-throughput.js';
+
+const run = promisify(execFile);
+const MEMORY_RUN_CONNECTIONS = 64;
+const PROFILE_CONNECTIONS = 64;
+
+export type BenchOptions = BenchParameters & { readonly outDir: string; readonly log: (line: string) => void };
+export type BenchResult = { readonly report: BenchReport; readonly files: { readonly json: string; readonly summary: string } };
+
+/** The full run `make bench` does; BENCH_DURATION_S and BENCH_MEMORY_S shorten or lengthen it. */
+export function defaultOptions(env: NodeJS.ProcessEnv, log: (line: string) => void): BenchOptions {
+  const seconds = (name: string, fallback: number): number => {
+    const value = Number(env[name] ?? fallback);
+    if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, got ${env[name]}`);
+    return value;
+  };
+  const profile = env.BENCH_PROFILE === '1' ? 'always' : env.BENCH_PROFILE === '0' ? 'never' : 'auto';
+  return {
+    levels: [16, 64, 256],
+    durationS: seconds('BENCH_DURATION_S', 15),
+    warmupS: 3,
+    memoryS: seconds('BENCH_MEMORY_S', 60),
+    users: 2_000,
+    seedConcurrency: 64,
+    ubsCommands: 200_000,
+    ubsInFlight: 8_192,
+    restart: { accounts: 1_000_000, records: 1_000_000 },
+    recovery: { stuck: 100_000, deadlineMs: 60_000 },
+    profile,
+    profileS: seconds('BENCH_PROFILE_S', 15),
+    outDir: path.join(ROOT, 'bench', 'results'),
+    log,
+  };
+}
+
+async function attempt<T>(what: string, log: (line: string) => void, fn: () => Promise<T>): Promise<Part<T>> {
+  try {
+    return { status: 'measured', figures: await fn() };
+  } catch (error) {
+    const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    log(`${what} failed: ${message}`);
+    return { status: 'failed', error: message };
+  }
+}
+
+async function machineInfo(): Promise<BenchReport['machine']> {
+  const commit = await run('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).then((r) => r.stdout.trim(), () => 'unknown');
+  return { cpus: os.availableParallelism(), node: process.version, commit, platform: `${os.platform()} ${os.arch()}`, loadAverageAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100) };
+}
+
+type ServicePhase = { users: BenchUser[]; service: ServiceLevel[]; memory: Part<MemoryRun>; conservation: Part<Conservation>; pgCeiling: Part<readonly PgCeiling[]> };
+
+/**
+ * One measured run of transfers, with the CPU shares of the service, PostgreSQL and the load
+ * generator, and what the service's PostgreSQL connections were doing meanwhile.
+ */
+async function measuredLevel(svc: BenchService, users: readonly BenchUser[], connections: number, durationS: number): Promise<ServiceLevel> {
+  const cpu = await measureCpu(svc.pid, svc.dataDir);
+  const activity = sampleActivity(svc.sql);
+  const level = await driveTransfers(svc, users, connections, durationS);
+  return { ...level, cpu: await cpu.stop(), pgActivity: await activity.stop() };
+}
+
+async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
+  const log = opts.log;
+  log('starting the service on a fresh DATA_DIR with its embedded PostgreSQL');
+  const svc = await startBenchService({});
+  try {
+    const users = await timed(log, `seeding ${opts.users} users on both sides`, () => seedUsers(svc, opts.users, opts.seedConcurrency));
+    if (opts.warmupS > 0) await runLoad({ url: svc.base, connections: opts.levels[0] ?? 16, durationS: opts.warmupS, requests: transferRequests(users) });
+    const service: ServiceLevel[] = [];
+    for (const connections of opts.levels) {
+      const level = await measuredLevel(svc, users, connections, opts.durationS);
+      log(`  service at ${connections} connections: ${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} / p99.9 ${level.latencyMs.p99_9} ms, ${level.errors} errors, ${level.non2xx} non-2xx`);
+      service.push(level);
+    }
+    const memory = opts.memoryS > 0 ? await attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log)) : skipped<MemoryRun>('BENCH_MEMORY_S=0');
+    const conservation = await attempt('conservation check', log, () => conservationCheck(svc));
+    log(`conservation: ${JSON.stringify(figuresOf(conservation))}`);
+    log('(a) PostgreSQL ceiling on the same server, the service idle');
+    const pgCeiling = await attempt('(a) PostgreSQL ceiling', log, () => pgCeilings(svc, opts.levels, opts.durationS, opts.users, log));
+    return { users, service, memory, conservation, pgCeiling };
+  } finally {
+    log('stopping the service (SIGTERM: HTTP, coordinators, UBSCore, PostgreSQL)');
+    await svc.stop();
+  }
+}
+
+async function memoryRun(svc: BenchService, users: readonly BenchUser[], seconds: number, log: (line: string) => void): Promise<MemoryRun> {
+  log(`memory run: ${seconds} s at ${MEMORY_RUN_CONNECTIONS} connections, VmRSS every second`);
+  const sampler = sampleRss(svc.pid);
+  const level = await driveTransfers(svc, users, MEMORY_RUN_CONNECTIONS, seconds);
+  const mem = await sampler.stop();
+  log(`  memory: first ${mem.firstMiB} MiB, last ${mem.lastMiB} MiB, max ${mem.maxMiB} MiB, growth ${(mem.growth * 100).toFixed(1)}% (${mem.flat ? 'flat' : 'not flat'}); ${level.committedPerSecond} committed/s`);
+  return { ...mem, connections: MEMORY_RUN_CONNECTIONS, committedPerSecond: level.committedPerSecond, latencyP99Ms: level.latencyMs.p99 };
+}
+
+async function conservationCheck(svc: BenchService): Promise<Conservation> {
+  const r = await fetch(`${svc.base}/admin/v1/invariant`, { headers: { authorization: `Bearer ${adminToken()}` } });
+  if (r.status !== 200) throw new Error(`GET /admin/v1/invariant answered ${r.status}: ${await r.text()}`);
+  const body = (await r.json()) as { ok?: unknown; differences?: unknown; accounts_checked?: unknown; transfers_examined?: unknown; wal_seq?: unknown; halted?: unknown };
+  const differences = Array.isArray(body.differences) ? body.differences.length : -1;
+  return { ok: body.ok === true, differences, accountsChecked: Number(body.accounts_checked), transfersExamined: Number(body.transfers_examined), walSeq: Number(body.wal_seq), halted: body.halted === true };
+}
+
+function skipped<T>(reason: string): Part<T> {
+  return { status: 'skipped', reason };
+}
+
+async function timed<T>(log: (line: string) => void, what: string, fn: () => Promise<T>): Promise<T> {
+  const started = Date.now();
+  log(`${what}…`);
+  const result = await fn();
+  log(`  ${what}: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return result;
+}
+
+/**
+ * The service again, as `node --cpu-prof`, loaded at PROFILE_CONNECTIONS for `profileS`; only the
+ * samples of the load window are counted. A run of its own, so profiling never slows the
+ * measured figures.
+ */
+async function profileRun(opts: BenchOptions): Promise<ProfileRun> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'bench-cpu-prof-'));
+  await fs.chmod(dir, 0o755);
+  try {
+    opts.log(`profile: the service under --cpu-prof, ${opts.profileS} s at ${PROFILE_CONNECTIONS} connections`);
+    const svc = await startBenchService({ cpuProfileDir: dir });
+    let level: ServiceLevel;
+    let window: { fromUs: number; toUs: number };
+    try {
+      const users = await seedUsers(svc, opts.users, opts.seedConcurrency);
+      if (opts.warmupS > 0) await runLoad({ url: svc.base, connections: PROFILE_CONNECTIONS, durationS: opts.warmupS, requests: transferRequests(users) });
+      const fromUs = monotonicUs();
+      level = await measuredLevel(svc, users, PROFILE_CONNECTIONS, opts.profileS);
+      window = { fromUs, toUs: monotonicUs() };
+    } finally {
+      // The profiles are written as each thread exits, so the service must stop before they are read.
+      await svc.stop();
+    }
+    const threads = await summariseProfiles(dir, window);
+    if (threads.length === 0) throw new Error('the service wrote no CPU profile');
+    return { connections: PROFILE_CONNECTIONS, durationS: opts.profileS, committedPerSecond: level.committedPerSecond, cpu: level.cpu, threads };
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+function levelRows(service: readonly ServiceLevel[], pg: readonly PgCeiling[] | null, http: readonly HttpCeiling[] | null): LevelRow[] {
+  return service.map((s) => {
+    const p = pg?.find((x) => x.connections === s.connections) ?? null;
+    const h = http?.find((x) => x.connections === s.connections) ?? null;
+    return {
+      connections: s.connections,
+      service: s,
+      pg: p,
+      http: h,
+      ratioToPostgresJs: ratio(s.committedPerSecond, p?.postgresJs.perSecond),
+      ratioToPgbench: ratio(s.committedPerSecond, p?.pgbench?.tps),
+      ratioToHttp: ratio(s.committedPerSecond, h?.responsesPerSecond),
+    };
+  });
+}
+
+/** Runs everything, writes the JSON and the summary into `opts.outDir`, and cleans up even on failure. */
+export async function runBench(opts: BenchOptions): Promise<BenchResult> {
+  const started = Date.now();
+  const startedAt = new Date(started).toISOString();
+  const log = opts.log;
+  const machine = await machineInfo();
+  log(`bench: ${machine.cpus} CPUs, Node ${machine.node}, commit ${machine.commit}, load average ${machine.loadAverageAtStart.join(' ')}`);
+  try {
+    const phase = await servicePhase(opts);
+    log('(b) HTTP ceiling: Hono + @hono/node-server, trivial JSON POST');
+    const httpCeiling = await attempt('(b) HTTP ceiling', log, () => httpCeilings(opts.levels, opts.durationS, phase.users, log));
+    log(`(c) UBSCore alone: ${opts.ubsCommands} EXTERNAL_DEPOSIT commands, ${opts.ubsInFlight} in flight`);
+    const ubscore = await attempt('(c) UBSCore alone', log, () => benchUbsCore(opts.ubsCommands, opts.ubsInFlight));
+    log(`  (c) ${JSON.stringify(figuresOf(ubscore))}`);
+    const restartOpts = opts.restart;
+    const restart = restartOpts === null ? skipped<never>('not asked for') : await attempt('(d) restart', log, () => timed(log, `(d) UBSCore restart, ${restartOpts.accounts} accounts + ${restartOpts.records} WAL records`, () => benchRestart(restartOpts.accounts, restartOpts.records)));
+    if (restart.status === 'measured') log(`  (d) restart ${restart.figures.totalRestartMs} ms (snapshot load ${restart.figures.snapshotLoadMs} ms, replay ${restart.figures.replayMs} ms)`);
+    const recoveryOpts = opts.recovery;
+    const recovery = recoveryOpts === null ? skipped<never>('not asked for') : await attempt('(e) recovery', log, () => timed(log, `(e) start-up recovery of ${recoveryOpts.stuck} stuck transfers (deadline ${recoveryOpts.deadlineMs} ms)`, () => benchRecovery(recoveryOpts.stuck, recoveryOpts.deadlineMs)));
+    if (recovery.status === 'measured') log(`  (e) ${JSON.stringify(recovery.figures)}`);
+    const levels = levelRows(phase.service, figuresOf(phase.pgCeiling), figuresOf(httpCeiling));
+    const judged = { levels, memory: phase.memory, conservation: phase.conservation, ubscore, restart, recovery };
+    const targets = judgeTargets(judged);
+    const wantProfile = opts.profile === 'always' || (opts.profile === 'auto' && serviceTargetMissed(targets));
+    const profile = wantProfile ? await attempt('profile', log, () => profileRun(opts)) : skipped<ProfileRun>(opts.profile === 'never' ? 'BENCH_PROFILE=0' : 'every service target met');
+    const finished = Date.now();
+    const partial = { startedAt, finishedAt: new Date(finished).toISOString(), elapsedS: Math.round((finished - started) / 1000), machine, parameters: paramsOf(opts), ...judged, pgCeiling: phase.pgCeiling, httpCeiling, profile, targets };
+    const report: BenchReport = { ...partial, bottleneck: bottleneckLines(partial) };
+    const files = await writeResults(opts.outDir, report, renderSummary(report));
+    log(`results: ${files.json} and ${files.summary}`);
+    return { report, files };
+  } finally {
+    await cleanupAll(log);
+  }
+}
+
+function paramsOf(opts: BenchOptions): BenchParameters {
+  const { outDir: _outDir, log: _log, ...params } = opts;
+  return params;
+}
+
+/** Set once a signal asked the bench to stop: the exit code is then 130 whatever else fails. */
+let interrupted = false;
+
+async function main(): Promise<void> {
+  const log = (line: string): void => {
+    process.stdout.write(`[${new Date().toISOString().slice(11, 19)}] ${line}\n`);
+  };
+  const stopOnSignal = (signal: NodeJS.Signals): void => {
+    interrupted = true;
+    log(`${signal}: stopping everything the bench started`);
+    void cleanupAll(log).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  const { report } = await runBench(defaultOptions(process.env, log));
+  log(`done in ${report.elapsedS} s`);
+  for (const t of report.targets) log(`  ${t.met === null ? 'n/a    ' : t.met ? 'met    ' : 'NOT met'}  ${t.goal}: ${t.measured}`);
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  main().catch(async (error: unknown) => {
+    if (!interrupted) process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    await cleanupAll((line) => process.stderr.write(`${line}\n`));
+    process.exit(interrupted ? 130 : 1);
+  });
+}

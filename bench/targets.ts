@@ -1,0 +1,132 @@
+// Judges each target from what the run measured (never from a guess), and names the bottleneck
+// from the same figures: commits per transfer, where the CPU went, and the profile.
+
+import { figuresOf, TARGETS, type BenchReport, type LevelRow, type Target } from './report.js';
+
+type Judged = Pick<BenchReport, 'levels' | 'memory' | 'conservation' | 'ubscore' | 'restart' | 'recovery'>;
+
+/** Busy cores at or above this share of the machine count as CPU-bound. */
+const MACHINE_SATURATED_SHARE = 0.9;
+
+const fmt = (x: number): string => x.toLocaleString('en-US', { maximumFractionDigits: 1 });
+
+function atLeast(id: string, goal: string, measured: number | null, min: number, what: string): Target {
+  if (measured === null) return { id, goal, measured: 'not measured', ratio: null, met: null };
+  return { id, goal, measured: what, ratio: Math.round((measured / min) * 1000) / 1000, met: measured >= min };
+}
+
+function atMost(id: string, goal: string, measured: number | null, max: number, what: string): Target {
+  if (measured === null) return { id, goal, measured: 'not measured', ratio: null, met: null };
+  return { id, goal, measured: what, ratio: measured > 0 ? Math.round((max / measured) * 1000) / 1000 : null, met: measured <= max };
+}
+
+function levelTargets(row: LevelRow): Target[] {
+  const c = row.connections;
+  const s = row.service.committedPerSecond;
+  const pg = row.pg?.postgresJs.perSecond ?? null;
+  const http = row.http?.responsesPerSecond ?? null;
+  return [
+    atLeast(`pg-ceiling-${c}`, `committed/s ≥ ${TARGETS.pgRatioMin} × (a) at ${c} connections`, row.ratioToPostgresJs, TARGETS.pgRatioMin, `${fmt(s)} vs ${pg === null ? '?' : fmt(pg)} txn/s = ${row.ratioToPostgresJs ?? '?'} ×`),
+    atLeast(`http-ceiling-${c}`, `committed/s ≥ ${TARGETS.httpRatioMin} × (b) at ${c} connections`, row.ratioToHttp, TARGETS.httpRatioMin, `${fmt(s)} vs ${http === null ? '?' : fmt(http)} req/s = ${row.ratioToHttp ?? '?'} ×`),
+  ];
+}
+
+export function judgeTargets(r: Judged): Target[] {
+  const targets = r.levels.flatMap(levelTargets);
+  const at64 = r.levels.find((l) => l.connections === TARGETS.p99AtConnections);
+  const p99 = at64?.service.latencyMs.p99 ?? null;
+  targets.push(atMost('p99-64', `p99 ≤ ${TARGETS.p99MsMax} ms at ${TARGETS.p99AtConnections} connections`, p99, TARGETS.p99MsMax, `${p99 ?? '?'} ms`));
+  const ubs = figuresOf(r.ubscore);
+  targets.push(atLeast('ubscore', `UBSCore ≥ ${fmt(TARGETS.ubsCommandsPerSecondMin)} durable commands/s`, ubs?.commandsPerSecond ?? null, TARGETS.ubsCommandsPerSecondMin, `${fmt(ubs?.commandsPerSecond ?? 0)} commands/s`));
+  const restart = figuresOf(r.restart);
+  const restartWhat = restart === null ? '' : `${fmt(restart.totalRestartMs)} ms (${fmt(restart.accounts)} accounts, ${fmt(restart.recordsAfterSnapshot)} records)`;
+  targets.push(atMost('restart', `restart (1M accounts + 1M records) ≤ ${TARGETS.restartMsMax} ms`, restart?.totalRestartMs ?? null, TARGETS.restartMsMax, restartWhat));
+  const rec = figuresOf(r.recovery);
+  const recMs = rec === null ? null : rec.completed ? rec.recoveryMs : rec.projectedMs;
+  const recWhat = rec === null ? '' : `${fmt(recMs ?? 0)} ms${rec.completed ? '' : ' (projected)'} for ${fmt(rec.stuck)} stuck`;
+  targets.push(atMost('recovery', `recovery of 100k stuck transfers ≤ ${TARGETS.recoveryMsMax} ms`, recMs, TARGETS.recoveryMsMax, recWhat));
+  const mem = figuresOf(r.memory);
+  targets.push(
+    mem === null
+      ? { id: 'memory-flat', goal: 'memory flat (last-quarter mean within 10% of second-quarter mean)', measured: 'not measured', ratio: null, met: null }
+      : { id: 'memory-flat', goal: 'memory flat (last-quarter mean within 10% of second-quarter mean)', measured: `${mem.secondQuarterMeanMiB} → ${mem.lastQuarterMeanMiB} MiB (${(mem.growth * 100).toFixed(1)}%)`, ratio: null, met: mem.flat },
+  );
+  const cons = figuresOf(r.conservation);
+  targets.push(
+    cons === null
+      ? { id: 'conservation', goal: 'conservation: zero differences', measured: 'not measured', ratio: null, met: null }
+      : { id: 'conservation', goal: 'conservation: zero differences', measured: `${cons.differences} differences over ${fmt(cons.accountsChecked)} accounts`, ratio: null, met: cons.ok && cons.differences === 0 },
+  );
+  return targets;
+}
+
+/** Whether any target about the service under load (throughput, latency, memory) was missed. */
+export function serviceTargetMissed(targets: readonly Target[]): boolean {
+  return targets.some((t) => t.met === false && /^(pg-ceiling|http-ceiling|p99|memory)/.test(t.id));
+}
+
+/** A few sentences naming what limits the service, computed from the run's own figures. */
+export function bottleneckLines(report: Pick<BenchReport, 'levels' | 'profile' | 'machine'>): string[] {
+  const lines: string[] = [];
+  const row = report.levels.find((l) => l.connections === TARGETS.p99AtConnections) ?? report.levels[report.levels.length - 1];
+  if (row === undefined) return lines;
+  const s = row.service;
+  const pg = row.pg?.postgresJs.perSecond;
+  if (s.pgWriteTxnsPerCommitted !== null && pg !== undefined) {
+    lines.push(
+      `Each committed transfer cost ${s.pgWriteTxnsPerCommitted} PostgreSQL write transactions at ${row.connections} connections; ` +
+        `at the measured ${fmt(pg)} one-transaction operations/s, PostgreSQL alone caps the service near ${fmt(pg / s.pgWriteTxnsPerCommitted)} transfers/s (measured ${fmt(s.committedPerSecond)}).`,
+    );
+  }
+  const cpu = s.cpu;
+  const others = Math.max(0, Math.round((cpu.machineCores - cpu.serviceCores - cpu.postgresCores - cpu.loadGeneratorCores) * 100) / 100);
+  const saturated = cpu.machineCores >= report.machine.cpus * MACHINE_SATURATED_SHARE;
+  lines.push(
+    `CPU during that run (cores busy of ${report.machine.cpus}): service ${cpu.serviceCores}, PostgreSQL ${cpu.postgresCores}, load generator ${cpu.loadGeneratorCores}, other processes ${others}; machine ${cpu.machineCores}` +
+      (saturated ? ' — the machine was CPU-bound.' : '.') +
+      (cpu.serviceThreads.length > 0 ? ` Busiest service threads: ${cpu.serviceThreads.slice(0, 4).map((t) => `${t.name} ${t.cores}`).join(', ')}.` : ''),
+  );
+  lines.push(...cpuPerTransferLines(row));
+  lines.push(...activityLines(row, saturated));
+  const prof = figuresOf(report.profile);
+  const busiest = prof?.threads[0];
+  if (busiest !== undefined) {
+    const mods = busiest.topModules.slice(0, 4).map((m) => `${m.name} ${(m.share * 100).toFixed(0)}%`).join(', ');
+    lines.push(`Busiest service thread in the profile: ${busiest.thread}, not idle ${(busiest.busyShare * 100).toFixed(0)}% of its wall time; its self time by module: ${mods}.`);
+  }
+  return lines;
+}
+
+/** What the service's PostgreSQL connections did during the run, and which side that points to. */
+function activityLines(row: LevelRow, saturated: boolean): string[] {
+  const act = row.service.pgActivity;
+  const coord = act.applications.find((a) => a.application === 'coordinator');
+  if (coord === undefined || act.samples === 0) return [];
+  const states = coord.states.slice(0, 5).map((s) => `${s.state} (${s.wait}) ${s.meanConnections}`).join(', ');
+  const sum = (pred: (state: string) => boolean): number => coord.states.filter((s) => pred(s.state)).reduce((a, s) => a + s.meanConnections, 0);
+  const active = sum((st) => st === 'active');
+  const waitingForClient = sum((st) => st.startsWith('idle in transaction'));
+  const idle = sum((st) => st === 'idle');
+  const verdict =
+    active >= waitingForClient + idle
+      ? `mostly busy in statements: the database side limits (top wait: ${coord.states.find((s) => s.state === 'active')?.wait ?? '?'}).`
+      : `busy in a statement only ${fmt(active)} of ${fmt(coord.meanConnections)} on average; the rest waited for the coordinators (idle in a transaction ${fmt(waitingForClient)}, idle in the pool ${fmt(idle)}). ` +
+        (saturated
+          ? 'With the machine CPU-bound, that is the coordinator threads waiting for a CPU they share with PostgreSQL, so what limits is the CPU each transfer costs on both sides, not connections or locks.'
+          : 'With CPU to spare, the limit is on the service\'s side of the socket: its threads and the sequential round trips of each transfer.');
+  return [`The coordinators' PostgreSQL connections during the ${row.connections}-connection run (mean over ${act.samples} samples of pg_stat_activity): ${states}. They were ${verdict}`];
+}
+
+/** CPU per committed transfer, set against PostgreSQL's CPU per operation of baseline (a). */
+function cpuPerTransferLines(row: LevelRow): string[] {
+  const s = row.service;
+  if (s.committedPerSecond <= 0) return [];
+  const perTransfer = (cores: number): number => Math.round((cores * 1000 * 100) / s.committedPerSecond) / 100;
+  const pgPerTransfer = perTransfer(s.cpu.postgresCores);
+  const ceiling = row.pg?.postgresJs;
+  const pgPerOp = ceiling === undefined || ceiling.perSecond <= 0 ? null : Math.round((ceiling.postgresCores * 1000 * 100) / ceiling.perSecond) / 100;
+  return [
+    `CPU per committed transfer: service ${perTransfer(s.cpu.serviceCores)} ms, PostgreSQL ${pgPerTransfer} ms` +
+      (pgPerOp === null ? '.' : `; baseline (a) cost PostgreSQL ${pgPerOp} ms per operation, so one transfer costs PostgreSQL about ${fmt(pgPerTransfer / Math.max(pgPerOp, 0.001))} operations' worth of CPU.`),
+  ];
+}
