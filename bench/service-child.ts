@@ -4,12 +4,14 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSql, type Sql } from '../src/db/sql.js';
+import { freePort } from '../test/support/ports.js';
 import { registerCleanup } from './cleanup.js';
+
+export { freePort };
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BENCH_JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0000';
@@ -41,18 +43,6 @@ export type BenchService = {
   readonly stderrTail: () => string;
   readonly stop: () => Promise<void>;
 };
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /**
  * Starts the service on a new temporary DATA_DIR and waits until it answers /readyz.
