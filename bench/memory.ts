@@ -5,7 +5,7 @@
 import fs from 'node:fs/promises';
 
 const SAMPLE_INTERVAL_MS = 1_000;
-/** The last quarter's mean may differ from the second quarter's by at most this share. */
+/** The last quarter's mean may exceed the second quarter's by at most this share (growth, not a fall). */
 export const MEMORY_FLAT_GROWTH_MAX = 0.1;
 
 export type MemoryFigures = {
@@ -61,7 +61,8 @@ export function memoryFigures(samples: readonly number[]): MemoryFigures {
     secondQuarterMeanMiB: Math.round(second * 10) / 10,
     lastQuarterMeanMiB: Math.round(last * 10) / 10,
     growth: Math.round(growth * 1000) / 1000,
-    flat: samples.length >= 4 && Math.abs(growth) <= MEMORY_FLAT_GROWTH_MAX,
+    // Flat means no growth with the requests served: a fall (a GC returning memory) is flat too.
+    flat: samples.length >= 4 && growth <= MEMORY_FLAT_GROWTH_MAX,
     samplesMiB: samples,
   };
 }
