@@ -11,6 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { signJwt } from '../src/http/jwt.js';
+import { freePort } from '../test/support/ports.js';
 import { verifyDrill, type Violation } from './drill-checks.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -43,8 +44,8 @@ type Service = { child: ChildProcess; base: string; exited: Promise<NodeJS.Signa
 export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-drill-'));
   await fs.chmod(dataDir, 0o755);
-  const port = 20_000 + Math.floor(Math.random() * 20_000);
-  const pgPort = port + 1;
+  const port = await freePort();
+  const pgPort = await freePort();
   const env = {
     ...process.env, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: SECRET,
     PRINT_BANNER: '0', LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0', RETRY_BASE_MS: '50', RETRY_CAP_MS: '1000',

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ulid } from 'ulid';
 import { openSql, type Sql } from '../src/db/sql.js';
+import { freePort } from '../test/support/ports.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const USERS = 1_000;
@@ -28,12 +29,13 @@ export type RecoveryReport = {
 export async function benchRecovery(stuck: number, deadlineMs: number): Promise<RecoveryReport> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-recovery-'));
   await fs.chmod(dataDir, 0o755);
-  const port = 30_000 + Math.floor(Math.random() * 10_000);
-  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(port + 1), PRINT_BANNER: '0', LOG_LEVEL: 'error', STALE_THRESHOLD_MS: '0' };
+  const port = await freePort();
+  const pgPort = await freePort();
+  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), PRINT_BANNER: '0', LOG_LEVEL: 'error', STALE_THRESHOLD_MS: '0' };
   delete (env as Record<string, string | undefined>).DATABASE_URL;
   let child = await startService(env, port);
   const password = (await fs.readFile(path.join(dataDir, 'postgres', 'pg-password'), 'utf8')).trim();
-  const sql = openSql(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port + 1}/transfer`, { max: 2, application: 'bench' });
+  const sql = openSql(`postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/transfer`, { max: 2, application: 'bench' });
   try {
     child.kill('SIGKILL');
     await new Promise((r) => child.once('exit', r));

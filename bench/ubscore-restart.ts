@@ -18,6 +18,7 @@ import { RecordEncoder } from '../wal/codec.js';
 import { WAL_PRUNE_RECORDS_PER_TXN_MAX, openWal } from '../wal/log.js';
 import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
 import { SnapshotEncoder, SnapshotStore } from '../wal/snapshot.js';
+import { seededRandom as random } from '../test/support/random.js';
 
 const ACCOUNTS_DEFAULT = 1_000_000;
 const TAIL_RECORDS_DEFAULT = 1_000_000;
@@ -28,17 +29,6 @@ const CHECKED_USERS = 2_000;
 const PROBE_BATCH_COMMANDS = 100;
 const TIMEOUT_MS = 60_000;
 
-/** A small deterministic generator, so every run builds the same state. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 class Builder {
   readonly ledger = new SpotLedger();

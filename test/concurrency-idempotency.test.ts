@@ -8,12 +8,11 @@ import type { CrashPoint } from '../src/faults/crash-points.js';
 import { createLogger } from '../src/log.js';
 import { FaultPlan, faultyAdapters } from './support/faults.js';
 import { LAYER_CONFIG, startLayers, type Layers } from './support/layers.js';
-import { balances, newTransfer, path, seed, settle, total } from './support/ledger.js';
+import { balances, fundedUser, newTransfer, newUserId, path, seed, settle, total } from './support/ledger.js';
 
 const plan = new FaultPlan();
 let L: Layers;
 const COIN = 10n ** 8n;
-let nextUser = 800n;
 const quiet = createLogger({ level: 'error', name: 'test', write: () => undefined });
 
 test.before(async () => {
@@ -26,12 +25,6 @@ test.after(async () => {
 
 test.before.each(() => plan.clear());
 
-async function fundedUser(funding = 10n * COIN, spot = 10n * COIN): Promise<bigint> {
-  nextUser += 1n;
-  await seed(L, nextUser, 'USDT', funding, spot);
-  return nextUser;
-}
-
 /** A second, independent driver on the same database and UBSCore: another coordinator. */
 function secondShard(hooks = {}) {
   return composeShard({ sql: L.sql, ubs: (cmd, ms) => L.ubs.send(cmd, ms), config: { ...LAYER_CONFIG, retryBaseMs: 20, retryCapMs: 200 }, log: quiet, hooks });
@@ -43,7 +36,7 @@ async function applied(reqId: string, op: string): Promise<number> {
 }
 
 test('CON-001: many drivers stepping one req_id at once: one CAS wins each move, one effect per operation', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   const other = secondShard();
   for (const from of ['FUNDING', 'SPOT'] as const) {
     const t = newTransfer(user, from, 'USDT', 3n * COIN);
@@ -61,7 +54,7 @@ test('CON-001: many drivers stepping one req_id at once: one CAS wins each move,
 });
 
 test('CON-002: two concurrent transfers of the same amount with separate req_ids both execute', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   const [a, b] = [newTransfer(user, 'FUNDING', 'USDT', 2n * COIN), newTransfer(user, 'FUNDING', 'USDT', 2n * COIN)];
   await Promise.all([L.shard.submit(a), L.shard.submit(b)]);
   assert.is((await settle(L, a.reqId)).state, 'COMMITTED');
@@ -71,7 +64,7 @@ test('CON-002: two concurrent transfers of the same amount with separate req_ids
 });
 
 test('CON-003: transfers racing external SPOT withdrawals never spend more than the balance', async () => {
-  const user = await fundedUser(0n, 10n * COIN);
+  const user = await fundedUser(L, 0n, 10n * COIN);
   const transfers = Array.from({ length: 4 }, () => newTransfer(user, 'SPOT', 'USDT', 2n * COIN));
   await L.sql`INSERT INTO funding_balances (user_id, asset, available) VALUES (${user}, 'USDT', 0)`;
   const spends = Array.from({ length: 4 }, () =>
@@ -88,7 +81,7 @@ test('CON-003: transfers racing external SPOT withdrawals never spend more than 
 });
 
 test('CON-004: concurrent withdraws of the whole FUNDING balance: the row lock lets exactly one through', async () => {
-  const user = await fundedUser(5n * COIN, 0n);
+  const user = await fundedUser(L, 5n * COIN, 0n);
   const outcomes = await Promise.all(Array.from({ length: 6 }, () => L.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN })));
   assert.is(outcomes.filter((o) => o.kind === 'SUCCESS').length, 1);
   assert.is(outcomes.filter((o) => o.kind === 'FAILED' && o.code === 'INSUFFICIENT_BALANCE').length, 5);
@@ -96,7 +89,7 @@ test('CON-004: concurrent withdraws of the whole FUNDING balance: the row lock l
 });
 
 test('IDP-001 / IDP-002 / IDP-003: withdraw, deposit and refund twice (and concurrently) apply once, both adapters', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   for (const adapter of [L.funding, L.trading]) {
     const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
     const ws = await Promise.all([adapter.withdraw(req), adapter.withdraw(req), adapter.withdraw(req)]);
@@ -112,7 +105,7 @@ test('IDP-001 / IDP-002 / IDP-003: withdraw, deposit and refund twice (and concu
 });
 
 test('IDP-004 / FND-001 / FND-003 / FND-005: lost replies on every operation; retries end consistent, each effect once', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   plan.set('FUNDING', 'WITHDRAW', { kind: 'lose_reply' }, 2);
   plan.set('SPOT', 'DEPOSIT', { kind: 'lose_reply' }, 2);
   const a = newTransfer(user, 'FUNDING', 'USDT', 4n * COIN);
@@ -131,7 +124,7 @@ test('IDP-004 / FND-001 / FND-003 / FND-005: lost replies on every operation; re
 });
 
 test('FND-004: a coordinator that dies at any point leaves nothing lost; a fresh one recovers every transfer', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   const points: CrashPoint[] = ['init_before_source_pending', 'source_pending_before_call', 'source_pending_after_call', 'source_done_before_target_pending', 'target_pending_before_call', 'target_pending_after_call'];
   const ids: string[] = [];
   for (const point of points) {
@@ -154,8 +147,7 @@ test('FND-004: a coordinator that dies at any point leaves nothing lost; a fresh
 });
 
 test('FND-003: a late duplicate of a refused credit, arriving after compensation when the balance has room, is never applied', async () => {
-  nextUser += 1n;
-  const user = nextUser;
+  const user = newUserId();
   const { AMOUNT_UNITS_MAX } = await import('../src/domain/money.js');
   for (let i = 0; i < 5; i++) await seed(L, user, 'USDT', 0n, AMOUNT_UNITS_MAX);
   await seed(L, user, 'USDT', COIN, 0n);
@@ -172,7 +164,7 @@ test('FND-003: a late duplicate of a refused credit, arriving after compensation
 });
 
 test('FND-006: a PostgreSQL transaction that fails half-way changes nothing; the retry applies it once', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   // Make the operation record fail after the balance update, inside the adapter's transaction.
   // A sequence is not rolled back with the transaction, so it marks the first call.
   await L.sql.unsafe(`

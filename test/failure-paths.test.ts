@@ -4,12 +4,11 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { FaultPlan, faultyAdapters } from './support/faults.js';
 import { startLayers, type Layers } from './support/layers.js';
-import { balances, newTransfer, path, seed, settle, total } from './support/ledger.js';
+import { balances, fundedUser, newTransfer, path, settle, total } from './support/ledger.js';
 
 const plan = new FaultPlan();
 let L: Layers;
 const COIN = 10n ** 8n;
-let nextUser = 700n;
 
 test.before(async () => {
   L = await startLayers(
@@ -24,19 +23,13 @@ test.after(async () => {
 
 test.before.each(() => plan.clear());
 
-async function fundedUser(funding = 10n * COIN, spot = 10n * COIN): Promise<bigint> {
-  nextUser += 1n;
-  await seed(L, nextUser, 'USDT', funding, spot);
-  return nextUser;
-}
-
 async function alertsFor(reqId: string): Promise<string[]> {
   const rows = await L.sql<{ kind: string }[]>`SELECT kind FROM alerts WHERE req_id = ${reqId} ORDER BY id`;
   return rows.map((r) => r.kind);
 }
 
 test('FSM-003: an explicit source failure goes INIT → SOURCE_PENDING → FAILED, nothing moved', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   for (const from of ['FUNDING', 'SPOT'] as const) {
     const t = newTransfer(user, from, 'USDT', 11n * COIN);
     const out = await L.shard.submit(t);
@@ -49,7 +42,7 @@ test('FSM-003: an explicit source failure goes INIT → SOURCE_PENDING → FAILE
 });
 
 test('FSM-004: an explicit target failure goes TARGET_PENDING → COMPENSATING → ROLLED_BACK, source restored', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   for (const from of ['FUNDING', 'SPOT'] as const) {
     plan.set(from === 'FUNDING' ? 'SPOT' : 'FUNDING', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
     const t = newTransfer(user, from, 'USDT', 3n * COIN);
@@ -63,7 +56,7 @@ test('FSM-004: an explicit target failure goes TARGET_PENDING → COMPENSATING �
 });
 
 test('FSM-005: a target timeout stays TARGET_PENDING and retries, never compensates; it commits once the target answers', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   plan.set('SPOT', 'DEPOSIT', { kind: 'timeout' });
   const t = newTransfer(user, 'FUNDING', 'USDT', 2n * COIN);
   await L.shard.submit(t);
@@ -84,7 +77,7 @@ test('FSM-005: a target timeout stays TARGET_PENDING and retries, never compensa
 });
 
 test('FSM-006: a failing refund stays COMPENSATING and retries until it is applied, exactly once', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   plan.set('SPOT', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
   plan.set('FUNDING', 'REFUND', { kind: 'timeout' }, 2);
   const t = newTransfer(user, 'FUNDING', 'USDT', 4n * COIN);
@@ -101,7 +94,7 @@ test('FSM-006: a failing refund stays COMPENSATING and retries until it is appli
 });
 
 test('MON-001: TARGET_PENDING beyond the threshold raises one CRITICAL alert while retries go on', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   plan.set('SPOT', 'DEPOSIT', { kind: 'timeout' });
   const t = newTransfer(user, 'FUNDING', 'USDT', COIN);
   await L.shard.submit(t);
@@ -119,7 +112,7 @@ test('MON-001: TARGET_PENDING beyond the threshold raises one CRITICAL alert whi
 });
 
 test('MON-002: a refund that fails three times raises a CRITICAL alert, not before; the refund still completes', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   plan.set('SPOT', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
   plan.set('FUNDING', 'REFUND', { kind: 'timeout' });
   const t = newTransfer(user, 'FUNDING', 'USDT', COIN);
@@ -137,7 +130,7 @@ test('MON-002: a refund that fails three times raises a CRITICAL alert, not befo
 });
 
 test('FND-002: source done and target failed is never left uncompensated: explicit → refunded, unknown → retried', async () => {
-  const user = await fundedUser();
+  const user = await fundedUser(L);
   plan.set('FUNDING', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_FROZEN' }, 1);
   const a = newTransfer(user, 'SPOT', 'USDT', COIN);
   await L.shard.submit(a);

@@ -10,7 +10,8 @@ import { UbsClient, startUbsCore } from '../actors/ubscore-client.js';
 import type { UbsCoreHandle } from '../actors/ubscore-client.js';
 import type { UbsStats, UbsWorkerData } from '../actors/protocol.js';
 import type { AccountStatus } from '../src/domain/types.js';
-import { SpotLedger, USER_ID_MAX } from '../src/ubscore/core.js';
+import { USER_ID_MAX } from '../src/domain/checks.js';
+import { SpotLedger } from '../src/ubscore/core.js';
 import type { OpRecord, WalRecord } from '../src/ubscore/core.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
 import { encode } from '../wal/codec.js';
@@ -18,6 +19,7 @@ import { crc32c, crc32cUpdate } from '../wal/crc32.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
 import type { SnapshotKey } from '../wal/log.js';
 import { SNAPSHOT_CHUNK_ACCOUNTS_MAX, SnapshotEncoder, SnapshotStore, decodeSnapshotBody, decodeSnapshotHeader } from '../wal/snapshot.js';
+import { seededRandom as random } from './support/random.js';
 
 const TIMEOUT_MS = 10_000;
 const WAIT_MS_MAX = 20_000;
@@ -64,17 +66,6 @@ async function until(core: UbsCoreHandle, done: (stats: UbsStats) => boolean, wh
   }
 }
 
-/** A small deterministic generator, so a failure replays the same way. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 function pick<T>(next: () => number, items: readonly T[]): T {
   return items[Math.floor(next() * items.length)] as T;

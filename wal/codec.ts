@@ -21,7 +21,8 @@
 
 import { AMOUNT_UNITS_MAX } from '../src/domain/money.js';
 import type { AccountStatus } from '../src/domain/types.js';
-import { ASSET_LENGTH_MAX, KEY_LENGTH_MAX, isValidAsset, isValidKey, isValidUserId, opKeyOf } from '../src/ubscore/core.js';
+import { ASSET_LENGTH_MAX, KEY_LENGTH_MAX, isAssetSymbol, isOpKey, isUserId } from '../src/domain/checks.js';
+import { opKeyOf } from '../src/ubscore/core.js';
 import type { OpRecord, Outcome, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
 import type { UbsOpName, UbsRejectCode } from '../src/ubscore/types.js';
 import { crc32c } from './crc32.js';
@@ -77,14 +78,14 @@ export type Decoded<T> = { readonly ok: true; readonly record: T } | { readonly 
 
 function assertEncodable(record: WalRecord): void {
   if (!Number.isSafeInteger(record.seq) || record.seq < 1) throw new Error(`codec: seq out of range: ${record.seq}`);
-  if (!isValidUserId(record.userId)) throw new Error(`codec: user id out of range: ${String(record.userId)}`);
-  if (!isValidAsset(record.asset)) throw new Error(`codec: invalid asset: ${String(record.asset)}`);
+  if (!isUserId(record.userId)) throw new Error(`codec: user id out of range: ${String(record.userId)}`);
+  if (!isAssetSymbol(record.asset)) throw new Error(`codec: invalid asset: ${String(record.asset)}`);
   if (record.kind === 'status') {
     if (STATUS_CODES[record.status] === undefined) throw new Error(`codec: invalid status: ${String(record.status)}`);
     return;
   }
   if (OP_CODES[record.op] === undefined) throw new Error(`codec: invalid op: ${String(record.op)}`);
-  if (!isValidKey(record.key)) throw new Error(`codec: invalid key: ${String(record.key)}`);
+  if (!isOpKey(record.key)) throw new Error(`codec: invalid key: ${String(record.key)}`);
   if (typeof record.amount !== 'bigint' || record.amount <= 0n || record.amount > AMOUNT_UNITS_MAX) {
     throw new Error(`codec: amount out of range: ${String(record.amount)}`);
   }
@@ -191,7 +192,7 @@ const REJECTED_BY_CODE: ReadonlyMap<number, Outcome> = new Map(
   [...REJECT_BY_CODE].map(([code, name]) => [code, Object.freeze({ kind: 'rejected', code: name } as const)]),
 );
 
-/** The bytes allowed in a key (KEY_PATTERN) and in an asset (ASSET_PATTERN), as lookup tables. */
+/** The bytes allowed in a key (isOpKey) and in an asset (isAssetSymbol), as lookup tables. */
 const KEY_BYTES = byteTable(/^[A-Za-z0-9_-]$/);
 const ASSET_BYTES = byteTable(/^[A-Z0-9]$/);
 
@@ -201,7 +202,7 @@ function byteTable(pattern: RegExp): Uint8Array {
   return table;
 }
 
-/** The byte-level twin of isValidKey / isValidAsset: `lengthMax` and the table are the pattern's. */
+/** The byte-level twin of isOpKey / isAssetSymbol: `lengthMax` and the table are the pattern's. */
 function bytesMatch(buf: Buffer, start: number, end: number, table: Uint8Array, lengthMax: number): boolean {
   if (end - start < 1 || end - start > lengthMax) return false;
   for (let i = start; i < end; i++) if (table[buf[i] as number] !== 1) return false;
@@ -258,7 +259,7 @@ function readFields(buf: Buffer, f: Fields): string | null {
 /** Checks every field against the rules `encode` asserted (pair assertions); `codes` is where the four code bytes start. */
 function checkFields(buf: Buffer, f: Fields, kindCode: number, codes: number): string | null {
   if (f.seq < 1) return 'sequence number 0';
-  if (!isValidUserId(f.userId)) return `user id out of range: ${f.userId}`;
+  if (!isUserId(f.userId)) return `user id out of range: ${f.userId}`;
   if (!bytesMatch(buf, f.assetStart, f.assetEnd, ASSET_BYTES, ASSET_LENGTH_MAX)) return 'invalid asset';
   const opCode = buf[codes] as number;
   const statusCode = buf[codes + 1] as number;

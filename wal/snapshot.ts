@@ -29,7 +29,7 @@
 
 import { BALANCE_UNITS_MAX } from '../src/domain/money.js';
 import type { AccountStatus } from '../src/domain/types.js';
-import { USER_ID_MAX, isValidAsset } from '../src/ubscore/core.js';
+import { USER_ID_MAX, isAssetSymbol } from '../src/domain/checks.js';
 import type { AccountVisitor } from '../src/ubscore/core.js';
 import { STATUS_BY_CODE, STATUS_CODES } from './codec.js';
 import type { Decoded } from './codec.js';
@@ -162,7 +162,7 @@ export class SnapshotEncoder {
   }
 
   private newAsset(asset: string): number {
-    if (!isValidAsset(asset)) throw new Error(`snapshot: invalid asset ${String(asset)}`);
+    if (!isAssetSymbol(asset)) throw new Error(`snapshot: invalid asset ${String(asset)}`);
     if (this.assets.length >= SNAPSHOT_ASSETS_MAX) throw new Error(`snapshot: more than ${SNAPSHOT_ASSETS_MAX} assets`);
     const code = this.assets.length;
     this.assets.push(asset);
@@ -229,7 +229,7 @@ function readAssets(header: Buffer, count: number, end: number): Decoded<string[
     const next = offset + 1 + (header[offset] as number);
     if (next > end) return fail(`asset ${i} runs past the header`);
     const asset = header.toString('latin1', offset + 1, next);
-    if (!isValidAsset(asset) || assets.includes(asset)) return fail(`asset ${i} ${JSON.stringify(asset)} is invalid or repeated`);
+    if (!isAssetSymbol(asset) || assets.includes(asset)) return fail(`asset ${i} ${JSON.stringify(asset)} is invalid or repeated`);
     assets.push(asset);
     offset = next;
   }

@@ -22,7 +22,7 @@ export class TradingAdapter extends OperationAdapter {
 
   async query(reqId: string, op: TransferOp): Promise<QueryOutcome> {
     const result = await this.call({ kind: 'query_op', op, key: reqId });
-    if (result === null) return pending(`UBSCore query ${op} did not answer within ${this.timeoutMs} ms`);
+    if (typeof result === 'string') return pending(`UBSCore query ${op}: ${result}`);
     if (result.kind === 'not_found') return { kind: 'NOT_FOUND' };
     return toOutcome(op, result);
   }
@@ -32,15 +32,16 @@ export class TradingAdapter extends OperationAdapter {
     if (invalid !== null) return failed(invalid);
     const command: UbsCommand = { kind: 'transfer_op', op, reqId: req.reqId, userId: req.userId, asset: req.asset, amount: req.amount };
     const result = await this.call(command);
-    if (result === null) return pending(`UBSCore ${op} did not answer within ${this.timeoutMs} ms`);
+    if (typeof result === 'string') return pending(`UBSCore ${op}: ${result}`);
     return toOutcome(op, result);
   }
 
-  private async call(command: UbsCommand): Promise<UbsResult | null> {
+  /** UBSCore's answer, or why there is none: no answer is an unknown outcome, never a failure. */
+  private async call(command: UbsCommand): Promise<UbsResult | string> {
     try {
-      return await this.send(command, this.timeoutMs);
+      return (await this.send(command, this.timeoutMs)) ?? `no answer within ${this.timeoutMs} ms`;
     } catch (error) {
-      return { kind: 'conflict', detail: `send failed: ${describeError(error)}` };
+      return `send failed: ${describeError(error)}`;
     }
   }
 }
@@ -58,7 +59,7 @@ function toOutcome(op: TransferOp, result: UbsResult): OpOutcome {
     case 'invalid':
       return op === 'REFUND' ? pending(`UBSCore refused refund input: ${result.code}`) : failed(result.code);
     case 'conflict':
-      return pending(`IDEMPOTENCY_CONFLICT or send failure: ${result.detail}`);
+      return pending(`IDEMPOTENCY_CONFLICT: ${result.detail}`);
     case 'not_found':
     case 'balances':
     case 'status_set':

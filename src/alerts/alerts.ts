@@ -34,20 +34,40 @@ export type Alert = {
 export type AlertRow = Alert & { readonly id: string; readonly severity: string; readonly createdAt: string };
 
 const WEBHOOK_TIMEOUT_MS = 5_000;
+/** Alert keys one sink remembers as raised, to skip re-inserting them; beyond it, forgets all. */
+const RAISED_REMEMBERED_MAX = 10_000;
 
 export class AlertSink {
+  private readonly raised = new Set<string>();
+
   constructor(
     private readonly deps: { readonly sql: Sql; readonly log: Logger; readonly webhookUrl: string | null },
   ) {}
 
   /** Records the alert once; answers whether this call raised it. */
   async raise(alert: Alert): Promise<boolean> {
+    // A stuck transfer meets its alert's condition on every retry: skip the round trip for a
+    // key this sink already recorded (the table's unique key stays the authority).
+    const key = alert.dedupeKey ?? alert.reqId;
+    const memo = key === null ? null : `${alert.kind}|${key}`;
+    if (memo !== null && this.raised.has(memo)) return false;
+    const raised = await this.insert(alert, key);
+    if (memo !== null) this.remember(memo);
+    return raised;
+  }
+
+  private remember(memo: string): void {
+    if (this.raised.size >= RAISED_REMEMBERED_MAX) this.raised.clear();
+    this.raised.add(memo);
+  }
+
+  private async insert(alert: Alert, key: string | null): Promise<boolean> {
     const severity = ALERT_KINDS[alert.kind];
     const details = JSON.stringify(alert.details, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
     const rows = await this.deps.sql`
       INSERT INTO alerts (kind, severity, req_id, user_id, message, details, dedupe_key)
       VALUES (${alert.kind}, ${severity}, ${alert.reqId}, ${alert.userId}, ${alert.message}, ${details}::jsonb,
-              ${alert.dedupeKey ?? alert.reqId ?? `${alert.kind}-${Date.now()}-${Math.random()}`})
+              ${key ?? `${alert.kind}-${Date.now()}-${Math.random()}`})
       ON CONFLICT (kind, dedupe_key) DO NOTHING RETURNING id`;
     if (rows.length === 0) return false;
     const fields = { alert: alert.kind, severity, req_id: alert.reqId, user_id: alert.userId, ...alert.details };

@@ -58,15 +58,12 @@ export class Shard {
     if (range !== null) return { kind: 'refused', code: range };
     const limited = this.deps.limits === undefined ? null : await this.deps.limits.check(t);
     if (limited !== null) return { kind: 'refused', code: limited };
-    if (t.clientOrderId !== null) {
-      const existing = await this.deps.store.byClientOrderId(t.userId, t.clientOrderId);
-      if (existing !== null) return sameRequest(existing, t) ? { kind: 'transfer', view: existing } : { kind: 'refused', code: 'DUPLICATE_REQUEST' };
-    }
-    const created = await this.deps.store.insert(t);
-    if (created === null) return this.submit(t); // lost a client_order_id race: answer the winner
+    const created = await this.deps.store.create(t);
+    if (created.kind === 'duplicate') return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
+    if (created.kind === 'existing') return { kind: 'transfer', view: created.view };
     this.deps.limits?.record(t);
-    const view = await this.driveUntil(created.reqId, Date.now() + this.deps.config.happyPathDeadlineMs);
-    return { kind: 'transfer', view: view ?? created };
+    const view = await this.driveUntil(created.view.reqId, Date.now() + this.deps.config.happyPathDeadlineMs);
+    return { kind: 'transfer', view: view ?? created.view };
   }
 
   /** Drives one transfer now (an operator's retry, or the scan). */
@@ -205,8 +202,4 @@ export class Shard {
     };
     await Promise.all(Array.from({ length: Math.min(this.deps.config.scanConcurrencyMax, reqIds.length) }, lane));
   }
-}
-
-function sameRequest(v: TransferView, t: NewTransfer): boolean {
-  return v.userId === t.userId && v.from === t.from && v.to === t.to && v.asset === t.asset && v.amount === t.amount;
 }

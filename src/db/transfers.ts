@@ -40,6 +40,11 @@ export type ListQuery = {
   readonly limit: number;
 };
 
+export type CreateOutcome =
+  | { readonly kind: 'created'; readonly view: TransferView }
+  | { readonly kind: 'existing'; readonly view: TransferView }
+  | { readonly kind: 'duplicate' };
+
 export type HistoryEntry = {
   readonly from: TransferStateName | null;
   readonly to: TransferStateName;
@@ -52,23 +57,41 @@ export class TransferStore {
   constructor(private readonly sql: Sql) {}
 
   /**
-   * Creates the transfer in INIT with its first history row, in one transaction. Answers null
-   * when the user's client_order_id is already taken (a concurrent twin won the race).
+   * Creates the transfer in INIT with its first history row, in one statement. `dueNow` marks it
+   * due at once for the recovery scan (no coordinator took it). Answers null when the user's
+   * client_order_id is already taken (a concurrent twin won the race).
    */
-  async insert(t: NewTransferRow): Promise<TransferView | null> {
-    const rows = await this.sql.begin(async (tx) => {
-      const inserted = await tx<Row[]>`
-        INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state, client_order_id)
+  async insert(t: NewTransferRow, dueNow = false): Promise<TransferView | null> {
+    const rows = await this.sql<Row[]>`
+      WITH created AS (
+        INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state, client_order_id, next_retry_at)
         VALUES (${t.reqId}, ${t.userId}, ${t.asset}, ${t.amount}, ${t.from === 'FUNDING' ? 1 : 2},
-                ${SOURCE_TYPE[t.from]}, ${SOURCE_TYPE[t.to]}, ${STATE_IDS.INIT}, ${t.clientOrderId})
-        RETURNING *`;
-      await tx`INSERT INTO transfer_state_history (req_id, from_state, to_state, event) VALUES (${t.reqId}, NULL, ${STATE_IDS.INIT}, 'CREATED')`;
-      return inserted;
-    }).catch((error: unknown) => {
+                ${SOURCE_TYPE[t.from]}, ${SOURCE_TYPE[t.to]}, ${STATE_IDS.INIT}, ${t.clientOrderId}, ${dueNow ? new Date() : null})
+        RETURNING *),
+      history AS (
+        INSERT INTO transfer_state_history (req_id, from_state, to_state, event)
+        SELECT req_id, NULL, ${STATE_IDS.INIT}, 'CREATED' FROM created)
+      SELECT * FROM created`.catch((error: unknown) => {
       if (isUniqueViolation(error, CLIENT_ORDER_ID_CONSTRAINT)) return null;
       throw error;
     });
     return rows === null ? null : toView(only(rows));
+  }
+
+  /**
+   * Client idempotency (spec 001 §1.5.7): a transfer with a client_order_id the user already
+   * used answers the original when the request is the same, DUPLICATE otherwise; else creates.
+   */
+  async create(t: NewTransferRow, dueNow = false): Promise<CreateOutcome> {
+    for (;;) {
+      if (t.clientOrderId !== null) {
+        const existing = await this.byClientOrderId(t.userId, t.clientOrderId);
+        if (existing !== null) return sameRequest(existing, t) ? { kind: 'existing', view: existing } : { kind: 'duplicate' };
+      }
+      const view = await this.insert(t, dueNow);
+      if (view !== null) return { kind: 'created', view };
+      // Lost a client_order_id race: the next turn finds the winner.
+    }
   }
 
   async byClientOrderId(userId: bigint, clientOrderId: string): Promise<TransferView | null> {
@@ -161,13 +184,6 @@ export class TransferStore {
     return rows.map((r) => r.req_id);
   }
 
-  /** Creates the transfer in INIT, due at once: for the scan when no coordinator could take it. */
-  async insertDue(t: NewTransferRow): Promise<TransferView | null> {
-    const view = await this.insert(t);
-    if (view !== null) await this.sql`UPDATE transfers_tb SET next_retry_at = now() WHERE req_id = ${t.reqId} AND state = ${STATE_IDS.INIT}`;
-    return view;
-  }
-
   /** Transfers an operator must look at: not finished after `retriesMax` retries or `ageMs`. */
   async stuck(retriesMax: number, ageMs: number, limit: number): Promise<TransferView[]> {
     const rows = await this.sql<Row[]>`
@@ -198,6 +214,10 @@ const CLIENT_ORDER_ID_CONSTRAINT = 'transfers_tb_user_id_client_order_id_key';
 function isUniqueViolation(error: unknown, constraint: string): boolean {
   const e = error as { code?: unknown; constraint_name?: unknown };
   return e.code === '23505' && e.constraint_name === constraint;
+}
+
+function sameRequest(v: TransferView, t: NewTransferRow): boolean {
+  return v.userId === t.userId && v.from === t.from && v.to === t.to && v.asset === t.asset && v.amount === t.amount;
 }
 
 function only<T>(rows: readonly T[]): T {

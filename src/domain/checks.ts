@@ -6,8 +6,11 @@ import { ACCOUNT_KINDS, type AccountKind, type ValidationCode } from './types.js
 
 export const USER_ID_MAX = 2n ** 63n - 1n;
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+export const ASSET_LENGTH_MAX = 16;
 const ASSET_SYMBOL = /^[A-Z0-9]{1,16}$/;
-const CLIENT_ORDER_ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** A client_order_id, an external ref, or any key of an idempotent operation. */
+export const KEY_LENGTH_MAX = 64;
+const KEY = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function isUserId(value: unknown): value is bigint {
   return typeof value === 'bigint' && value > 0n && value <= USER_ID_MAX;
@@ -22,7 +25,12 @@ export function isAssetSymbol(value: unknown): value is string {
 }
 
 export function isClientOrderId(value: unknown): value is string {
-  return typeof value === 'string' && CLIENT_ORDER_ID.test(value);
+  return typeof value === 'string' && KEY.test(value);
+}
+
+/** The key of an idempotent operation: a req_id or an external ref. */
+export function isOpKey(value: unknown): value is string {
+  return typeof value === 'string' && KEY.test(value);
 }
 
 export function isAccountKind(value: unknown): value is AccountKind {

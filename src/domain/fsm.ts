@@ -23,17 +23,6 @@ const NAME_BY_ID = new Map<number, TransferStateName>(
 
 export const TERMINAL_STATES: ReadonlySet<TransferStateName> = new Set(['COMMITTED', 'FAILED', 'ROLLED_BACK']);
 
-/** States whose funds are neither at the source nor at the target (spec 001 §7.2). */
-export const IN_FLIGHT_STATES: ReadonlySet<TransferStateName> = new Set([
-  'SOURCE_DONE',
-  'TARGET_PENDING',
-  'COMPENSATING',
-]);
-
-export const NON_TERMINAL_STATE_IDS: readonly number[] = STATE_NAMES.filter((s) => !TERMINAL_STATES.has(s)).map(
-  (s) => STATE_IDS[s],
-);
-
 export function stateName(id: number): TransferStateName | null {
   return NAME_BY_ID.get(id) ?? null;
 }

@@ -54,7 +54,7 @@ async function fromPostgres(sql: Sql): Promise<MetricSnapshot[]> {
   const byState = new Map(states.map((r) => [stateName(r.state) ?? String(r.state), r.n]));
   return [
     { name: 'transfers_by_state', help: 'Transfers in each FSM state', type: 'gauge', series: STATE_NAMES.map((s) => ({ labels: { state: s }, value: byState.get(s) ?? 0 })) },
-    { name: 'in_flight_amount_units', help: 'Funds debited at the source and not yet credited or refunded, in smallest units', type: 'gauge', series: flight.map((r) => ({ labels: { asset: r.asset }, value: Number(r.units) })) },
+    { name: 'in_flight_amount_units', help: 'Funds debited at the source and not yet credited or refunded, in smallest units', type: 'gauge', series: flight.map((r) => ({ labels: { asset: r.asset }, value: BigInt(r.units) })) },
     { name: 'alerts_total', help: 'Alerts raised, by kind', type: 'counter', series: alerts.map((r) => ({ labels: { kind: r.kind }, value: r.n })) },
     { name: 'pg_connections', help: 'PostgreSQL connections of this database, by application and state', type: 'gauge', series: pool.map((r) => ({ labels: { application: r.application, state: r.state }, value: r.n })) },
   ];

@@ -7,23 +7,24 @@ type Series<V> = Map<string, { labels: Labels; value: V }>;
 type Hist = { counts: number[]; sum: number; count: number };
 
 export type MetricSnapshot =
-  | { readonly name: string; readonly help: string; readonly type: 'counter' | 'gauge'; readonly series: readonly { labels: Labels; value: number }[] }
+  | { readonly name: string; readonly help: string; readonly type: 'counter' | 'gauge'; readonly series: readonly { labels: Labels; value: number | bigint }[] }
   | { readonly name: string; readonly help: string; readonly type: 'histogram'; readonly buckets: readonly number[]; readonly series: readonly { labels: Labels; value: Hist }[] };
 
 const keyOf = (labels: Labels): string => JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
 
 export class Registry {
-  private readonly scalars = new Map<string, { help: string; type: 'counter' | 'gauge'; series: Series<number> }>();
+  private readonly scalars = new Map<string, { help: string; type: 'counter' | 'gauge'; series: Series<number | bigint> }>();
   private readonly histograms = new Map<string, { help: string; buckets: number[]; series: Series<Hist> }>();
 
   inc(name: string, help: string, labels: Labels = {}, by = 1): void {
     const series = this.scalar(name, help, 'counter');
     const entry = series.get(keyOf(labels)) ?? { labels, value: 0 };
-    entry.value += by;
+    entry.value = Number(entry.value) + by;
     series.set(keyOf(labels), entry);
   }
 
-  set(name: string, help: string, labels: Labels, value: number): void {
+  /** A gauge; a bigint (an amount in smallest units) is kept and printed exactly. */
+  set(name: string, help: string, labels: Labels, value: number | bigint): void {
     this.scalar(name, help, 'gauge').set(keyOf(labels), { labels, value });
   }
 
@@ -65,7 +66,7 @@ export class Registry {
     return out;
   }
 
-  private scalar(name: string, help: string, type: 'counter' | 'gauge'): Series<number> {
+  private scalar(name: string, help: string, type: 'counter' | 'gauge'): Series<number | bigint> {
     let m = this.scalars.get(name);
     if (m === undefined) {
       m = { help, type, series: new Map() };
@@ -81,8 +82,8 @@ export function render(snapshots: readonly MetricSnapshot[]): string {
   for (const m of snapshots) {
     for (const s of m.series) {
       if (m.type === 'histogram') merged.addHistogram(m.name, m.help, m.buckets, s.labels, s.value as Hist);
-      else if (m.type === 'counter') merged.inc(m.name, m.help, s.labels, s.value as number);
-      else merged.set(m.name, m.help, s.labels, s.value as number);
+      else if (m.type === 'counter') merged.inc(m.name, m.help, s.labels, Number(s.value));
+      else merged.set(m.name, m.help, s.labels, s.value as number | bigint);
     }
   }
   const lines: string[] = [];
@@ -90,7 +91,7 @@ export function render(snapshots: readonly MetricSnapshot[]): string {
     lines.push(`# HELP ${m.name} ${m.help}`, `# TYPE ${m.name} ${m.type}`);
     for (const s of m.series) {
       if (m.type !== 'histogram') {
-        lines.push(`${m.name}${labelText(s.labels)} ${s.value as number}`);
+        lines.push(`${m.name}${labelText(s.labels)} ${String(s.value)}`);
         continue;
       }
       const h = s.value as Hist;

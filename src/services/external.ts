@@ -57,12 +57,13 @@ export class ExternalMovements {
 
   private async applyFunding(m: Movement): Promise<MovementOutcome> {
     try {
-      return await this.deps.sql.begin(async (tx): Promise<MovementOutcome> => {
+      // Null: another request recorded the same ref first; answer as its repeat.
+      const outcome = await this.deps.sql.begin(async (tx): Promise<MovementOutcome | null> => {
         const rows = await tx`
           INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state)
           VALUES (${m.ref}, ${m.kind}, ${m.userId}, 'FUNDING', ${m.asset}, ${m.amount}, 'DONE')
           ON CONFLICT (ref) DO NOTHING RETURNING ref`;
-        if (rows.length === 0) return { kind: 'pending', reason: 'raced' };
+        if (rows.length === 0) return null;
         if (m.kind === 'DEPOSIT') {
           // The first deposit creates the FUNDING account (spec 001 §1.5.5).
           await tx`
@@ -76,7 +77,8 @@ export class ExternalMovements {
           return { kind: 'refused', code: refused };
         }
         return { kind: 'done', duplicate: false };
-      }).then((outcome) => (outcome.kind === 'pending' ? this.apply(m) : outcome));
+      });
+      return outcome ?? (await this.apply(m));
     } catch (error) {
       if ((error as { code?: unknown }).code === NUMERIC_OUT_OF_RANGE) return { kind: 'refused', code: 'OVERFLOW' };
       throw error;

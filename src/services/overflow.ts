@@ -11,16 +11,8 @@ import type { Logger } from '../log.js';
 export async function recordForScan(t: NewTransfer, store: TransferStore, log: Logger): Promise<SubmitReply> {
   const invalid = checkNewTransfer(t);
   if (invalid !== null) return { kind: 'refused', code: invalid };
-  if (t.clientOrderId !== null) {
-    const existing = await store.byClientOrderId(t.userId, t.clientOrderId);
-    if (existing !== null) return sameRequest(existing, t) ? { kind: 'transfer', view: existing } : { kind: 'refused', code: 'DUPLICATE_REQUEST' };
-  }
-  const view = await store.insertDue(t);
-  if (view === null) return recordForScan(t, store, log);
-  log.warn('coordinator mailbox full: transfer recorded for the recovery scan', { req_id: t.reqId, user_id: t.userId });
-  return { kind: 'transfer', view };
-}
-
-function sameRequest(v: { userId: bigint; from: string; to: string; asset: string; amount: bigint }, t: NewTransfer): boolean {
-  return v.userId === t.userId && v.from === t.from && v.to === t.to && v.asset === t.asset && v.amount === t.amount;
+  const created = await store.create(t, true);
+  if (created.kind === 'duplicate') return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
+  if (created.kind === 'created') log.warn('coordinator mailbox full: transfer recorded for the recovery scan', { req_id: t.reqId, user_id: t.userId });
+  return { kind: 'transfer', view: created.view };
 }

@@ -8,18 +8,11 @@
 // changes it), so a million accounts can be encoded in slices between batches while commands
 // go on, and the encoded state is still exactly the state at that sequence number.
 
+import { isAssetSymbol, isOpKey, isUserId } from '../domain/checks.js';
 import { ACCOUNT_STATUSES, TRANSFER_OPS } from '../domain/types.js';
 import type { AccountStatus, ValidationCode } from '../domain/types.js';
 import { BALANCE_UNITS_MAX, isValidAmountUnits } from '../domain/money.js';
 import type { AuditAccount, ExternalOp, SpotBalance, UbsCommand, UbsOpName, UbsRejectCode, UbsResult } from './types.js';
-
-/** User ids are positive signed 64-bit integers (PostgreSQL BIGINT). */
-export const USER_ID_MAX = 2n ** 63n - 1n;
-export const ASSET_LENGTH_MAX = 16;
-export const ASSET_PATTERN = /^[A-Z0-9]{1,16}$/;
-/** A req_id (ULID) or an external ref. */
-export const KEY_LENGTH_MAX = 64;
-export const KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 export const EXTERNAL_OPS: readonly ExternalOp[] = ['EXTERNAL_DEPOSIT', 'EXTERNAL_WITHDRAW'];
 export const UBS_OP_NAMES: readonly UbsOpName[] = [...TRANSFER_OPS, ...EXTERNAL_OPS];
@@ -116,18 +109,6 @@ export function opKeyOf(op: UbsOpName, key: string): string {
   return `${op}:${key}`;
 }
 
-export function isValidUserId(value: unknown): value is bigint {
-  return typeof value === 'bigint' && value >= 1n && value <= USER_ID_MAX;
-}
-
-export function isValidAsset(value: unknown): value is string {
-  return typeof value === 'string' && ASSET_PATTERN.test(value);
-}
-
-export function isValidKey(value: unknown): value is string {
-  return typeof value === 'string' && KEY_PATTERN.test(value);
-}
-
 export function isAccountStatus(value: unknown): value is AccountStatus {
   return (ACCOUNT_STATUSES as readonly unknown[]).includes(value);
 }
@@ -161,11 +142,11 @@ function answer(result: UbsResult): Decision {
 
 /** The first failing input check of a keyed operation, in the order the contract lists them. */
 function checkOpInput(allowed: readonly UbsOpName[], op: unknown, key: unknown, userId: unknown, asset: unknown, amount: unknown): ValidationCode | null {
-  if (!isValidUserId(userId)) return 'INVALID_USER';
+  if (!isUserId(userId)) return 'INVALID_USER';
   if (typeof amount !== 'bigint' || amount <= 0n) return 'INVALID_AMOUNT';
   if (!isValidAmountUnits(amount)) return 'OVERFLOW';
-  if (!isValidAsset(asset)) return 'INVALID_ASSET';
-  if (!isValidKey(key)) return 'INVALID_REQUEST';
+  if (!isAssetSymbol(asset)) return 'INVALID_ASSET';
+  if (!isOpKey(key)) return 'INVALID_REQUEST';
   if (!(allowed as readonly unknown[]).includes(op)) return 'INVALID_REQUEST';
   return null;
 }
@@ -304,10 +285,10 @@ export class SpotLedger {
   restoreAccount(userId: bigint, asset: string, available: bigint, status: AccountStatus): void {
     if (this.seq !== 0 || this.capture !== null) throw new Error('ledger: restore into a ledger that is in use');
     if (!this.restoredAssets.has(asset)) {
-      if (!isValidAsset(asset)) throw new Error(`ledger: restored an invalid asset ${String(asset)}`);
+      if (!isAssetSymbol(asset)) throw new Error(`ledger: restored an invalid asset ${String(asset)}`);
       this.restoredAssets.add(asset);
     }
-    if (!isValidUserId(userId)) throw new Error(`ledger: restored an invalid user id ${String(userId)}`);
+    if (!isUserId(userId)) throw new Error(`ledger: restored an invalid user id ${String(userId)}`);
     if (typeof available !== 'bigint' || available < 0n || available > BALANCE_UNITS_MAX) {
       throw new Error(`ledger: restored a balance out of range: ${String(available)}`);
     }
@@ -368,7 +349,7 @@ export class SpotLedger {
       case 'query_op':
         return this.decideQuery(command.op, command.key, lookup);
       case 'balances':
-        return isValidUserId(command.userId) ? answer({ kind: 'balances', balances: this.balances(command.userId) }) : refuse('INVALID_USER');
+        return isUserId(command.userId) ? answer({ kind: 'balances', balances: this.balances(command.userId) }) : refuse('INVALID_USER');
       case 'audit_cut':
         return answer({ kind: 'audit_cut', seq: this.seq, accounts: this.auditAccounts() });
       case 'op_seqs':
@@ -456,8 +437,8 @@ export class SpotLedger {
   }
 
   private decideStatus(userId: unknown, asset: unknown, status: unknown): Decision {
-    if (!isValidUserId(userId)) return refuse('INVALID_USER');
-    if (!isValidAsset(asset)) return refuse('INVALID_ASSET');
+    if (!isUserId(userId)) return refuse('INVALID_USER');
+    if (!isAssetSymbol(asset)) return refuse('INVALID_ASSET');
     if (!isAccountStatus(status)) return refuse('INVALID_REQUEST');
     const record: StatusRecord = { kind: 'status', seq: this.seq + 1, userId, asset, status };
     this.applyRecord(record);
@@ -465,7 +446,7 @@ export class SpotLedger {
   }
 
   private decideQuery(op: unknown, key: unknown, lookup: ProcessedLookup): Decision {
-    if (!isUbsOpName(op) || !isValidKey(key)) return refuse('INVALID_REQUEST');
+    if (!isUbsOpName(op) || !isOpKey(key)) return refuse('INVALID_REQUEST');
     const prior = lookup(opKeyOf(op, key));
     return answer(prior === undefined ? { kind: 'not_found' } : resultOf(prior.outcome, true));
   }
@@ -484,7 +465,7 @@ export class SpotLedger {
     if (!Array.isArray(keys) || keys.length > OP_SEQS_KEYS_MAX) return refuse('INVALID_REQUEST');
     const seqs: (number | null)[] = [];
     for (const k of keys as { op?: unknown; key?: unknown }[]) {
-      if (typeof k !== 'object' || k === null || !isUbsOpName(k.op) || !isValidKey(k.key)) return refuse('INVALID_REQUEST');
+      if (typeof k !== 'object' || k === null || !isUbsOpName(k.op) || !isOpKey(k.key)) return refuse('INVALID_REQUEST');
       const prior = lookup(opKeyOf(k.op, k.key));
       seqs.push(prior !== undefined && prior.outcome.kind === 'applied' ? prior.seq : null);
     }

@@ -53,3 +53,19 @@ export async function settle(L: Layers, reqId: string, state?: string, timeoutMs
 export async function path(L: Layers, reqId: string): Promise<string[]> {
   return (await L.store.history(reqId)).map((h) => h.to);
 }
+
+const COIN = 10n ** 8n;
+let lastUserId = 10_000n;
+
+/** A user id no other test in this file has used. */
+export function newUserId(): bigint {
+  lastUserId += 1n;
+  return lastUserId;
+}
+
+/** A new user with USDT on both sides (10 each unless told). */
+export async function fundedUser(L: Layers, funding = 10n * COIN, spot = 10n * COIN): Promise<bigint> {
+  const user = newUserId();
+  await seed(L, user, 'USDT', funding, spot);
+  return user;
+}
