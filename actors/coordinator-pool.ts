@@ -2,6 +2,7 @@
 // per shard (piscina cannot pin a task to a chosen thread, so pinning is by pool), routed by
 // shard = user_id mod N. Each pool's bounded queue is the shard's mailbox.
 
+import { shardOfUser } from '../src/domain/shard.js';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js';
@@ -61,7 +62,7 @@ export class CoordinatorPools {
   }
 
   shardOf(userId: bigint): number {
-    return Number(userId % BigInt(this.pools.length));
+    return shardOfUser(userId, this.pools.length);
   }
 
   async submit(transfer: NewTransfer): Promise<SubmitReply> {

@@ -20,6 +20,7 @@ export async function verifyDrill(s: DrillState): Promise<Violation[]> {
   const violations: Violation[] = [];
   const open = await s.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`;
   if (open[0]?.n !== 0) violations.push({ check: 'terminal', detail: `${open[0]?.n} transfers unfinished` });
+  violations.push(...(await checkActiveList(s.sql)));
   violations.push(...(await checkOperations(s.sql)));
   for (const userId of s.users) {
     for (const asset of s.assets) violations.push(...(await checkBalances(s, userId, asset)));
@@ -27,6 +28,18 @@ export async function verifyDrill(s: DrillState): Promise<Violation[]> {
   violations.push(...(await checkCommittedSeen(s)));
   violations.push(...(await checkServiceInvariant(s)));
   return violations;
+}
+
+/**
+ * transfers_active, the list the recovery scan walks, holds exactly the unfinished transfers:
+ * a transfer missing from it would never be recovered.
+ */
+async function checkActiveList(sql: Sql): Promise<Violation[]> {
+  const rows = await sql<{ req_id: string; state: number | null }[]>`
+    SELECT coalesce(t.req_id, a.req_id) AS req_id, t.state FROM transfers_tb AS t
+      FULL JOIN transfers_active AS a ON a.req_id = t.req_id
+     WHERE (a.req_id IS NULL) <> (t.state IN (40, -10, -30)) LIMIT 10`;
+  return rows.map((r) => ({ check: 'active-list', detail: `transfer ${r.req_id} in state ${r.state ?? 'none'} is ${r.state !== null && [40, -10, -30].includes(r.state) ? 'listed as unfinished' : 'missing from the unfinished list'}` }));
 }
 
 /** Each side's balance against its own equation, so a double credit cannot hide behind a double debit. */

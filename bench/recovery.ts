@@ -31,7 +31,7 @@ export async function benchRecovery(stuck: number, deadlineMs: number): Promise<
   await fs.chmod(dataDir, 0o755);
   const port = await freePort();
   const pgPort = await freePort();
-  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), PRINT_BANNER: '0', LOG_LEVEL: 'error', STALE_THRESHOLD_MS: '0' };
+  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), PRINT_BANNER: '0', STALE_THRESHOLD_MS: '0' };
   delete (env as Record<string, string | undefined>).DATABASE_URL;
   let child = await startService(env, port);
   const password = (await fs.readFile(path.join(dataDir, 'postgres', 'pg-password'), 'utf8')).trim();
@@ -45,7 +45,10 @@ export async function benchRecovery(stuck: number, deadlineMs: number): Promise<
     const startupMs = Date.now() - started;
     let finished = 0;
     while (Date.now() - started < deadlineMs) {
-      const open = Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`)[0]?.n);
+      // The service's own list of unfinished transfers is cheap to poll; once it is empty the
+      // states themselves are counted, so the finish is never taken on the service's word.
+      const listed = Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_active`)[0]?.n);
+      const open = listed > 0 ? listed : Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`)[0]?.n);
       finished = stuck - open;
       if (open === 0) break;
       await new Promise((r) => setTimeout(r, 200));
@@ -77,11 +80,14 @@ async function seedStuck(sql: Sql, stuck: number): Promise<void> {
       INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state)
       SELECT r, u::bigint, 'USDT', 100000000, 1, 1, 2, 0 FROM unnest(string_to_array(${ids.join(',')}, ','), string_to_array(${owners.join(',')}, ',')) AS x(r, u)`;
     await sql`INSERT INTO transfer_state_history (req_id, from_state, to_state, event) SELECT r, NULL, 0, 'CREATED' FROM unnest(string_to_array(${ids.join(',')}, ',')) AS r`;
+    await sql`INSERT INTO transfers_active (req_id, user_id) SELECT req_id, user_id FROM transfers_tb WHERE req_id = ANY(string_to_array(${ids.join(',')}, ','))`;
   }
 }
 
 async function startService(env: NodeJS.ProcessEnv, port: number) {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'src', 'main.js')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  // SERVICE_NODE_ARGS passes flags such as --cpu-prof to the service (NODE_OPTIONS refuses them).
+  const nodeArgs = (process.env.SERVICE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'src', 'main.js')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   const deadline = Date.now() + 120_000;
   for (;;) {
     if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return child;

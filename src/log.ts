@@ -16,6 +16,8 @@ export type Logger = {
   readonly error: (msg: string, fields?: LogFields) => void;
   /** Funds need attention: always written, whatever the level. */
   readonly critical: (msg: string, fields?: LogFields) => void;
+  /** Whether lines of `level` are written: lets a hot path skip building the fields. */
+  readonly enabled: (level: LogLevel) => boolean;
 };
 
 const CRITICAL_LEVEL = 55;
@@ -33,7 +35,14 @@ export function createLogger(opts: { level: LogLevel; name: string; format?: Log
     destination(opts),
   );
   const emit = (level: LogLevel) => (msg: string, fields?: LogFields) => logger[level](fields ?? {}, msg);
-  return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error'), critical: emit('critical') };
+  return {
+    debug: emit('debug'),
+    info: emit('info'),
+    warn: emit('warn'),
+    error: emit('error'),
+    critical: emit('critical'),
+    enabled: (level) => logger.isLevelEnabled(level),
+  };
 }
 
 function destination(opts: { format?: LogFormat; write?: (line: string) => void }): pino.DestinationStream {

@@ -96,7 +96,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
     const registry = new Registry();
     const assets = new AssetCache(sql);
-    const transfers = new TransferStore(sql);
+    const transfers = new TransferStore(sql, { batchMax: config.pgBatchMax });
     const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
     const halt = await HaltSwitch.load(sql);
     if (halt.current !== null) log.critical('starting HALTED: new transfers are refused until an operator resumes', { reason: halt.current.reason });
@@ -181,6 +181,7 @@ function coordinatorBase(config: Config, databaseUrl: string) {
     staleThresholdMs: config.staleThresholdMs,
     scanBatchMax: SCAN_BATCH_MAX,
     scanConcurrencyMax: config.scanConcurrencyMax,
+    pgBatchMax: config.pgBatchMax,
     targetPendingAlertMs: config.targetPendingAlertMs,
     refundFailuresAlertMax: config.refundFailuresAlertMax,
     stuckRetriesMax: config.stuckRetriesMax,

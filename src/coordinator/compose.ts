@@ -43,9 +43,11 @@ type Adapters = { readonly FUNDING: AccountAdapter; readonly SPOT: AccountAdapte
 
 export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: CoordinatorConfig; log: Logger; hooks?: TestHooks }): ShardParts {
   const { sql, config, log } = opts;
-  const store = new TransferStore(sql);
+  // A batch that failed is re-run a row at a time; say so, since it costs a statement per row.
+  const batch = { batchMax: config.pgBatchMax, onIsolate: (rows: number, error: unknown) => log.warn('batched statement failed, re-running its rows one at a time', { rows, error: String(error) }) };
+  const store = new TransferStore(sql, batch);
   const assets = new AssetCache(sql);
-  const funding = new FundingAdapter(sql);
+  const funding = new FundingAdapter(sql, batch);
   const trading = new TradingAdapter(opts.ubs, config.adapterTimeoutMs);
   const backoff = { baseMs: config.retryBaseMs, capMs: config.retryCapMs };
   const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });

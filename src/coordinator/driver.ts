@@ -46,8 +46,13 @@ const REVERSIBLE_SOURCES: ReadonlySet<AccountKind> = new Set(['FUNDING', 'SPOT']
 export class TransferDriver {
   constructor(private readonly deps: DriverDeps) {}
 
-  async step(reqId: string): Promise<StepResult> {
-    const t = await this.deps.store.get(reqId);
+  /**
+   * Takes the transfer one state further. `known` is the view a previous step of the same
+   * drive answered, which spares a read; it is safe when stale, because every move is a
+   * compare-and-swap and every adapter call is idempotent.
+   */
+  async step(reqId: string, known?: TransferView): Promise<StepResult> {
+    const t = known ?? (await this.deps.store.get(reqId));
     if (t === null) return { kind: 'not_found' };
     switch (t.state) {
       case 'INIT': {
@@ -129,11 +134,14 @@ export class TransferDriver {
 
   private async move(t: TransferView, event: TransferEvent, to: TransferStateName, code: string | null = null): Promise<TransferView | null> {
     assertTransition(t.state, event, to);
-    const swapped = await this.deps.store.compareAndSwap(t.reqId, t.state, to, event, code);
-    if (!swapped) return null;
+    const updatedAt = await this.deps.store.compareAndSwap(t.reqId, t.state, to, event, code);
+    if (updatedAt === null) return null;
     this.deps.metrics.inc('fsm_state_count', 'State transitions made, by from and to state', { from: t.state, to });
-    this.deps.log.info('transfer moved', { req_id: t.reqId, user_id: t.userId, from_state: t.state, state: to, event, latency_ms: sinceCreated(t) });
-    return { ...t, state: to, errorCode: code ?? t.errorCode };
+    // Every move is in transfer_state_history; the log shows them only at debug level.
+    if (this.deps.log.enabled('debug')) {
+      this.deps.log.debug('transfer moved', { req_id: t.reqId, user_id: t.userId, from_state: t.state, state: to, event, latency_ms: sinceCreated(t) });
+    }
+    return { ...t, state: to, errorCode: code ?? t.errorCode, attempts: 0, updatedAt: updatedAt.toISOString() };
   }
 
   private async stay(t: TransferView, event: TransferEvent, reason: string): Promise<StepResult> {

@@ -112,8 +112,9 @@ export class Shard {
     this.inProgress.add(reqId);
     this.clearTimer(reqId);
     try {
+      let known: TransferView | undefined;
       for (;;) {
-        const result = await this.safeStep(reqId);
+        const result = await this.safeStep(reqId, known);
         if (result.kind !== 'error') this.stepFailures.delete(reqId);
         if (result.kind === 'not_found') return null;
         if (result.kind === 'terminal') return result.view;
@@ -126,15 +127,16 @@ export class Shard {
           return this.deps.store.get(reqId).catch(() => null);
         }
         if (this.stopped) return result.view;
+        known = result.view;
       }
     } finally {
       this.inProgress.delete(reqId);
     }
   }
 
-  private async safeStep(reqId: string): Promise<StepResult | { readonly kind: 'error'; readonly retryCount: number }> {
+  private async safeStep(reqId: string, known: TransferView | undefined): Promise<StepResult | { readonly kind: 'error'; readonly retryCount: number }> {
     try {
-      return await this.deps.driver.step(reqId);
+      return await this.deps.driver.step(reqId, known);
     } catch (error) {
       // A store error mid-step leaves the transfer wherever the last committed CAS put it:
       // unknown, so retry with backoff like any other unknown outcome.
@@ -166,24 +168,17 @@ export class Shard {
 
   /**
    * Drives this shard's due transfers (spec 001 §6): untouched for `staleMs`, or with a retry
-   * time that has come. Up to scanConcurrencyMax at once; batches until none is left.
+   * time that has come. One pass walks them in pages, reading the next page while up to
+   * scanConcurrencyMax drives run, so the drives never wait for the slowest of a page.
    */
   private async scan(staleMs: number): Promise<void> {
     if (this.scanning || this.stopped) return;
     this.scanning = true;
     const started = Date.now();
-    let driven = 0;
     try {
-      const { shard, shards, scanBatchMax } = this.deps.config;
-      for (;;) {
-        const reqIds = (await this.deps.store.due(shard, shards, staleMs, scanBatchMax)).filter((id) => !this.timers.has(id) && !this.inProgress.has(id));
-        if (reqIds.length === 0 || this.stopped) break;
-        await this.driveAll(reqIds);
-        driven += reqIds.length;
-        if (reqIds.length < scanBatchMax) break;
-      }
+      const driven = await this.drivePass(staleMs);
       await this.deps.watchdog.sweep();
-      if (driven > 0) this.deps.log.info('recovery scan', { shard, transfers: driven, ms: Date.now() - started });
+      if (driven > 0) this.deps.log.info('recovery scan', { shard: this.deps.config.shard, transfers: driven, ms: Date.now() - started });
     } catch (error) {
       this.deps.log.error('recovery scan failed', { error: String(error) });
     } finally {
@@ -191,15 +186,50 @@ export class Shard {
     }
   }
 
-  private async driveAll(reqIds: readonly string[]): Promise<void> {
-    let next = 0;
+  private async drivePass(staleMs: number): Promise<number> {
+    const { shard, shards, scanBatchMax, scanConcurrencyMax } = this.deps.config;
+    const passAt = await this.deps.store.clock();
+    const pass = { queue: [] as string[], next: 0, after: null as string | null, exhausted: false, failure: null as unknown, driven: 0 };
+    let reading: Promise<void> | null = null;
+    // One page read at a time; a failed read ends the pass, and the next pass starts over.
+    const read = (): Promise<void> => {
+      reading ??= this.deps.store
+        .due({ shard, shards, passAt, staleMs, after: pass.after, limit: scanBatchMax })
+        .then(
+          (page) => {
+            pass.after = page.next;
+            pass.exhausted = page.next === null;
+            pass.queue = pass.queue.slice(pass.next).concat(page.reqIds.filter((id) => !this.timers.has(id) && !this.inProgress.has(id)));
+            pass.next = 0;
+          },
+          (error: unknown) => {
+            pass.failure = error;
+            pass.exhausted = true;
+          },
+        )
+        .finally(() => {
+          reading = null;
+        });
+      return reading;
+    };
     const lane = async (): Promise<void> => {
-      while (next < reqIds.length && !this.stopped) {
-        const reqId = reqIds[next++] as string;
+      while (!this.stopped) {
+        const waiting = pass.queue.length - pass.next;
+        if (waiting <= scanConcurrencyMax && !pass.exhausted) void read();
+        const reqId = pass.queue[pass.next];
+        if (reqId === undefined) {
+          if (pass.exhausted) return;
+          await read();
+          continue;
+        }
+        pass.next += 1;
+        pass.driven += 1;
         const view = await this.drive(reqId);
         if (view !== null && !isTerminal(view.state)) this.deps.log.warn('recovery left transfer unfinished', { req_id: reqId, state: view.state });
       }
     };
-    await Promise.all(Array.from({ length: Math.min(this.deps.config.scanConcurrencyMax, reqIds.length) }, lane));
+    await Promise.all(Array.from({ length: scanConcurrencyMax }, lane));
+    if (pass.failure !== null) throw pass.failure;
+    return pass.driven;
   }
 }

@@ -54,6 +54,8 @@ export type CoordinatorConfig = {
   readonly staleThresholdMs: number;
   readonly scanBatchMax: number;
   readonly scanConcurrencyMax: number;
+  /** Rows per batched statement (reads, state changes, Funding operations). */
+  readonly pgBatchMax: number;
   readonly targetPendingAlertMs: number;
   readonly refundFailuresAlertMax: number;
   readonly stuckRetriesMax: number;

@@ -2,8 +2,10 @@
 // state joined with the history row it produces, so the history never disagrees with the state.
 
 import type { NewTransfer, TransferView } from '../coordinator/types.js';
+import { shardOfUser } from '../domain/shard.js';
 import { STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
 import type { AccountKind } from '../domain/types.js';
+import { Batcher } from './batch.js';
 import type { Sql } from './sql.js';
 
 const SOURCE_TYPE: Readonly<Record<AccountKind, number>> = { FUNDING: 1, SPOT: 2 };
@@ -45,6 +47,9 @@ export type CreateOutcome =
   | { readonly kind: 'existing'; readonly view: TransferView }
   | { readonly kind: 'duplicate' };
 
+/** A page of due transfers, and the req_id the next page starts after (null: the last page). */
+export type DuePage = { readonly reqIds: readonly string[]; readonly next: string | null };
+
 export type HistoryEntry = {
   readonly from: TransferStateName | null;
   readonly to: TransferStateName;
@@ -53,8 +58,30 @@ export type HistoryEntry = {
   readonly at: string;
 };
 
+/** Rows per batched statement when the caller gives no bound. */
+export const STORE_BATCH_MAX_DEFAULT = 1_000;
+/** Batched statements of one kind in flight at once. */
+const STORE_BATCH_IN_FLIGHT_MAX = 2;
+
+type Swap = { readonly reqId: string; readonly from: TransferStateName; readonly to: TransferStateName; readonly event: TransferEvent; readonly code: string | null };
+type Retry = { readonly reqId: string; readonly state: TransferStateName; readonly reason: string; readonly nextRetryAt: Date };
+
 export class TransferStore {
-  constructor(private readonly sql: Sql) {}
+  // Reads and state changes made at the same time by many drives travel as one statement each.
+  private readonly reads: Batcher<string, Row | null>;
+  private readonly swaps: Batcher<Swap, Date | null>;
+  private readonly retries: Batcher<Retry, boolean>;
+
+  constructor(
+    private readonly sql: Sql,
+    opts: { readonly batchMax?: number; readonly onIsolate?: (rows: number, error: unknown) => void } = {},
+  ) {
+    const batch = { batchMax: opts.batchMax ?? STORE_BATCH_MAX_DEFAULT, inFlightMax: STORE_BATCH_IN_FLIGHT_MAX, ...(opts.onIsolate ? { onIsolate: opts.onIsolate } : {}) };
+    this.reads = new Batcher((ids) => this.readMany(ids), batch);
+    // One change per transfer per statement: two for the same req_id wait for separate ones.
+    this.swaps = new Batcher((swaps) => this.swapMany(swaps), { ...batch, key: (s) => s.reqId });
+    this.retries = new Batcher((retries) => this.noteRetryMany(retries), { ...batch, key: (r) => r.reqId });
+  }
 
   /**
    * Creates the transfer in INIT with its first history row, in one statement. `dueNow` marks it
@@ -70,7 +97,9 @@ export class TransferStore {
         RETURNING *),
       history AS (
         INSERT INTO transfer_state_history (req_id, from_state, to_state, event)
-        SELECT req_id, NULL, ${STATE_IDS.INIT}, 'CREATED' FROM created)
+        SELECT req_id, NULL, ${STATE_IDS.INIT}, 'CREATED' FROM created),
+      active AS (
+        INSERT INTO transfers_active (req_id, user_id) SELECT req_id, user_id FROM created)
       SELECT * FROM created`.catch((error: unknown) => {
       if (isUniqueViolation(error, CLIENT_ORDER_ID_CONSTRAINT)) return null;
       throw error;
@@ -100,13 +129,21 @@ export class TransferStore {
   }
 
   async get(reqId: string): Promise<TransferView | null> {
-    const rows = await this.sql<Row[]>`SELECT * FROM transfers_tb WHERE req_id = ${reqId}`;
-    return rows.length === 0 ? null : toView(only(rows));
+    const row = await this.reads.call(reqId);
+    return row === null ? null : toView(row);
+  }
+
+  private async readMany(reqIds: readonly string[]): Promise<(Row | null)[]> {
+    const rows = await this.sql<Row[]>`
+      SELECT * FROM transfers_tb WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(reqIds)}::text::json))`;
+    const byId = new Map(rows.map((r) => [r.req_id, r]));
+    return reqIds.map((id) => byId.get(id) ?? null);
   }
 
   /**
-   * Moves `reqId` from `from` to `to` only if it is still in `from`. Returns false when another
-   * driver moved it first; the caller re-reads and continues from what it finds.
+   * Moves `reqId` from `from` to `to` only if it is still in `from`, and answers the new
+   * updated_at. Answers null when another driver moved it first; the caller re-reads and
+   * continues from what it finds.
    */
   async compareAndSwap(
     reqId: string,
@@ -114,26 +151,47 @@ export class TransferStore {
     to: TransferStateName,
     event: TransferEvent,
     errorCode: string | null = null,
-  ): Promise<boolean> {
-    const rows = await this.sql`
-      WITH moved AS (
-        UPDATE transfers_tb
-           SET state = ${STATE_IDS[to]}, updated_at = now(), next_retry_at = NULL, attempts = 0,
-               error_code = COALESCE(${errorCode}, error_code)
-         WHERE req_id = ${reqId} AND state = ${STATE_IDS[from]}
-        RETURNING req_id)
-      INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
-      SELECT req_id, ${STATE_IDS[from]}, ${STATE_IDS[to]}, ${event}, ${errorCode} FROM moved
-      RETURNING req_id`;
-    return rows.length === 1;
+  ): Promise<Date | null> {
+    return this.swaps.call({ reqId, from, to, event, code: errorCode });
+  }
+
+  /** Many compare-and-swaps, each with its history row, in one statement. */
+  private async swapMany(swaps: readonly Swap[]): Promise<(Date | null)[]> {
+    const input = JSON.stringify(swaps.map((s) => ({ r: s.reqId, f: STATE_IDS[s.from], t: STATE_IDS[s.to], e: s.event, c: s.code })));
+    const rows = await this.sql<{ req_id: string; updated_at: Date }[]>`
+      WITH input AS (
+        SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, f smallint, t smallint, e text, c text)),
+      moved AS (
+        UPDATE transfers_tb AS tr
+           SET state = i.t, updated_at = now(), next_retry_at = NULL, attempts = 0, error_code = COALESCE(i.c, tr.error_code)
+          FROM input AS i
+         WHERE tr.req_id = i.r AND tr.state = i.f
+        RETURNING tr.req_id, tr.updated_at, i.f, i.t, i.e, i.c),
+      finished AS (
+        DELETE FROM transfers_active WHERE req_id IN (SELECT req_id FROM moved WHERE t IN (40, -10, -30))),
+      history AS (
+        INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
+        SELECT req_id, f, t, e, c FROM moved)
+      SELECT req_id, updated_at FROM moved`;
+    const moved = new Map(rows.map((r) => [r.req_id, r.updated_at]));
+    return swaps.map((s) => moved.get(s.reqId) ?? null);
   }
 
   /** Records an unknown outcome: the transfer stays where it is and is retried later. */
   async noteRetry(reqId: string, state: TransferStateName, reason: string, nextRetryAt: Date): Promise<void> {
-    await this.sql`
-      UPDATE transfers_tb
-         SET retry_count = retry_count + 1, attempts = attempts + 1, error_message = ${reason.slice(0, 500)}, next_retry_at = ${nextRetryAt}
-       WHERE req_id = ${reqId} AND state = ${STATE_IDS[state]}`;
+    await this.retries.call({ reqId, state, reason, nextRetryAt });
+  }
+
+  private async noteRetryMany(retries: readonly Retry[]): Promise<boolean[]> {
+    const input = JSON.stringify(retries.map((r) => ({ r: r.reqId, s: STATE_IDS[r.state], m: r.reason.slice(0, 500), n: r.nextRetryAt.toISOString() })));
+    const rows = await this.sql<{ req_id: string }[]>`
+      UPDATE transfers_tb AS tr
+         SET retry_count = tr.retry_count + 1, attempts = tr.attempts + 1, error_message = i.m, next_retry_at = i.n
+        FROM json_to_recordset(${input}::text::json) AS i(r text, s smallint, m text, n timestamptz)
+       WHERE tr.req_id = i.r AND tr.state = i.s
+      RETURNING tr.req_id`;
+    const noted = new Set(rows.map((r) => r.req_id));
+    return retries.map((r) => noted.has(r.reqId));
   }
 
   /**
@@ -166,45 +224,59 @@ export class TransferStore {
     }));
   }
 
+  /** The database's clock now, as text that keeps its microseconds: where a scan pass begins. */
+  async clock(): Promise<string> {
+    const rows = await this.sql<{ at: string }[]>`SELECT now()::text AS at`;
+    return only(rows).at;
+  }
+
   /**
-   * Non-terminal transfers of one shard that are due: untouched for `staleMs` (spec 001 §6.2),
-   * or whose next retry time has come (a retry no timer holds, a transfer created while the
-   * shard's mailbox was full). Oldest first.
+   * One page of this shard's due transfers (spec 001 §6): unfinished and untouched for
+   * `staleMs` before `passAt`, or whose next retry time came by `passAt` (a retry no timer
+   * holds, a transfer created while the shard's mailbox was full). The page walks the
+   * unfinished transfers in req_id order, which is creation order, after `after`; a transfer
+   * moved since the pass began is past its cut-off.
    */
-  async due(shard: number, shards: number, staleMs: number, limit: number): Promise<string[]> {
-    const rows = await this.sql<{ req_id: string }[]>`
-      SELECT req_id FROM (
-        SELECT req_id, updated_at FROM transfers_tb
-         WHERE state NOT IN (40, -10, -30) AND updated_at < now() - make_interval(secs => ${staleMs / 1000})
-           AND user_id % ${shards} = ${shard}
-        UNION
-        SELECT req_id, updated_at FROM transfers_tb
-         WHERE state NOT IN (40, -10, -30) AND next_retry_at <= now() AND user_id % ${shards} = ${shard}
-      ) AS due ORDER BY updated_at LIMIT ${limit}`;
-    return rows.map((r) => r.req_id);
+  async due(q: { readonly shard: number; readonly shards: number; readonly passAt: string; readonly staleMs: number; readonly after: string | null; readonly limit: number }): Promise<DuePage> {
+    // Two plain statements, not a join: with a table just filled (stale statistics) the
+    // planner would sort every unfinished transfer for each page.
+    const candidates = await this.sql<{ req_id: string; user_id: bigint }[]>`
+      SELECT req_id, user_id FROM transfers_active ${q.after === null ? this.sql`` : this.sql`WHERE req_id > ${q.after}`}
+       ORDER BY req_id LIMIT ${q.limit}`;
+    const mine = candidates.filter((c) => shardOfUser(c.user_id, q.shards) === q.shard).map((c) => c.req_id);
+    const due =
+      mine.length === 0
+        ? []
+        : await this.sql<{ req_id: string }[]>`
+            SELECT req_id FROM transfers_tb
+             WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(mine)}::text::json))
+               AND (updated_at < ${q.passAt}::timestamptz - make_interval(secs => ${q.staleMs / 1000}) OR next_retry_at <= ${q.passAt}::timestamptz)`;
+    const dueIds = new Set(due.map((r) => r.req_id));
+    return { reqIds: mine.filter((id) => dueIds.has(id)), next: candidates.length < q.limit ? null : (candidates.at(-1)?.req_id ?? null) };
   }
 
   /** Transfers an operator must look at: not finished after `retriesMax` retries or `ageMs`. */
   async stuck(retriesMax: number, ageMs: number, limit: number): Promise<TransferView[]> {
     const rows = await this.sql<Row[]>`
-      SELECT * FROM transfers_tb
-       WHERE state NOT IN (40, -10, -30)
-         AND (retry_count >= ${retriesMax} OR created_at < now() - make_interval(secs => ${ageMs / 1000}))
-       ORDER BY created_at LIMIT ${limit}`;
+      SELECT t.* FROM transfers_active AS a JOIN transfers_tb AS t ON t.req_id = a.req_id
+       WHERE t.retry_count >= ${retriesMax} OR t.created_at < now() - make_interval(secs => ${ageMs / 1000})
+       ORDER BY t.created_at LIMIT ${limit}`;
     return rows.map(toView);
   }
 
-  /** Non-terminal transfers, oldest first. */
+  /** Unfinished transfers, oldest first. */
   async unfinished(limit: number): Promise<TransferView[]> {
-    const rows = await this.sql<Row[]>`SELECT * FROM transfers_tb WHERE state NOT IN (40, -10, -30) ORDER BY created_at LIMIT ${limit}`;
+    const rows = await this.sql<Row[]>`
+      SELECT t.* FROM transfers_active AS a JOIN transfers_tb AS t ON t.req_id = a.req_id ORDER BY t.created_at LIMIT ${limit}`;
     return rows.map(toView);
   }
 
   /** TARGET_PENDING transfers that entered that state more than `ageMs` ago (MON-001). */
   async targetPendingOlderThan(ageMs: number, limit: number): Promise<TransferView[]> {
     const rows = await this.sql<Row[]>`
-      SELECT * FROM transfers_tb WHERE state = ${STATE_IDS.TARGET_PENDING} AND updated_at < now() - make_interval(secs => ${ageMs / 1000})
-       ORDER BY updated_at LIMIT ${limit}`;
+      SELECT t.* FROM transfers_active AS a JOIN transfers_tb AS t ON t.req_id = a.req_id
+       WHERE t.state = ${STATE_IDS.TARGET_PENDING} AND t.updated_at < now() - make_interval(secs => ${ageMs / 1000})
+       ORDER BY t.updated_at LIMIT ${limit}`;
     return rows.map(toView);
   }
 }

@@ -10,7 +10,14 @@ export type MetricSnapshot =
   | { readonly name: string; readonly help: string; readonly type: 'counter' | 'gauge'; readonly series: readonly { labels: Labels; value: number | bigint }[] }
   | { readonly name: string; readonly help: string; readonly type: 'histogram'; readonly buckets: readonly number[]; readonly series: readonly { labels: Labels; value: Hist }[] };
 
-const keyOf = (labels: Labels): string => JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : 1)));
+/** One key per label set, whatever the order of its names; called on every count, so no JSON. */
+function keyOf(labels: Labels): string {
+  const names = Object.keys(labels);
+  if (names.length > 1) names.sort();
+  let key = '';
+  for (const name of names) key += `${name}\u0000${labels[name]}\u0001`;
+  return key;
+}
 
 export class Registry {
   private readonly scalars = new Map<string, { help: string; type: 'counter' | 'gauge'; series: Series<number | bigint> }>();
@@ -18,9 +25,10 @@ export class Registry {
 
   inc(name: string, help: string, labels: Labels = {}, by = 1): void {
     const series = this.scalar(name, help, 'counter');
-    const entry = series.get(keyOf(labels)) ?? { labels, value: 0 };
-    entry.value = Number(entry.value) + by;
-    series.set(keyOf(labels), entry);
+    const key = keyOf(labels);
+    const entry = series.get(key);
+    if (entry === undefined) series.set(key, { labels, value: by });
+    else entry.value = Number(entry.value) + by;
   }
 
   /** A gauge; a bigint (an amount in smallest units) is kept and printed exactly. */
@@ -34,13 +42,14 @@ export class Registry {
       h = { help, buckets: [...buckets], series: new Map() };
       this.histograms.set(name, h);
     }
-    const entry = h.series.get(keyOf(labels)) ?? { labels, value: { counts: h.buckets.map(() => 0), sum: 0, count: 0 } };
+    const key = keyOf(labels);
+    const entry = h.series.get(key) ?? { labels, value: { counts: h.buckets.map(() => 0), sum: 0, count: 0 } };
     h.buckets.forEach((b, i) => {
       if (value <= b) entry.value.counts[i] = (entry.value.counts[i] ?? 0) + 1;
     });
     entry.value.sum += value;
     entry.value.count += 1;
-    h.series.set(keyOf(labels), entry);
+    h.series.set(key, entry);
   }
 
   /** Adds another thread's histogram series, bucket by bucket. */

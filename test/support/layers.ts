@@ -31,6 +31,7 @@ export const LAYER_CONFIG: CoordinatorConfig = {
   staleThresholdMs: 60_000,
   scanBatchMax: 100,
   scanConcurrencyMax: 8,
+  pgBatchMax: 100,
   targetPendingAlertMs: 60_000,
   refundFailuresAlertMax: 3,
   stuckRetriesMax: 10,

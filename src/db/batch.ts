@@ -1,0 +1,105 @@
+// Coalesces concurrent calls into one statement (or one transaction) for many rows. While a batch
+// is in flight, new calls wait in the queue; when it ends, the next batch takes all of them, so
+// the batch grows with the load the way a group commit does, and a lone call goes at once.
+// Each caller still gets its own answer, and a batch that fails is re-run one row at a time so
+// that one bad row cannot fail the rows batched with it.
+
+export type BatchRun<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
+
+export type BatcherOptions<I> = {
+  /** Rows per batch. */
+  readonly batchMax: number;
+  /** Batches in flight at once (each holds a connection). */
+  readonly inFlightMax: number;
+  /** Rows with the same key never share a batch: a second one waits for the next. */
+  readonly key?: (input: I) => string;
+  /** Told when a batch failed and its rows are re-run one at a time. */
+  readonly onIsolate?: (rows: number, error: unknown) => void;
+};
+
+type Call<I, O> = { readonly input: I; readonly resolve: (output: O) => void; readonly reject: (error: unknown) => void };
+
+export class Batcher<I, O> {
+  private queue: Call<I, O>[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+
+  constructor(
+    private readonly run: BatchRun<I, O>,
+    private readonly opts: BatcherOptions<I>,
+  ) {
+    if (!Number.isSafeInteger(opts.batchMax) || opts.batchMax < 1) throw new Error(`Batcher: batchMax must be a positive integer, got ${opts.batchMax}`);
+    if (!Number.isSafeInteger(opts.inFlightMax) || opts.inFlightMax < 1) throw new Error(`Batcher: inFlightMax must be a positive integer, got ${opts.inFlightMax}`);
+  }
+
+  call(input: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ input, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.opts.inFlightMax) return;
+    this.scheduled = true;
+    // setImmediate runs after this turn's microtasks: calls made in the same turn share a batch.
+    setImmediate(() => {
+      this.scheduled = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.queue.length > 0 && this.inFlight < this.opts.inFlightMax) {
+      const batch = this.take();
+      this.inFlight += 1;
+      void this.execute(batch).finally(() => {
+        this.inFlight -= 1;
+        if (this.queue.length > 0) this.schedule();
+      });
+    }
+  }
+
+  /** The next batch, in arrival order, skipping (and keeping queued) a key already taken. */
+  private take(): Call<I, O>[] {
+    const key = this.opts.key;
+    if (key === undefined) return this.queue.splice(0, this.opts.batchMax);
+    const batch: Call<I, O>[] = [];
+    const rest: Call<I, O>[] = [];
+    const keys = new Set<string>();
+    for (const call of this.queue) {
+      const k = key(call.input);
+      if (batch.length < this.opts.batchMax && !keys.has(k)) {
+        keys.add(k);
+        batch.push(call);
+      } else {
+        rest.push(call);
+      }
+    }
+    this.queue = rest;
+    return batch;
+  }
+
+  private async execute(batch: readonly Call<I, O>[]): Promise<void> {
+    try {
+      settle(batch, await this.runChecked(batch.map((c) => c.input)));
+    } catch (error) {
+      if (batch.length === 1) {
+        batch[0]?.reject(error);
+        return;
+      }
+      this.opts.onIsolate?.(batch.length, error);
+      await Promise.all(batch.map((c) => this.runChecked([c.input]).then((outputs) => settle([c], outputs), c.reject)));
+    }
+  }
+
+  private async runChecked(inputs: readonly I[]): Promise<readonly O[]> {
+    const outputs = await this.run(inputs);
+    if (outputs.length !== inputs.length) throw new Error(`Batcher: ${inputs.length} rows in, ${outputs.length} answers out`);
+    return outputs;
+  }
+}
+
+function settle<I, O>(batch: readonly Call<I, O>[], outputs: readonly O[]): void {
+  batch.forEach((call, i) => call.resolve(outputs[i] as O));
+}

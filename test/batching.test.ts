@@ -1,0 +1,139 @@
+// Proves that coalescing concurrent calls into one statement keeps each call's own answer: a
+// batch is bounded, never holds one key twice, isolates a failing row, and the Funding adapter
+// decides the operations of one batch against the running balance, exactly once each.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ulid } from 'ulid';
+import { Batcher } from '../src/db/batch.js';
+import { startLayers, type Layers } from './support/layers.js';
+import { balances, newTransfer, newUserId, seed } from './support/ledger.js';
+
+const COIN = 10n ** 8n;
+let L: Layers;
+
+test.before(async () => {
+  L = await startLayers();
+});
+
+test.after(async () => {
+  await L.stop();
+});
+
+test('calls made in one turn share a batch, bounded by batchMax, and each gets its own answer', async () => {
+  const batches: number[][] = [];
+  const b = new Batcher<number, number>(
+    async (xs) => {
+      batches.push([...xs]);
+      return xs.map((x) => x * 2);
+    },
+    { batchMax: 4, inFlightMax: 1 },
+  );
+  const answers = await Promise.all([1, 2, 3, 4, 5, 6].map((x) => b.call(x)));
+  assert.equal(answers, [2, 4, 6, 8, 10, 12]);
+  assert.equal(batches, [[1, 2, 3, 4], [5, 6]]);
+});
+
+test('two calls with the same key never share a batch', async () => {
+  const batches: string[][] = [];
+  const b = new Batcher<string, string>(
+    async (xs) => {
+      batches.push([...xs]);
+      return xs;
+    },
+    { batchMax: 10, inFlightMax: 1, key: (x) => x.slice(0, 1) },
+  );
+  await Promise.all(['a1', 'a2', 'b1', 'a3'].map((x) => b.call(x)));
+  assert.equal(batches, [['a1', 'b1'], ['a2'], ['a3']]);
+});
+
+test('a failing batch is re-run a row at a time: only the bad row fails', async () => {
+  const isolated: number[] = [];
+  const b = new Batcher<number, number>(
+    async (xs) => {
+      if (xs.includes(13)) throw new Error('row 13 is bad');
+      return xs;
+    },
+    { batchMax: 10, inFlightMax: 1, onIsolate: (rows) => isolated.push(rows) },
+  );
+  const results = await Promise.allSettled([11, 12, 13, 14].map((x) => b.call(x)));
+  assert.equal(
+    results.map((r) => r.status),
+    ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
+  );
+  assert.equal(isolated, [4]);
+});
+
+test('a run that answers the wrong number of rows is an error, never a misaligned answer', async () => {
+  const b = new Batcher<number, number>(async (xs) => xs.slice(1), { batchMax: 10, inFlightMax: 1 });
+  const results = await Promise.allSettled([1, 2].map((x) => b.call(x)));
+  assert.ok(results.every((r) => r.status === 'rejected'));
+});
+
+test('withdraws batched together are decided against the running balance: exactly what the balance holds is taken', async () => {
+  const user = newUserId();
+  await seed(L, user, 'USDT', 5n * COIN, 0n);
+  const requests = Array.from({ length: 20 }, () => ({ reqId: ulid(), userId: user, asset: 'USDT', amount: COIN }));
+  const outcomes = await Promise.all(requests.map((r) => L.funding.withdraw(r)));
+  assert.is(outcomes.filter((o) => o.kind === 'SUCCESS').length, 5);
+  assert.ok(outcomes.filter((o) => o.kind !== 'SUCCESS').every((o) => o.kind === 'FAILED' && o.code === 'INSUFFICIENT_BALANCE'));
+  assert.is((await balances(L, user, 'USDT')).funding, 0n);
+  const recorded = await L.sql<{ applied: number; rejected: number }[]>`
+    SELECT count(*) FILTER (WHERE outcome = 'APPLIED')::int AS applied, count(*) FILTER (WHERE outcome = 'REJECTED')::int AS rejected
+      FROM funding_operations WHERE user_id = ${user}`;
+  assert.equal(recorded[0], { applied: 5, rejected: 15 });
+});
+
+test('the same (req_id, op) asked many times at once is applied once, and every answer agrees', async () => {
+  const user = newUserId();
+  await seed(L, user, 'USDT', 5n * COIN, 0n);
+  const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: 2n * COIN };
+  const outcomes = await Promise.all(Array.from({ length: 8 }, () => L.funding.withdraw(req)));
+  assert.ok(outcomes.every((o) => o.kind === 'SUCCESS'));
+  assert.is((await balances(L, user, 'USDT')).funding, 3n * COIN);
+});
+
+test('a refund batched with other operations credits back only its own withdraw', async () => {
+  const user = newUserId();
+  await seed(L, user, 'USDT', 4n * COIN, 0n);
+  const first = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
+  assert.is((await L.funding.withdraw(first)).kind, 'SUCCESS');
+  const never = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
+  const [refund, stray, deposit] = await Promise.all([
+    L.funding.refund(first),
+    L.funding.refund(never),
+    L.funding.deposit({ reqId: ulid(), userId: user, asset: 'USDT', amount: COIN }),
+  ]);
+  assert.is(refund.kind, 'SUCCESS');
+  assert.is(stray.kind, 'PENDING', 'a refund without a withdraw is never applied and never final');
+  assert.is(deposit.kind, 'SUCCESS');
+  assert.is((await balances(L, user, 'USDT')).funding, 5n * COIN);
+});
+
+test('concurrent compare-and-swaps of one transfer through one store: exactly one wins', async () => {
+  const user = newUserId();
+  await seed(L, user, 'USDT', COIN, 0n);
+  const created = await L.store.create(newTransfer(user, 'FUNDING', 'USDT', COIN));
+  assert.is(created.kind, 'created');
+  const reqId = created.kind === 'created' ? created.view.reqId : '';
+  const wins = await Promise.all(Array.from({ length: 6 }, () => L.store.compareAndSwap(reqId, 'INIT', 'SOURCE_PENDING', 'SOURCE_CALL')));
+  assert.is(wins.filter((w) => w !== null).length, 1);
+  const history = await L.store.history(reqId);
+  assert.equal(
+    history.map((h) => h.to),
+    ['INIT', 'SOURCE_PENDING'],
+  );
+});
+
+test('the unfinished list follows the transfer: listed when created, gone when it ends', async () => {
+  const user = newUserId();
+  await seed(L, user, 'USDT', COIN, 0n);
+  const created = await L.store.create(newTransfer(user, 'FUNDING', 'USDT', COIN));
+  const reqId = created.kind === 'created' ? created.view.reqId : '';
+  const listed = async () => (await L.sql`SELECT 1 FROM transfers_active WHERE req_id = ${reqId}`).length === 1;
+  assert.ok(await listed());
+  assert.ok((await L.store.compareAndSwap(reqId, 'INIT', 'FAILED', 'SOURCE_FAIL', 'INVALID_ASSET')) !== null);
+  assert.not.ok(await listed());
+});
+
+test.run();
