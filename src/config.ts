@@ -11,6 +11,7 @@ export type Config = {
   /** Null: start the embedded PostgreSQL server inside dataDir. */
   readonly databaseUrl: string | null;
   readonly embeddedPgPort: number;
+  readonly embeddedPgSharedBuffersMb: number;
   readonly jwtSecret: string;
   readonly jwtSecretIsDevDefault: boolean;
   readonly coordinators: number;
@@ -64,6 +65,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     databaseUrl: nonEmpty(env.DATABASE_URL),
     embeddedPgPort: intVar(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535),
+    embeddedPgSharedBuffersMb: intVar(env, 'EMBEDDED_PG_SHARED_BUFFERS_MB', 256, 16, 1_048_576),
     jwtSecret: secret ?? DEV_JWT_SECRET,
     jwtSecretIsDevDefault: secret === undefined,
     coordinators: intVar(env, 'COORDINATORS', 2, 1, 64),

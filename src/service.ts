@@ -156,6 +156,7 @@ async function database(config: Config, log: Logger, stack: (() => Promise<void>
   const pg: EmbeddedPg = await startEmbeddedPg({
     dir: path.join(config.dataDir, 'postgres'),
     port: config.embeddedPgPort,
+    sharedBuffersMb: config.embeddedPgSharedBuffersMb,
     log: (line) => log.info(line),
   });
   stack.push(() => pg.stop());

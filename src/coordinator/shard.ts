@@ -107,12 +107,12 @@ export class Shard {
   }
 
   /** Steps until terminal or an unknown outcome; then schedules the retry. Never throws. */
-  private async drive(reqId: string): Promise<TransferView | null> {
+  private async drive(reqId: string, read?: TransferView): Promise<TransferView | null> {
     if (this.inProgress.has(reqId)) return this.deps.store.get(reqId).catch(() => null);
     this.inProgress.add(reqId);
     this.clearTimer(reqId);
     try {
-      let known: TransferView | undefined;
+      let known = read;
       for (;;) {
         const result = await this.safeStep(reqId, known);
         if (result.kind !== 'error') this.stepFailures.delete(reqId);
@@ -189,7 +189,7 @@ export class Shard {
   private async drivePass(staleMs: number): Promise<number> {
     const { shard, shards, scanBatchMax, scanConcurrencyMax } = this.deps.config;
     const passAt = await this.deps.store.clock();
-    const pass = { queue: [] as string[], next: 0, after: null as string | null, exhausted: false, failure: null as unknown, driven: 0 };
+    const pass = { queue: [] as TransferView[], next: 0, after: null as string | null, exhausted: false, failure: null as unknown, driven: 0 };
     let reading: Promise<void> | null = null;
     // One page read at a time; a failed read ends the pass, and the next pass starts over.
     const read = (): Promise<void> => {
@@ -199,7 +199,7 @@ export class Shard {
           (page) => {
             pass.after = page.next;
             pass.exhausted = page.next === null;
-            pass.queue = pass.queue.slice(pass.next).concat(page.reqIds.filter((id) => !this.timers.has(id) && !this.inProgress.has(id)));
+            pass.queue = pass.queue.slice(pass.next).concat(page.transfers.filter((t) => !this.timers.has(t.reqId) && !this.inProgress.has(t.reqId)));
             pass.next = 0;
           },
           (error: unknown) => {
@@ -216,16 +216,17 @@ export class Shard {
       while (!this.stopped) {
         const waiting = pass.queue.length - pass.next;
         if (waiting <= scanConcurrencyMax && !pass.exhausted) void read();
-        const reqId = pass.queue[pass.next];
-        if (reqId === undefined) {
+        const due = pass.queue[pass.next];
+        if (due === undefined) {
           if (pass.exhausted) return;
           await read();
           continue;
         }
         pass.next += 1;
         pass.driven += 1;
-        const view = await this.drive(reqId);
-        if (view !== null && !isTerminal(view.state)) this.deps.log.warn('recovery left transfer unfinished', { req_id: reqId, state: view.state });
+        // The page's row spares the drive its first read; a stale one only loses a CAS.
+        const view = await this.drive(due.reqId, due);
+        if (view !== null && !isTerminal(view.state)) this.deps.log.warn('recovery left transfer unfinished', { req_id: due.reqId, state: view.state });
       }
     };
     await Promise.all(Array.from({ length: scanConcurrencyMax }, lane));

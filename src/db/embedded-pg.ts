@@ -22,7 +22,11 @@ type RunAs = { readonly uid?: number; readonly gid?: number };
 
 const START_TIMEOUT_S = 60;
 
-export async function startEmbeddedPg(opts: { dir: string; port: number; log: (line: string) => void }): Promise<EmbeddedPg> {
+/**
+ * Starts (initialising on first use) the cluster in `dir`. `sharedBuffersMb` sizes PostgreSQL's
+ * page cache; its default of 128 MB is smaller than a busy day's transfers and their history.
+ */
+export async function startEmbeddedPg(opts: { dir: string; port: number; sharedBuffersMb?: number; log: (line: string) => void }): Promise<EmbeddedPg> {
   const bin = await binaries();
   const runAs = await postgresUser();
   const pgData = path.join(opts.dir, 'pg');
@@ -36,7 +40,8 @@ export async function startEmbeddedPg(opts: { dir: string; port: number; log: (l
   await stopLeftoverServer(bin, runAs, pgData, opts.log);
   const logFile = path.join(opts.dir, 'pg.log');
   await chownTo(runAs, logFile, true);
-  const serverOptions = `-p ${opts.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''`;
+  const buffers = opts.sharedBuffersMb === undefined ? '' : ` -c shared_buffers=${opts.sharedBuffersMb}MB`;
+  const serverOptions = `-p ${opts.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''${buffers}`;
   await run(bin.pg_ctl, ['start', '-D', pgData, '-w', '-t', String(START_TIMEOUT_S), '-l', logFile, '-o', serverOptions], {
     ...runAs,
     env: { ...process.env, LC_ALL: 'C' },

@@ -47,8 +47,8 @@ export type CreateOutcome =
   | { readonly kind: 'existing'; readonly view: TransferView }
   | { readonly kind: 'duplicate' };
 
-/** A page of due transfers, and the req_id the next page starts after (null: the last page). */
-export type DuePage = { readonly reqIds: readonly string[]; readonly next: string | null };
+/** A page of due transfers as read, and the req_id the next page starts after (null: the last page). */
+export type DuePage = { readonly transfers: readonly TransferView[]; readonly next: string | null };
 
 export type HistoryEntry = {
   readonly from: TransferStateName | null;
@@ -158,7 +158,9 @@ export class TransferStore {
   /** Many compare-and-swaps, each with its history row, in one statement. */
   private async swapMany(swaps: readonly Swap[]): Promise<(Date | null)[]> {
     const input = JSON.stringify(swaps.map((s) => ({ r: s.reqId, f: STATE_IDS[s.from], t: STATE_IDS[s.to], e: s.event, c: s.code })));
-    const rows = await this.sql<{ req_id: string; updated_at: Date }[]>`
+    // One row back, not one per transfer: every row moved by one statement has the same
+    // updated_at (the transaction's now()), and the moved req_ids come as one text.
+    const rows = await this.sql<{ at: Date; ids: string | null }[]>`
       WITH input AS (
         SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, f smallint, t smallint, e text, c text)),
       moved AS (
@@ -166,15 +168,16 @@ export class TransferStore {
            SET state = i.t, updated_at = now(), next_retry_at = NULL, attempts = 0, error_code = COALESCE(i.c, tr.error_code)
           FROM input AS i
          WHERE tr.req_id = i.r AND tr.state = i.f
-        RETURNING tr.req_id, tr.updated_at, i.f, i.t, i.e, i.c),
+        RETURNING tr.req_id, i.f, i.t, i.e, i.c),
       finished AS (
         DELETE FROM transfers_active WHERE req_id IN (SELECT req_id FROM moved WHERE t IN (40, -10, -30))),
       history AS (
         INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
         SELECT req_id, f, t, e, c FROM moved)
-      SELECT req_id, updated_at FROM moved`;
-    const moved = new Map(rows.map((r) => [r.req_id, r.updated_at]));
-    return swaps.map((s) => moved.get(s.reqId) ?? null);
+      SELECT now() AS at, string_agg(req_id, ',') AS ids FROM moved`;
+    const { at, ids } = only(rows);
+    const moved = new Set(ids === null ? [] : ids.split(','));
+    return swaps.map((s) => (moved.has(s.reqId) ? at : null));
   }
 
   /** Records an unknown outcome: the transfer stays where it is and is retried later. */
@@ -247,12 +250,12 @@ export class TransferStore {
     const due =
       mine.length === 0
         ? []
-        : await this.sql<{ req_id: string }[]>`
-            SELECT req_id FROM transfers_tb
+        : await this.sql<Row[]>`
+            SELECT * FROM transfers_tb
              WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(mine)}::text::json))
-               AND (updated_at < ${q.passAt}::timestamptz - make_interval(secs => ${q.staleMs / 1000}) OR next_retry_at <= ${q.passAt}::timestamptz)`;
-    const dueIds = new Set(due.map((r) => r.req_id));
-    return { reqIds: mine.filter((id) => dueIds.has(id)), next: candidates.length < q.limit ? null : (candidates.at(-1)?.req_id ?? null) };
+               AND (updated_at < ${q.passAt}::timestamptz - make_interval(secs => ${q.staleMs / 1000}) OR next_retry_at <= ${q.passAt}::timestamptz)
+             ORDER BY req_id`;
+    return { transfers: due.map(toView), next: candidates.length < q.limit ? null : (candidates.at(-1)?.req_id ?? null) };
   }
 
   /** Transfers an operator must look at: not finished after `retriesMax` retries or `ageMs`. */
