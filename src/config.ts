@@ -87,7 +87,7 @@ export function loadConfig(env: Env = process.env): Config {
     scanIntervalMs: intVar(env, 'SCAN_INTERVAL_MS', 5_000, 100, 3_600_000),
     staleThresholdMs: intVar(env, 'STALE_THRESHOLD_MS', 60_000, 0, 86_400_000),
     scanConcurrencyMax: intVar(env, 'SCAN_CONCURRENCY_MAX', 1_000, 1, 10_000),
-    pgBatchMax: intVar(env, 'PG_BATCH_MAX', 1_000, 1, 10_000),
+    pgBatchMax: intVar(env, 'PG_BATCH_MAX', 500, 1, 10_000),
     targetPendingAlertMs: intVar(env, 'TARGET_PENDING_ALERT_MS', 60_000, 0, 86_400_000),
     refundFailuresAlertMax: intVar(env, 'REFUND_FAILURES_ALERT', 3, 1, 1_000_000),
     stuckRetriesMax: intVar(env, 'STUCK_RETRIES', 10, 1, 1_000_000),

@@ -19,7 +19,7 @@ type Operation = { readonly op: TransferOp; readonly req: OpRequest };
 type AccountKey = { readonly userId: bigint; readonly asset: string };
 
 /** Operations per transaction when the caller gives no bound. */
-export const FUNDING_BATCH_MAX_DEFAULT = 1_000;
+export const FUNDING_BATCH_MAX_DEFAULT = 500;
 /** Batch transactions in flight at once; each holds a connection. */
 const FUNDING_BATCH_IN_FLIGHT_MAX = 2;
 
@@ -102,8 +102,9 @@ export class FundingAdapter extends OperationAdapter {
   private async existing(keys: readonly AccountKey[]): Promise<boolean[]> {
     const input = JSON.stringify(keys.map((k) => ({ u: k.userId.toString(), a: k.asset })));
     const rows = await this.sql<{ user_id: bigint; asset: string }[]>`
+      WITH input AS (SELECT u::bigint AS u, a FROM json_to_recordset(${input}::text::json) AS x(u text, a text))
       SELECT user_id, asset FROM funding_balances
-       WHERE (user_id, asset) IN (SELECT u::bigint, a FROM json_to_recordset(${input}::text::json) AS x(u text, a text))`;
+       WHERE user_id = ANY (ARRAY(SELECT u FROM input)) AND (user_id, asset) IN (SELECT u, a FROM input)`;
     const found = new Set(rows.map((r) => accountKey({ userId: r.user_id, asset: r.asset })));
     return keys.map((k) => found.has(accountKey(k)));
   }
@@ -112,8 +113,9 @@ export class FundingAdapter extends OperationAdapter {
 async function lockAccounts(tx: Tx, ops: readonly Operation[]): Promise<Map<string, Account>> {
   const keys = new Map(ops.map(({ req }) => [accountKey(req), { u: req.userId.toString(), a: req.asset }]));
   const rows = await tx<(Account & { user_id: bigint; asset: string })[]>`
+    WITH input AS (SELECT u::bigint AS u, a FROM json_to_recordset(${JSON.stringify([...keys.values()])}::text::json) AS x(u text, a text))
     SELECT user_id, asset, available, status FROM funding_balances
-     WHERE (user_id, asset) IN (SELECT u::bigint, a FROM json_to_recordset(${JSON.stringify([...keys.values()])}::text::json) AS x(u text, a text))
+     WHERE user_id = ANY (ARRAY(SELECT u FROM input)) AND (user_id, asset) IN (SELECT u, a FROM input)
      ORDER BY user_id, asset
        FOR UPDATE`;
   return new Map(rows.map((r) => [accountKey({ userId: r.user_id, asset: r.asset }), { available: r.available, status: r.status }]));
@@ -123,8 +125,9 @@ async function lockAccounts(tx: Tx, ops: readonly Operation[]): Promise<Map<stri
 async function priorRecords(tx: Tx, ops: readonly Operation[]): Promise<Map<string, OpRecord>> {
   const pairs = ops.flatMap(({ op, req }) => (op === 'REFUND' ? [{ r: req.reqId, o: op }, { r: req.reqId, o: 'WITHDRAW' }] : [{ r: req.reqId, o: op }]));
   const rows = await tx<(OpRecord & { req_id: string; op: TransferOp })[]>`
+    WITH input AS (SELECT * FROM json_to_recordset(${JSON.stringify(pairs)}::text::json) AS x(r text, o text))
     SELECT req_id, op, user_id, asset, amount, outcome, code FROM funding_operations
-     WHERE (req_id, op) IN (SELECT r, o FROM json_to_recordset(${JSON.stringify(pairs)}::text::json) AS x(r text, o text))`;
+     WHERE req_id = ANY (ARRAY(SELECT r FROM input)) AND (req_id, op) IN (SELECT r, o FROM input)`;
   return new Map(rows.map((r) => [opKey(r.req_id, r.op), r]));
 }
 
@@ -133,10 +136,11 @@ async function writeAll(tx: Tx, deltas: readonly { readonly account: AccountKey;
   const balances = JSON.stringify(deltas.map((d) => ({ u: d.account.userId.toString(), a: d.account.asset, d: d.delta.toString() })));
   const records = JSON.stringify(writes.map((w) => ({ r: w.req_id, o: w.op, u: w.user_id.toString(), a: w.asset, m: w.amount.toString(), x: w.outcome, c: w.code })));
   const rows = await tx<{ balances: number; records: number }[]>`
-    WITH changed AS (
-      UPDATE funding_balances AS f SET available = f.available + d.d::bigint, updated_at = now()
-        FROM json_to_recordset(${balances}::text::json) AS d(u text, a text, d text)
-       WHERE f.user_id = d.u::bigint AND f.asset = d.a
+    WITH input AS (SELECT u::bigint AS u, a, d::bigint AS d FROM json_to_recordset(${balances}::text::json) AS x(u text, a text, d text)),
+    changed AS (
+      UPDATE funding_balances AS f SET available = f.available + i.d, updated_at = now()
+        FROM input AS i
+       WHERE f.user_id = ANY (ARRAY(SELECT u FROM input)) AND f.user_id = i.u AND f.asset = i.a
       RETURNING 1),
     recorded AS (
       INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code)

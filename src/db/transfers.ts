@@ -59,13 +59,16 @@ export type HistoryEntry = {
 };
 
 /** Rows per batched statement when the caller gives no bound. */
-export const STORE_BATCH_MAX_DEFAULT = 1_000;
+export const STORE_BATCH_MAX_DEFAULT = 500;
 /** Batched statements of one kind in flight at once. */
 const STORE_BATCH_IN_FLIGHT_MAX = 2;
 
 type Swap = { readonly reqId: string; readonly from: TransferStateName; readonly to: TransferStateName; readonly event: TransferEvent; readonly code: string | null };
 type Retry = { readonly reqId: string; readonly state: TransferStateName; readonly reason: string; readonly nextRetryAt: Date };
 
+// Batched statements take their rows as one JSON parameter and find the transfers with
+// `req_id = ANY (ARRAY(SELECT …))`: PostgreSQL guesses 100 rows for a JSON set and would join
+// it to a small or middling table by scanning the whole table; an array keeps it on the index.
 export class TransferStore {
   // Reads and state changes made at the same time by many drives travel as one statement each.
   private readonly reads: Batcher<string, Row | null>;
@@ -135,7 +138,7 @@ export class TransferStore {
 
   private async readMany(reqIds: readonly string[]): Promise<(Row | null)[]> {
     const rows = await this.sql<Row[]>`
-      SELECT * FROM transfers_tb WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(reqIds)}::text::json))`;
+      SELECT * FROM transfers_tb WHERE req_id = ANY (ARRAY(SELECT json_array_elements_text(${JSON.stringify(reqIds)}::text::json)))`;
     const byId = new Map(rows.map((r) => [r.req_id, r]));
     return reqIds.map((id) => byId.get(id) ?? null);
   }
@@ -167,7 +170,7 @@ export class TransferStore {
         UPDATE transfers_tb AS tr
            SET state = i.t, updated_at = now(), next_retry_at = NULL, attempts = 0, error_code = COALESCE(i.c, tr.error_code)
           FROM input AS i
-         WHERE tr.req_id = i.r AND tr.state = i.f
+         WHERE tr.req_id = ANY (ARRAY(SELECT r FROM input)) AND tr.req_id = i.r AND tr.state = i.f
         RETURNING tr.req_id, i.f, i.t, i.e, i.c),
       finished AS (
         DELETE FROM transfers_active WHERE req_id IN (SELECT req_id FROM moved WHERE t IN (40, -10, -30))),
@@ -188,10 +191,12 @@ export class TransferStore {
   private async noteRetryMany(retries: readonly Retry[]): Promise<boolean[]> {
     const input = JSON.stringify(retries.map((r) => ({ r: r.reqId, s: STATE_IDS[r.state], m: r.reason.slice(0, 500), n: r.nextRetryAt.toISOString() })));
     const rows = await this.sql<{ req_id: string }[]>`
+      WITH input AS (
+        SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, s smallint, m text, n timestamptz))
       UPDATE transfers_tb AS tr
          SET retry_count = tr.retry_count + 1, attempts = tr.attempts + 1, error_message = i.m, next_retry_at = i.n
-        FROM json_to_recordset(${input}::text::json) AS i(r text, s smallint, m text, n timestamptz)
-       WHERE tr.req_id = i.r AND tr.state = i.s
+        FROM input AS i
+       WHERE tr.req_id = ANY (ARRAY(SELECT r FROM input)) AND tr.req_id = i.r AND tr.state = i.s
       RETURNING tr.req_id`;
     const noted = new Set(rows.map((r) => r.req_id));
     return retries.map((r) => noted.has(r.reqId));
@@ -252,7 +257,7 @@ export class TransferStore {
         ? []
         : await this.sql<Row[]>`
             SELECT * FROM transfers_tb
-             WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(mine)}::text::json))
+             WHERE req_id = ANY (ARRAY(SELECT json_array_elements_text(${JSON.stringify(mine)}::text::json)))
                AND (updated_at < ${q.passAt}::timestamptz - make_interval(secs => ${q.staleMs / 1000}) OR next_retry_at <= ${q.passAt}::timestamptz)
              ORDER BY req_id`;
     return { transfers: due.map(toView), next: candidates.length < q.limit ? null : (candidates.at(-1)?.req_id ?? null) };
