@@ -5,9 +5,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
+import { composeShard } from '../src/coordinator/compose.js';
 import { Batcher } from '../src/db/batch.js';
-import { startLayers, type Layers } from './support/layers.js';
-import { balances, newTransfer, newUserId, seed } from './support/ledger.js';
+import { createLogger } from '../src/log.js';
+import { LAYER_CONFIG, startLayers, type Layers } from './support/layers.js';
+import { balances, newTransfer, newUserId, seed, settle, total } from './support/ledger.js';
 
 const COIN = 10n ** 8n;
 let L: Layers;
@@ -134,6 +136,37 @@ test('the unfinished list follows the transfer: listed when created, gone when i
   assert.ok(await listed());
   assert.ok((await L.store.compareAndSwap(reqId, 'INIT', 'FAILED', 'SOURCE_FAIL', 'INVALID_ASSET')) !== null);
   assert.not.ok(await listed());
+});
+
+test('start-up recovery on two shards walks every page: each stuck transfer driven to COMMITTED once, funds exact', async () => {
+  const users = [newUserId(), newUserId(), newUserId(), newUserId()];
+  for (const user of users) await seed(L, user, 'USDT', 100n * COIN, 100n * COIN);
+  const ids: string[] = [];
+  for (let i = 0; i < 120; i++) {
+    const t = newTransfer(users[i % users.length] as bigint, i % 3 === 0 ? 'SPOT' : 'FUNDING', 'USDT', COIN);
+    await L.store.insert(t);
+    ids.push(t.reqId);
+  }
+  // Small pages, few lanes and small batches: many pages read ahead, many batches per step.
+  const quiet = createLogger({ level: 'error', name: 'test', write: () => undefined });
+  const shards = [0, 1].map((shard) =>
+    composeShard({
+      sql: L.sql,
+      ubs: (cmd, ms) => L.ubs.send(cmd, ms),
+      config: { ...LAYER_CONFIG, shard, shards: 2, staleThresholdMs: 0, scanBatchMax: 16, scanConcurrencyMax: 6, pgBatchMax: 4 },
+      log: quiet,
+    }),
+  );
+  for (const s of shards) s.shard.start();
+  for (const id of ids) assert.is((await settle(L, id, undefined, 15_000)).state, 'COMMITTED', id);
+  for (const s of shards) await s.shard.stop();
+  const ops = await L.sql<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM funding_operations WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(ids)}::text::json)) AND outcome = 'APPLIED'`;
+  assert.is(ops[0]?.n, ids.length, 'one Funding operation applied per transfer');
+  const listed = await L.sql<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM transfers_active WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(ids)}::text::json))`;
+  assert.is(listed[0]?.n, 0, 'none left on the unfinished list');
+  for (const user of users) assert.is(await total(L, user, 'USDT'), 200n * COIN);
 });
 
 test.run();
