@@ -2,7 +2,7 @@
 // the first failing code; the coordinator re-checks all of it on its own.
 
 import { Hono } from 'hono';
-import { ulid } from 'ulid';
+import { newReqId } from './req-ids.js';
 import * as v from 'valibot';
 import { checkAmountRange, checkAssetOpen } from '../db/assets.js';
 import { isReqId } from '../domain/checks.js';
@@ -42,7 +42,7 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
     if (range !== null) return fail(c, range);
 
     const reply = await deps.submit({
-      reqId: ulid(),
+      reqId: newReqId(),
       userId: claims.userId,
       from: body.from,
       to: body.to,
