@@ -6,7 +6,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 
 /** Linux reports /proc CPU times in clock ticks of 1/100 s on every common configuration. */
-const CLOCK_TICKS_PER_SECOND = 100;
+export const CLOCK_TICKS_PER_SECOND = 100;
 
 export type CpuShares = {
   readonly wallS: number;
@@ -26,7 +26,7 @@ export type CpuShares = {
 type Snapshot = { at: number; service: number; threads: Map<string, number>; postgres: Map<number, number>; harness: number; machine: number };
 
 /** Busy ticks of the whole machine: every column of /proc/stat's `cpu` line but idle and iowait. */
-async function machineTicks(): Promise<number> {
+export async function machineTicks(): Promise<number> {
   const line = (await fs.readFile('/proc/stat', 'utf8').catch(() => '')).split('\n')[0] ?? '';
   const [, user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = line.trim().split(/\s+/).map(Number);
   return user + nice + system + irq + softirq + steal;

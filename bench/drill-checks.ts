@@ -3,6 +3,7 @@
 // (req_id, op) applied once at the Funding adapter; every COMMITTED a client saw still COMMITTED.
 
 import type { Sql } from '../src/db/sql.js';
+import { isTerminal, stateName } from '../src/domain/fsm.js';
 
 export type Violation = { readonly check: string; readonly detail: string };
 
@@ -39,7 +40,11 @@ async function checkActiveList(sql: Sql): Promise<Violation[]> {
     SELECT coalesce(t.req_id, a.req_id) AS req_id, t.state FROM transfers_tb AS t
       FULL JOIN transfers_active AS a ON a.req_id = t.req_id
      WHERE (a.req_id IS NULL) <> (t.state IN (40, -10, -30)) LIMIT 10`;
-  return rows.map((r) => ({ check: 'active-list', detail: `transfer ${r.req_id} in state ${r.state ?? 'none'} is ${r.state !== null && [40, -10, -30].includes(r.state) ? 'listed as unfinished' : 'missing from the unfinished list'}` }));
+  return rows.map((r) => {
+    const state = r.state === null ? null : stateName(r.state);
+    const finished = state !== null && isTerminal(state);
+    return { check: 'active-list', detail: `transfer ${r.req_id} in state ${state ?? 'none'} is ${finished ? 'listed as unfinished' : 'missing from the unfinished list'}` };
+  });
 }
 
 /** Each side's balance against its own equation, so a double credit cannot hide behind a double debit. */

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { ulid } from 'ulid';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { freePort } from '../test/support/ports.js';
+import { CLOCK_TICKS_PER_SECOND, machineTicks } from './cpu-share.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const USERS = 1_000;
@@ -49,7 +50,7 @@ export async function benchRecovery(stuck: number, deadlineMs: number): Promise<
     // disk's write-back of other work is not timed as recovery.
     spawnSync('sync');
     const started = Date.now();
-    const cpuBefore = await machineBusySeconds();
+    const ticksBefore = await machineTicks();
     child = await startService(env, port);
     const startupMs = Date.now() - started;
     let finished = 0;
@@ -63,8 +64,9 @@ export async function benchRecovery(stuck: number, deadlineMs: number): Promise<
       await new Promise((r) => setTimeout(r, 200));
     }
     const recoveryMs = Date.now() - started;
-    const cpuAfter = await machineBusySeconds();
-    const machineCpuSeconds = cpuBefore === null || cpuAfter === null ? null : Math.round((cpuAfter - cpuBefore) * 10) / 10;
+    const ticksAfter = await machineTicks();
+    // machineTicks answers 0 where /proc/stat is missing.
+    const machineCpuSeconds = ticksAfter === 0 ? null : Math.round(((ticksAfter - ticksBefore) / CLOCK_TICKS_PER_SECOND) * 10) / 10;
     const rate = finished / Math.max(0.001, (recoveryMs - startupMs) / 1000);
     return { stuck, finished, startupMs, recoveryMs, transfersPerSecond: Math.round(rate), projectedMs: finished === stuck ? recoveryMs : Math.round(startupMs + (stuck / Math.max(rate, 1)) * 1000), completed: finished === stuck, machineCpuSeconds };
   } finally {
@@ -93,15 +95,6 @@ async function seedStuck(sql: Sql, stuck: number): Promise<void> {
     await sql`INSERT INTO transfer_state_history (req_id, from_state, to_state, event) SELECT r, NULL, 0, 'CREATED' FROM unnest(string_to_array(${ids.join(',')}, ',')) AS r`;
     await sql`INSERT INTO transfers_active (req_id, user_id) SELECT req_id, user_id FROM transfers_tb WHERE req_id = ANY(string_to_array(${ids.join(',')}, ','))`;
   }
-}
-
-/** Busy CPU time of the whole machine so far (user, nice, system, irq, softirq), from /proc/stat. */
-async function machineBusySeconds(): Promise<number | null> {
-  const stat = await fs.readFile('/proc/stat', 'utf8').catch(() => null);
-  const fields = stat?.split('\n')[0]?.trim().split(/\s+/).slice(1).map(Number);
-  if (fields === undefined || fields.length < 7) return null;
-  const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0] = fields;
-  return (user + nice + system + irq + softirq) / 100;
 }
 
 async function startService(env: NodeJS.ProcessEnv, port: number) {

@@ -5,7 +5,7 @@
 import { checkOpRequest } from '../domain/checks.js';
 import { BALANCE_UNITS_MAX } from '../domain/money.js';
 import { failed, pending, SUCCESS, type OpOutcome, type TransferOp } from '../domain/types.js';
-import { Batcher } from '../db/batch.js';
+import { Batcher, type BatchSettings } from '../db/batch.js';
 import type { Sql, Tx } from '../db/sql.js';
 import { describeError, OperationAdapter, type OpRequest, type QueryOutcome } from './types.js';
 
@@ -18,11 +18,6 @@ type Decision = { readonly delta: bigint; readonly outcome: 'APPLIED' | 'REJECTE
 type Operation = { readonly op: TransferOp; readonly req: OpRequest };
 type AccountKey = { readonly userId: bigint; readonly asset: string };
 
-/** Operations per transaction when the caller gives no bound. */
-export const FUNDING_BATCH_MAX_DEFAULT = 500;
-/** Batch transactions in flight at once; each holds a connection. */
-const FUNDING_BATCH_IN_FLIGHT_MAX = 2;
-
 export class FundingAdapter extends OperationAdapter {
   override readonly account = 'FUNDING' as const;
   // Operations asked at the same time by many drives share one transaction; one (req_id, op)
@@ -32,10 +27,9 @@ export class FundingAdapter extends OperationAdapter {
 
   constructor(
     private readonly sql: Sql,
-    opts: { readonly batchMax?: number; readonly onIsolate?: (rows: number, error: unknown) => void } = {},
+    batch: BatchSettings,
   ) {
     super();
-    const batch = { batchMax: opts.batchMax ?? FUNDING_BATCH_MAX_DEFAULT, inFlightMax: FUNDING_BATCH_IN_FLIGHT_MAX, ...(opts.onIsolate ? { onIsolate: opts.onIsolate } : {}) };
     this.operations = new Batcher((ops) => this.applyMany(ops), { ...batch, key: (o) => opKey(o.req.reqId, o.op) });
     this.lookups = new Batcher((keys) => this.existing(keys), batch);
   }

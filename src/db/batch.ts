@@ -6,15 +6,22 @@
 
 export type BatchRun<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
 
-export type BatcherOptions<I> = {
+/** Batches of one kind in flight at once when the caller gives no bound; each holds a connection. */
+export const BATCH_IN_FLIGHT_MAX_DEFAULT = 2;
+
+/** What the owner of a store or adapter decides for all of its batches (PG_BATCH_MAX, logging). */
+export type BatchSettings = {
   /** Rows per batch. */
   readonly batchMax: number;
-  /** Batches in flight at once (each holds a connection). */
-  readonly inFlightMax: number;
-  /** Rows with the same key never share a batch: a second one waits for the next. */
-  readonly key?: (input: I) => string;
   /** Told when a batch failed and its rows are re-run one at a time. */
   readonly onIsolate?: (rows: number, error: unknown) => void;
+};
+
+export type BatcherOptions<I> = BatchSettings & {
+  /** Batches in flight at once (each holds a connection); BATCH_IN_FLIGHT_MAX_DEFAULT if absent. */
+  readonly inFlightMax?: number;
+  /** Rows with the same key never share a batch: a second one waits for the next. */
+  readonly key?: (input: I) => string;
 };
 
 type Call<I, O> = { readonly input: I; readonly resolve: (output: O) => void; readonly reject: (error: unknown) => void };
@@ -23,13 +30,15 @@ export class Batcher<I, O> {
   private queue: Call<I, O>[] = [];
   private inFlight = 0;
   private scheduled = false;
+  private readonly inFlightMax: number;
 
   constructor(
     private readonly run: BatchRun<I, O>,
     private readonly opts: BatcherOptions<I>,
   ) {
+    this.inFlightMax = opts.inFlightMax ?? BATCH_IN_FLIGHT_MAX_DEFAULT;
     if (!Number.isSafeInteger(opts.batchMax) || opts.batchMax < 1) throw new Error(`Batcher: batchMax must be a positive integer, got ${opts.batchMax}`);
-    if (!Number.isSafeInteger(opts.inFlightMax) || opts.inFlightMax < 1) throw new Error(`Batcher: inFlightMax must be a positive integer, got ${opts.inFlightMax}`);
+    if (!Number.isSafeInteger(this.inFlightMax) || this.inFlightMax < 1) throw new Error(`Batcher: inFlightMax must be a positive integer, got ${this.inFlightMax}`);
   }
 
   call(input: I): Promise<O> {
@@ -40,7 +49,7 @@ export class Batcher<I, O> {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.opts.inFlightMax) return;
+    if (this.scheduled || this.inFlight >= this.inFlightMax) return;
     this.scheduled = true;
     // setImmediate runs after this turn's microtasks: calls made in the same turn share a batch.
     setImmediate(() => {
@@ -50,7 +59,7 @@ export class Batcher<I, O> {
   }
 
   private pump(): void {
-    while (this.queue.length > 0 && this.inFlight < this.opts.inFlightMax) {
+    while (this.queue.length > 0 && this.inFlight < this.inFlightMax) {
       const batch = this.take();
       this.inFlight += 1;
       void this.execute(batch).finally(() => {

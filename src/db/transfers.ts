@@ -3,9 +3,9 @@
 
 import type { NewTransfer, TransferView } from '../coordinator/types.js';
 import { shardOfUser } from '../domain/shard.js';
-import { STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
+import { isTerminal, STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
 import type { AccountKind } from '../domain/types.js';
-import { Batcher } from './batch.js';
+import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
 
 const SOURCE_TYPE: Readonly<Record<AccountKind, number>> = { FUNDING: 1, SPOT: 2 };
@@ -58,11 +58,6 @@ export type HistoryEntry = {
   readonly at: string;
 };
 
-/** Rows per batched statement when the caller gives no bound. */
-export const STORE_BATCH_MAX_DEFAULT = 500;
-/** Batched statements of one kind in flight at once. */
-const STORE_BATCH_IN_FLIGHT_MAX = 2;
-
 type Swap = { readonly reqId: string; readonly from: TransferStateName; readonly to: TransferStateName; readonly event: TransferEvent; readonly code: string | null };
 type Retry = { readonly reqId: string; readonly state: TransferStateName; readonly reason: string; readonly nextRetryAt: Date };
 
@@ -77,9 +72,8 @@ export class TransferStore {
 
   constructor(
     private readonly sql: Sql,
-    opts: { readonly batchMax?: number; readonly onIsolate?: (rows: number, error: unknown) => void } = {},
+    batch: BatchSettings,
   ) {
-    const batch = { batchMax: opts.batchMax ?? STORE_BATCH_MAX_DEFAULT, inFlightMax: STORE_BATCH_IN_FLIGHT_MAX, ...(opts.onIsolate ? { onIsolate: opts.onIsolate } : {}) };
     this.reads = new Batcher((ids) => this.readMany(ids), batch);
     // One change per transfer per statement: two for the same req_id wait for separate ones.
     this.swaps = new Batcher((swaps) => this.swapMany(swaps), { ...batch, key: (s) => s.reqId });
@@ -160,20 +154,21 @@ export class TransferStore {
 
   /** Many compare-and-swaps, each with its history row, in one statement. */
   private async swapMany(swaps: readonly Swap[]): Promise<(Date | null)[]> {
-    const input = JSON.stringify(swaps.map((s) => ({ r: s.reqId, f: STATE_IDS[s.from], t: STATE_IDS[s.to], e: s.event, c: s.code })));
+    // `d`: the move finishes the transfer, so it leaves the unfinished list (the FSM says which).
+    const input = JSON.stringify(swaps.map((s) => ({ r: s.reqId, f: STATE_IDS[s.from], t: STATE_IDS[s.to], e: s.event, c: s.code, d: isTerminal(s.to) })));
     // One row back, not one per transfer: every row moved by one statement has the same
     // updated_at (the transaction's now()), and the moved req_ids come as one text.
     const rows = await this.sql<{ at: Date; ids: string | null }[]>`
       WITH input AS (
-        SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, f smallint, t smallint, e text, c text)),
+        SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, f smallint, t smallint, e text, c text, d boolean)),
       moved AS (
         UPDATE transfers_tb AS tr
            SET state = i.t, updated_at = now(), next_retry_at = NULL, attempts = 0, error_code = COALESCE(i.c, tr.error_code)
           FROM input AS i
          WHERE tr.req_id = ANY (ARRAY(SELECT r FROM input)) AND tr.req_id = i.r AND tr.state = i.f
-        RETURNING tr.req_id, i.f, i.t, i.e, i.c),
+        RETURNING tr.req_id, i.f, i.t, i.e, i.c, i.d),
       finished AS (
-        DELETE FROM transfers_active WHERE req_id IN (SELECT req_id FROM moved WHERE t IN (40, -10, -30))),
+        DELETE FROM transfers_active WHERE req_id IN (SELECT req_id FROM moved WHERE d)),
       history AS (
         INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
         SELECT req_id, f, t, e, c FROM moved)
