@@ -14,6 +14,7 @@ import { startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
 import { migrate, seedDemoAssets } from './db/schema.js';
 import { openSql, type Sql } from './db/sql.js';
 import { TransferStore } from './db/transfers.js';
+import { TransferWrites } from './db/transfer-writes.js';
 import { createApp } from './http/app.js';
 import type { Logger } from './log.js';
 import { AdminService } from './services/admin.js';
@@ -96,7 +97,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
     const registry = new Registry();
     const assets = new AssetCache(sql);
-    const transfers = new TransferStore(sql, { batchMax: config.pgBatchMax });
+    const batch = { batchMax: config.pgBatchMax };
+    const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
     const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
     const halt = await HaltSwitch.load(sql);
     if (halt.current !== null) log.critical('starting HALTED: new transfers are refused until an operator resumes', { reason: halt.current.reason });

@@ -49,21 +49,49 @@ test('two calls with the same key never share a batch', async () => {
   assert.equal(batches, [['a1', 'b1'], ['a2'], ['a3']]);
 });
 
-test('a failing batch is re-run a row at a time: only the bad row fails', async () => {
-  const isolated: number[] = [];
+/** An error as postgres.js raises it for a statement PostgreSQL refused, with its SQLSTATE. */
+function pgError(code: string): Error {
+  return Object.assign(new Error(`refused with ${code}`), { code });
+}
+
+test('a batch refused for one row\'s data is split in halves until that row fails alone, one run at a time', async () => {
+  const runs: number[][] = [];
+  let concurrent = 0;
+  let concurrentMax = 0;
   const b = new Batcher<number, number>(
     async (xs) => {
-      if (xs.includes(13)) throw new Error('row 13 is bad');
+      runs.push([...xs]);
+      concurrent += 1;
+      concurrentMax = Math.max(concurrentMax, concurrent);
+      await new Promise((resolve) => setImmediate(resolve));
+      concurrent -= 1;
+      if (xs.includes(13)) throw pgError('23505');
       return xs;
     },
-    { batchMax: 10, inFlightMax: 1, onIsolate: (rows) => isolated.push(rows) },
+    { batchMax: 16, inFlightMax: 1 },
   );
-  const results = await Promise.allSettled([11, 12, 13, 14].map((x) => b.call(x)));
-  assert.equal(
-    results.map((r) => r.status),
-    ['fulfilled', 'fulfilled', 'rejected', 'fulfilled'],
-  );
-  assert.equal(isolated, [4]);
+  const inputs = Array.from({ length: 16 }, (_, i) => i + 1);
+  const results = await Promise.allSettled(inputs.map((x) => b.call(x)));
+  assert.equal(results.map((r) => r.status), inputs.map((x) => (x === 13 ? 'rejected' : 'fulfilled')));
+  // 16 → 8 + 8 → 4 + 4 → 2 + 2 → 1 + 1: 9 runs, where a row at a time would take 17.
+  assert.is(runs.length, 9, `runs: ${JSON.stringify(runs)}`);
+  assert.is(concurrentMax, 1, 'the re-runs go one after the other, never all at once');
+});
+
+test('a batch that failed for another reason (a lost connection, a timeout) is not re-run: every row gets the error', async () => {
+  for (const error of [pgError('08006'), pgError('57014'), pgError('40P01'), new Error('write CONNECTION_CLOSED')]) {
+    let runs = 0;
+    const b = new Batcher<number, number>(
+      async () => {
+        runs += 1;
+        throw error;
+      },
+      { batchMax: 10, inFlightMax: 1 },
+    );
+    const results = await Promise.allSettled([1, 2, 3, 4].map((x) => b.call(x)));
+    assert.ok(results.every((r) => r.status === 'rejected' && r.reason === error));
+    assert.is(runs, 1, `${error.message}: one run, no re-run storm`);
+  }
 });
 
 test('a run that answers the wrong number of rows is an error, never a misaligned answer', async () => {
@@ -118,7 +146,9 @@ test('concurrent compare-and-swaps of one transfer through one store: exactly on
   const created = await L.store.create(newTransfer(user, 'FUNDING', 'USDT', COIN));
   assert.is(created.kind, 'created');
   const reqId = created.kind === 'created' ? created.view.reqId : '';
-  const wins = await Promise.all(Array.from({ length: 6 }, () => L.store.compareAndSwap(reqId, 'INIT', 'SOURCE_PENDING', 'SOURCE_CALL')));
+  const view = created.kind === 'created' ? created.view : null;
+  if (view === null) throw new Error('not created');
+  const wins = await Promise.all(Array.from({ length: 6 }, () => L.store.move(view, [{ event: 'SOURCE_CALL', to: 'SOURCE_PENDING' }])));
   assert.is(wins.filter((w) => w !== null).length, 1);
   const history = await L.store.history(reqId);
   assert.equal(
@@ -131,10 +161,11 @@ test('the unfinished list follows the transfer: listed when created, gone when i
   const user = newUserId();
   await seed(L, user, 'USDT', COIN, 0n);
   const created = await L.store.create(newTransfer(user, 'FUNDING', 'USDT', COIN));
-  const reqId = created.kind === 'created' ? created.view.reqId : '';
+  if (created.kind !== 'created') throw new Error('not created');
+  const reqId = created.view.reqId;
   const listed = async () => (await L.sql`SELECT 1 FROM transfers_active WHERE req_id = ${reqId}`).length === 1;
   assert.ok(await listed());
-  assert.ok((await L.store.compareAndSwap(reqId, 'INIT', 'FAILED', 'SOURCE_FAIL', 'INVALID_ASSET')) !== null);
+  assert.ok((await L.store.move(created.view, [{ event: 'SOURCE_FAIL', to: 'FAILED' }], 'INVALID_ASSET')) !== null);
   assert.not.ok(await listed());
 });
 

@@ -2,7 +2,9 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { stateName, type TransferStateName } from '../src/domain/fsm.js';
+import { ulid } from 'ulid';
+import { ACCOUNT_TYPE } from '../src/db/transfer-writes.js';
+import { STATE_IDS, stateName, type TransferStateName } from '../src/domain/fsm.js';
 import type { CrashPoint } from '../src/faults/crash-points.js';
 import { units } from './support/funds.js';
 import { cleanupAll, pollUntil, useOneServerForThisFile, withHarness, type ChildService, type ExitInfo, type Harness } from './support/process.js';
@@ -21,8 +23,11 @@ type FundingOp = 'WITHDRAW' | 'DEPOSIT' | 'REFUND';
 type OpRow = { readonly op: FundingOp; readonly outcome: 'APPLIED' | 'REJECTED'; readonly code: string | null; readonly amount: bigint; readonly user_id: bigint; readonly asset: string };
 type Seed = { readonly account: Account; readonly amount: string };
 
-const HAPPY_PATH: readonly TransferStateName[] = ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED'];
-const ROLLBACK_PATH: readonly TransferStateName[] = ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMPENSATING', 'ROLLED_BACK'];
+/** The transfer's whole history once recovered, by direction, for a transfer the HTTP path created. */
+const ROLLBACK_PATH: Readonly<Record<Account, readonly TransferStateName[]>> = {
+  FUNDING: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING', 'COMPENSATING', 'ROLLED_BACK'],
+  SPOT: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'COMPENSATING', 'ROLLED_BACK'],
+};
 
 /** The environment every service started by this file shares (besides the harness's own). */
 const SERVICE_ENV: Readonly<Record<string, string>> = {
@@ -33,66 +38,67 @@ const SERVICE_ENV: Readonly<Record<string, string>> = {
 };
 
 // ---------------------------------------------------------------------------------------------
-// CRA-001..CRA-005: a transfer that must end COMMITTED.
+// CRA-001..CRA-005 and the boundaries of the two-commit happy path: a transfer that must end
+// COMMITTED. With the Funding side's call sharing the transaction of the moves around it, the
+// happy path no longer stops in INIT (CRA-001), in SOURCE_DONE (CRA-004), in SOURCE_PENDING on
+// the FUNDING side, or in TARGET_PENDING on the FUNDING side: those cases start from a transfer
+// seeded in that state (written to PostgreSQL with the effects that state implies, as an earlier
+// version, the mailbox-full path or an operator could leave it), and the restarted service's
+// start-up recovery drives it into the crash point. Recovery must still finish it exactly once.
+
+/**
+ * How the transfer reaches the crash: `live` is a POST to the armed service; a state name is a
+ * transfer seeded in that state, driven by the armed service's start-up recovery.
+ */
+type Start = 'live' | 'INIT' | 'SOURCE_PENDING' | 'SOURCE_DONE' | 'TARGET_PENDING';
 
 type CommitCase = {
   readonly id: string;
   readonly point: CrashPoint;
   readonly title: string;
-  /** Where PostgreSQL must show the transfer right after the kill. */
-  readonly stateAtCrash: TransferStateName;
+  readonly dir: Direction;
+  readonly start: Start;
+  /** The history PostgreSQL shows right after the kill; its last entry is the state at the crash. */
+  readonly atCrash: readonly TransferStateName[];
   /** Whether the funding-side operation was already applied when the process died. */
-  readonly fundingOpAppliedAtCrash: (d: Direction) => boolean;
+  readonly fundingApplied: boolean;
 };
 
-const COMMIT_CASES: readonly CommitCase[] = [
-  {
-    id: 'CRA-001',
-    point: 'init_before_source_pending',
-    title: 'crash after INIT, before SOURCE_PENDING: recovery reads INIT and starts the transfer from the beginning',
-    stateAtCrash: 'INIT',
-    fundingOpAppliedAtCrash: () => false,
-  },
-  {
-    id: 'CRA-002',
-    point: 'source_pending_before_call',
-    title: 'crash in SOURCE_PENDING before the withdraw: recovery calls the withdraw, applied once',
-    stateAtCrash: 'SOURCE_PENDING',
-    fundingOpAppliedAtCrash: () => false,
-  },
-  {
-    id: 'CRA-003',
-    point: 'source_pending_after_call',
-    title: 'crash after the withdraw, before SOURCE_DONE: recovery retries the withdraw, applied once',
-    stateAtCrash: 'SOURCE_PENDING',
-    fundingOpAppliedAtCrash: (d) => d.from === 'FUNDING',
-  },
-  {
-    id: 'CRA-004',
-    point: 'source_done_before_target_pending',
-    title: 'crash after SOURCE_DONE, before TARGET_PENDING: recovery moves on to the deposit, source debited once',
-    stateAtCrash: 'SOURCE_DONE',
-    fundingOpAppliedAtCrash: (d) => d.from === 'FUNDING',
-  },
-  {
-    id: 'CRA-005',
-    point: 'target_pending_before_call',
-    title: 'crash in TARGET_PENDING before the deposit: recovery calls the deposit, credited once',
-    stateAtCrash: 'TARGET_PENDING',
-    fundingOpAppliedAtCrash: (d) => d.from === 'FUNDING',
-  },
-  {
-    id: 'CRA-005',
-    point: 'target_pending_after_call',
-    title: 'crash after the deposit, before COMMITTED: recovery retries the deposit, credited once',
-    stateAtCrash: 'TARGET_PENDING',
-    fundingOpAppliedAtCrash: () => true,
-  },
-];
+const F2S: Direction = { from: 'FUNDING', to: 'SPOT' };
+const S2F: Direction = { from: 'SPOT', to: 'FUNDING' };
 
-const DIRECTIONS: readonly Direction[] = [
-  { from: 'FUNDING', to: 'SPOT' },
-  { from: 'SPOT', to: 'FUNDING' },
+const COMMIT_CASES: readonly CommitCase[] = [
+  { id: 'CRA-001', point: 'init_before_source_pending', dir: F2S, start: 'INIT', atCrash: ['INIT'], fundingApplied: false,
+    title: 'crash after INIT, before the first step: recovery reads INIT and starts the transfer from the beginning' },
+  { id: 'CRA-001', point: 'init_before_source_pending', dir: S2F, start: 'INIT', atCrash: ['INIT'], fundingApplied: false,
+    title: 'crash after INIT, before SOURCE_PENDING: recovery reads INIT and starts the transfer from the beginning' },
+  { id: 'CRA-002', point: 'source_pending_before_call', dir: F2S, start: 'SOURCE_PENDING', atCrash: ['INIT', 'SOURCE_PENDING'], fundingApplied: false,
+    title: 'crash in SOURCE_PENDING before the withdraw: recovery calls the withdraw, applied once' },
+  { id: 'CRA-002', point: 'source_pending_before_call', dir: S2F, start: 'live', atCrash: ['INIT', 'SOURCE_PENDING'], fundingApplied: false,
+    title: 'crash in SOURCE_PENDING before the withdraw: recovery calls the withdraw, applied once' },
+  { id: 'CRA-003', point: 'source_pending_after_call', dir: F2S, start: 'SOURCE_PENDING', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
+    title: 'crash right after the withdraw, which committed with its moves: recovery goes on from TARGET_PENDING, debited once' },
+  { id: 'CRA-003', point: 'source_pending_after_call', dir: S2F, start: 'live', atCrash: ['INIT', 'SOURCE_PENDING'], fundingApplied: false,
+    title: 'crash after the withdraw, before SOURCE_DONE: recovery retries the withdraw, applied once' },
+  { id: 'CRA-004', point: 'source_done_before_target_pending', dir: F2S, start: 'SOURCE_DONE', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'], fundingApplied: true,
+    title: 'crash after SOURCE_DONE, before TARGET_PENDING: recovery moves on to the deposit, source debited once' },
+  { id: 'CRA-004', point: 'source_done_before_target_pending', dir: S2F, start: 'SOURCE_DONE', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'], fundingApplied: false,
+    title: 'crash after SOURCE_DONE, before the credit: recovery credits once' },
+  { id: 'CRA-005', point: 'target_pending_before_call', dir: F2S, start: 'live', atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
+    title: 'crash in TARGET_PENDING before the deposit: recovery calls the deposit, credited once' },
+  { id: 'CRA-005', point: 'target_pending_before_call', dir: S2F, start: 'TARGET_PENDING', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: false,
+    title: 'crash in TARGET_PENDING before the deposit: recovery calls the deposit, credited once' },
+  { id: 'CRA-005', point: 'target_pending_after_call', dir: F2S, start: 'live', atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
+    title: 'crash after the deposit, before COMMITTED: recovery retries the deposit, credited once' },
+  { id: 'CRA-005', point: 'target_pending_after_call', dir: S2F, start: 'TARGET_PENDING', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED'], fundingApplied: true,
+    title: 'crash right after the deposit, which committed with COMMITTED: nothing left to do, credited once' },
+  // The three boundaries of the two-commit happy path.
+  { id: 'CRA-005', point: 'created_debited_before_target_call', dir: F2S, start: 'live', atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
+    title: 'crash after the create-and-debit commit, before the UBSCore call: recovery credits once' },
+  { id: 'CRA-005', point: 'target_credited_before_committed', dir: F2S, start: 'live', atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
+    title: 'crash after UBSCore answered the credit, before the COMMITTED write: recovery repeats the credit (a duplicate), applied once' },
+  { id: 'CRA-003', point: 'source_debited_before_credit_txn', dir: S2F, start: 'live', atCrash: ['INIT', 'SOURCE_PENDING'], fundingApplied: false,
+    title: 'crash after the UBSCore debit, before the credit transaction: recovery repeats the debit (a duplicate) and credits once' },
 ];
 
 const SEED_FUNDING = '1000';
@@ -100,57 +106,140 @@ const SEED_SPOT = '500';
 const AMOUNT = '123.45678901';
 
 for (const c of COMMIT_CASES) {
-  for (const d of DIRECTIONS) {
-    test(`${c.id}: ${c.title} (${d.from}→${d.to}, ${c.point})`, () =>
-      withHarness(async (h) => {
-        const amount = units(AMOUNT, PRECISION);
-        const seeds: Seed[] = [
-          { account: 'FUNDING', amount: SEED_FUNDING },
-          { account: 'SPOT', amount: SEED_SPOT },
-        ];
-        const armed = await h.start({ ...SERVICE_ENV, CRASH_POINT: c.point });
+  const d = c.dir;
+  test(`${c.id}: ${c.title} (${d.from}→${d.to}, ${c.point}, ${c.start === 'live' ? 'on the HTTP path' : `seeded ${c.start}`})`, () =>
+    withHarness(async (h) => {
+      const amount = units(AMOUNT, PRECISION);
+      const seeds: Seed[] = [
+        { account: 'FUNDING', amount: SEED_FUNDING },
+        { account: 'SPOT', amount: SEED_SPOT },
+      ];
+      const armedEnv = { ...SERVICE_ENV, CRASH_POINT: c.point };
+      let reqId: string;
+      let before: Funds;
+      let armed: ChildService;
+      if (c.start === 'live') {
+        armed = await h.start(armedEnv);
         await seed(h, armed, seeds);
-        const before = await fundsOf(h, armed, ASSET);
-        assert.equal(before, { funding: units(SEED_FUNDING), spot: units(SEED_SPOT) }, 'seeded balances');
+        before = await fundsOf(h, armed, ASSET);
+        reqId = await sendAndDie(h, armed, { from: d.from, to: d.to, asset: ASSET, amount: AMOUNT });
+      } else {
+        ({ reqId, before } = await seedTransfer(h, seeds, d, c.start, amount));
+        armed = await h.startToDie(armedEnv);
+        const exit = await armed.waitForExit(CRASH_TIMEOUT_MS);
+        assert.equal(exit, { code: null, signal: 'SIGKILL' }, `killed by SIGKILL during recovery; stderr tail:\n${armed.stderrTail()}`);
+      }
+      assert.equal(before, { funding: units(SEED_FUNDING), spot: units(SEED_SPOT) }, 'seeded balances');
 
-        const reqId = await sendAndDie(h, armed, { from: d.from, to: d.to, asset: ASSET, amount: AMOUNT });
+      // PostgreSQL, read directly while no service runs: the state the crash point implies.
+      const atCrash = await transferRow(h, reqId);
+      assert.is(atCrash.state, c.atCrash[c.atCrash.length - 1], `state in PostgreSQL after ${c.point}`);
+      assert.equal(await historyInDb(h, reqId), [...c.atCrash], 'history in PostgreSQL at the crash');
+      const fundingOp: FundingOp = d.from === 'FUNDING' ? 'WITHDRAW' : 'DEPOSIT';
+      assert.equal(
+        await fundingOpsOf(h, reqId),
+        c.fundingApplied ? [{ op: fundingOp, outcome: 'APPLIED', code: null, amount, user_id: USER, asset: ASSET }] : [],
+        'funding_operations at the crash',
+      );
+      const fundingDelta = c.fundingApplied ? (d.from === 'FUNDING' ? -amount : amount) : 0n;
+      assert.is(await fundingInDb(h, USER, ASSET), units(SEED_FUNDING) + fundingDelta, 'FUNDING balance in PostgreSQL at the crash');
 
-        // PostgreSQL, read directly while no service runs: the state the crash point implies.
-        const atCrash = await transferRow(h, reqId);
-        assert.is(atCrash.state, c.stateAtCrash, `state in PostgreSQL after ${c.point}`);
-        assert.equal(await historyInDb(h, reqId), HAPPY_PATH.slice(0, HAPPY_PATH.indexOf(c.stateAtCrash) + 1), 'history in PostgreSQL at the crash');
-        const fundingOp: FundingOp = d.from === 'FUNDING' ? 'WITHDRAW' : 'DEPOSIT';
-        const appliedAtCrash = c.fundingOpAppliedAtCrash(d);
-        assert.equal(
-          await fundingOpsOf(h, reqId),
-          appliedAtCrash ? [{ op: fundingOp, outcome: 'APPLIED', code: null, amount, user_id: USER, asset: ASSET }] : [],
-          'funding_operations at the crash',
-        );
-        const fundingNow = await fundingInDb(h, USER, ASSET);
-        const fundingDelta = appliedAtCrash ? (d.from === 'FUNDING' ? -amount : amount) : 0n;
-        assert.is(fundingNow, units(SEED_FUNDING) + fundingDelta, 'FUNDING balance in PostgreSQL at the crash');
+      // Restart without CRASH_POINT: the start-up recovery scan must finish the transfer.
+      const recovered = await h.restart(armed, SERVICE_ENV);
+      const final = await waitForTerminal(h, recovered, reqId);
+      assert.is(final.state, 'COMMITTED', `final state; body ${JSON.stringify(final.body)}`);
+      assert.is(final.body.amount, AMOUNT, 'amount shown');
+      assert.is(final.body.error_code, null, 'no error code on a committed transfer');
+      assertPath(final.history, recoveredPath(c));
 
-        // Restart without CRASH_POINT: the start-up recovery scan must finish the transfer.
-        const recovered = await h.restart(armed, SERVICE_ENV);
-        const final = await waitForTerminal(h, recovered, reqId);
-        assert.is(final.state, 'COMMITTED', `final state; body ${JSON.stringify(final.body)}`);
-        assert.is(final.body.amount, AMOUNT, 'amount shown');
-        assert.is(final.body.error_code, null, 'no error code on a committed transfer');
-        assertPath(final.history, HAPPY_PATH);
+      const after = await fundsOf(h, recovered, ASSET);
+      const moved = d.from === 'FUNDING' ? amount : -amount;
+      assert.equal(after, { funding: before.funding - moved, spot: before.spot + moved }, 'both balances moved by exactly the amount');
+      assert.equal(
+        await fundingOpsOf(h, reqId),
+        [{ op: fundingOp, outcome: 'APPLIED', code: null, amount, user_id: USER, asset: ASSET }],
+        'exactly one APPLIED funding operation, the funding-side op of this req_id',
+      );
+      assert.is(await transferCount(h, USER), 1, 'recovery created no other transfer');
+      await assertConserved(h, recovered, seeds);
+    }),
+  );
+}
 
-        const after = await fundsOf(h, recovered, ASSET);
-        const moved = d.from === 'FUNDING' ? amount : -amount;
-        assert.equal(after, { funding: before.funding - moved, spot: before.spot + moved }, 'both balances moved by exactly the amount');
-        assert.equal(
-          await fundingOpsOf(h, reqId),
-          [{ op: fundingOp, outcome: 'APPLIED', code: null, amount, user_id: USER, asset: ASSET }],
-          'exactly one APPLIED funding operation, the funding-side op of this req_id',
-        );
-        assert.is(await transferCount(h, USER), 1, 'recovery created no other transfer');
-        await assertConserved(h, recovered, seeds);
-      }),
-    );
+/** The moves recovery makes to COMMITTED, by source and the state it finds (written out, not derived). */
+const RECOVERY_MOVES: Readonly<Record<Account, Partial<Record<TransferStateName, readonly TransferStateName[]>>>> = {
+  FUNDING: {
+    INIT: ['SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED'],
+    SOURCE_PENDING: ['SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED'],
+    SOURCE_DONE: ['TARGET_PENDING', 'COMMITTED'],
+    TARGET_PENDING: ['COMMITTED'],
+    COMMITTED: [],
+  },
+  SPOT: {
+    INIT: ['SOURCE_PENDING', 'SOURCE_DONE', 'COMMITTED'],
+    SOURCE_PENDING: ['SOURCE_DONE', 'COMMITTED'],
+    SOURCE_DONE: ['COMMITTED'],
+    TARGET_PENDING: ['COMMITTED'],
+    COMMITTED: [],
+  },
+};
+
+function recoveredPath(c: CommitCase): TransferStateName[] {
+  const moves = RECOVERY_MOVES[c.dir.from][c.atCrash[c.atCrash.length - 1] as TransferStateName];
+  if (moves === undefined) throw new Error(`no recovery path from ${c.atCrash.join(' → ')}`);
+  return [...c.atCrash, ...moves];
+}
+
+/**
+ * Seeds a transfer in `state` with exactly the effects that state implies, while no service
+ * runs, and answers its req_id and the balances before it. FUNDING-side effects are written to
+ * PostgreSQL directly (the debit and its operation record); a SPOT debit can only come from
+ * UBSCore, so a SPOT-source transfer past SOURCE_PENDING is made by a service killed right after
+ * that debit, then moved on in PostgreSQL.
+ */
+async function seedTransfer(h: Harness, seeds: readonly Seed[], d: Direction, state: Exclude<Start, 'live'>, amount: bigint): Promise<{ reqId: string; before: Funds }> {
+  const spotDebited = d.from === 'SPOT' && (state === 'SOURCE_DONE' || state === 'TARGET_PENDING');
+  const plain = await h.start(spotDebited ? { ...SERVICE_ENV, CRASH_POINT: 'source_debited_before_credit_txn' } : SERVICE_ENV);
+  await seed(h, plain, seeds);
+  const before = await fundsOf(h, plain, ASSET);
+  if (spotDebited) {
+    const reqId = await sendAndDie(h, plain, { from: d.from, to: d.to, asset: ASSET, amount: AMOUNT });
+    const extra: TransferStateName[] = state === 'SOURCE_DONE' ? ['SOURCE_DONE'] : ['SOURCE_DONE', 'TARGET_PENDING'];
+    await moveInDb(h, reqId, 'SOURCE_PENDING', extra);
+    return { reqId, before };
   }
+  await plain.stop();
+  const reqId = ulid();
+  const path: TransferStateName[] = state === 'INIT' ? ['INIT'] : state === 'SOURCE_PENDING' ? ['INIT', 'SOURCE_PENDING'] : ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'];
+  await h.sql.begin(async (tx) => {
+    await tx`
+      INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state)
+      VALUES (${reqId}, ${USER}, ${ASSET}, ${amount}, ${ACCOUNT_TYPE[d.from]}, ${ACCOUNT_TYPE[d.from]}, ${ACCOUNT_TYPE[d.to]}, ${STATE_IDS[state]})`;
+    await tx`INSERT INTO transfers_active (req_id, user_id) VALUES (${reqId}, ${USER})`;
+    let from: number | null = null;
+    for (const s of path) {
+      await tx`INSERT INTO transfer_state_history (req_id, from_state, to_state, event) VALUES (${reqId}, ${from}, ${STATE_IDS[s]}, 'SEEDED')`;
+      from = STATE_IDS[s];
+    }
+    if (state === 'SOURCE_DONE') {
+      // A FUNDING source in SOURCE_DONE has been debited, with its operation record.
+      await tx`UPDATE funding_balances SET available = available - ${amount} WHERE user_id = ${USER} AND asset = ${ASSET}`;
+      await tx`INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome) VALUES (${reqId}, 'WITHDRAW', ${USER}, ${ASSET}, ${amount}, 'APPLIED')`;
+    }
+  });
+  return { reqId, before };
+}
+
+/** Moves a transfer on in PostgreSQL through `states`, one history row each, as an earlier version's steps would have. */
+async function moveInDb(h: Harness, reqId: string, from: TransferStateName, states: readonly TransferStateName[]): Promise<void> {
+  await h.sql.begin(async (tx) => {
+    let at = from;
+    for (const s of states) {
+      await tx`INSERT INTO transfer_state_history (req_id, from_state, to_state, event) VALUES (${reqId}, ${STATE_IDS[at]}, ${STATE_IDS[s]}, 'SEEDED')`;
+      at = s;
+    }
+    await tx`UPDATE transfers_tb SET state = ${STATE_IDS[at]} WHERE req_id = ${reqId} AND state = ${STATE_IDS[from]}`;
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -171,7 +260,7 @@ const COMPENSATION_POINTS: readonly { readonly point: CrashPoint; readonly title
   },
   {
     point: 'compensating_after_call',
-    title: 'crash after the refund, before ROLLED_BACK: recovery retries the refund, applied once',
+    title: 'crash after the refund: recovery finds it applied (FUNDING: committed with ROLLED_BACK) or retries it, applied once',
     refundAppliedAtCrash: true,
   },
 ];
@@ -191,10 +280,12 @@ for (const c of COMPENSATION_POINTS) {
 
       const reqId = await sendAndDie(h, armed, { from: 'FUNDING', to: 'SPOT', asset: ASSET, amount: TINY_AMOUNT });
 
+      // The FUNDING refund commits with its move to ROLLED_BACK (spec 003 §4.3).
       const atCrash = await transferRow(h, reqId);
-      assert.is(atCrash.state, 'COMPENSATING', `state in PostgreSQL after ${c.point}`);
+      const crashedAt = c.refundAppliedAtCrash ? ROLLBACK_PATH.FUNDING : ROLLBACK_PATH.FUNDING.slice(0, -1);
+      assert.is(atCrash.state, crashedAt[crashedAt.length - 1], `state in PostgreSQL after ${c.point}`);
       assert.is(atCrash.error_code, 'OVERFLOW', 'the target refused the credit as an overflow');
-      assert.equal(await historyInDb(h, reqId), ROLLBACK_PATH.slice(0, -1), 'history in PostgreSQL at the crash');
+      assert.equal(await historyInDb(h, reqId), [...crashedAt], 'history in PostgreSQL at the crash');
       const withdraw: OpRow = { op: 'WITHDRAW', outcome: 'APPLIED', code: null, amount: tiny, user_id: USER, asset: ASSET };
       const refund: OpRow = { op: 'REFUND', outcome: 'APPLIED', code: null, amount: tiny, user_id: USER, asset: ASSET };
       assert.equal(await fundingOpsOf(h, reqId), c.refundAppliedAtCrash ? [withdraw, refund] : [withdraw], 'funding_operations at the crash');
@@ -204,7 +295,7 @@ for (const c of COMPENSATION_POINTS) {
       const final = await waitForTerminal(h, recovered, reqId);
       assert.is(final.state, 'ROLLED_BACK', `final state; body ${JSON.stringify(final.body)}`);
       assert.is(final.body.error_code, 'OVERFLOW', 'error code kept from the target refusal');
-      assertPath(final.history, ROLLBACK_PATH);
+      assertPath(final.history, ROLLBACK_PATH.FUNDING);
 
       assert.equal(await fundsOf(h, recovered, ASSET), before, 'FUNDING restored exactly, SPOT untouched');
       assert.equal(await fundingOpsOf(h, reqId), [withdraw, refund], 'one APPLIED WITHDRAW and exactly one APPLIED REFUND');
@@ -230,7 +321,7 @@ for (const c of COMPENSATION_POINTS) {
       const atCrash = await transferRow(h, reqId);
       assert.is(atCrash.state, 'COMPENSATING', `state in PostgreSQL after ${c.point}`);
       assert.is(atCrash.error_code, 'OVERFLOW', 'the target refused the credit as an overflow');
-      assert.equal(await historyInDb(h, reqId), ROLLBACK_PATH.slice(0, -1), 'history in PostgreSQL at the crash');
+      assert.equal(await historyInDb(h, reqId), ROLLBACK_PATH.SPOT.slice(0, -1), 'history in PostgreSQL at the crash');
       const rejected: OpRow = { op: 'DEPOSIT', outcome: 'REJECTED', code: 'OVERFLOW', amount: tiny, user_id: USER, asset: ASSET };
       assert.equal(await fundingOpsOf(h, reqId), [rejected], 'funding_operations at the crash: the refused deposit only');
       assert.is(await fundingInDb(h, USER, ASSET), before.funding, 'FUNDING balance untouched');
@@ -238,7 +329,7 @@ for (const c of COMPENSATION_POINTS) {
       const recovered = await h.restart(armed, SERVICE_ENV);
       const final = await waitForTerminal(h, recovered, reqId);
       assert.is(final.state, 'ROLLED_BACK', `final state; body ${JSON.stringify(final.body)}`);
-      assertPath(final.history, ROLLBACK_PATH);
+      assertPath(final.history, ROLLBACK_PATH.SPOT);
       assert.equal(await fundsOf(h, recovered, ASSET), before, 'SPOT restored exactly (refunded once), FUNDING untouched');
       assert.equal(await fundingOpsOf(h, reqId), [rejected], 'no funding credit was applied');
       assert.is(await transferCount(h, USER), 1, 'recovery created no other transfer');

@@ -26,11 +26,15 @@ test('metrics: transitions by from/to, transfers by state, retries, HTTP latency
     assert.match(response.headers.get('content-type') ?? '', /text\/plain/);
     const m = parse(await response.text());
     const expect: Array<[string, number]> = [
-      ['fsm_state_count{from="INIT",to="SOURCE_PENDING"}', 5],
-      ['fsm_state_count{from="SOURCE_PENDING",to="SOURCE_DONE"}', 4],
-      ['fsm_state_count{from="SOURCE_PENDING",to="FAILED"}', 1],
-      ['fsm_state_count{from="SOURCE_DONE",to="TARGET_PENDING"}', 4],
-      ['fsm_state_count{from="TARGET_PENDING",to="COMMITTED"}', 4],
+      // FUNDING→SPOT: the debit commits with INIT → SOURCE_DONE → TARGET_PENDING (3), or INIT → FAILED (1).
+      ['fsm_state_count{from="INIT",to="SOURCE_DONE"}', 3],
+      ['fsm_state_count{from="INIT",to="FAILED"}', 1],
+      ['fsm_state_count{from="SOURCE_DONE",to="TARGET_PENDING"}', 3],
+      ['fsm_state_count{from="TARGET_PENDING",to="COMMITTED"}', 3],
+      // SPOT→FUNDING: created announced, then the credit commits with SOURCE_PENDING → SOURCE_DONE → COMMITTED.
+      ['fsm_state_count{from="INIT",to="SOURCE_PENDING"}', 1],
+      ['fsm_state_count{from="SOURCE_PENDING",to="SOURCE_DONE"}', 1],
+      ['fsm_state_count{from="SOURCE_DONE",to="COMMITTED"}', 1],
       ['transfers_by_state{state="COMMITTED"}', 4],
       ['transfers_by_state{state="FAILED"}', 1],
       ['transfers_by_state{state="TARGET_PENDING"}', 0],

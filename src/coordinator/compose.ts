@@ -7,6 +7,7 @@ import { AlertSink } from '../alerts/alerts.js';
 import { AssetCache, checkAssetOpen } from '../db/assets.js';
 import type { Sql } from '../db/sql.js';
 import { TransferStore } from '../db/transfers.js';
+import { TransferWrites } from '../db/transfer-writes.js';
 import type { Logger } from '../log.js';
 import type { AccountAdapter } from '../adapters/types.js';
 import { crashHook, type CrashPoint } from '../faults/crash-points.js';
@@ -43,11 +44,12 @@ type Adapters = { readonly FUNDING: AccountAdapter; readonly SPOT: AccountAdapte
 
 export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: CoordinatorConfig; log: Logger; hooks?: TestHooks }): ShardParts {
   const { sql, config, log } = opts;
-  // A batch that failed is re-run a row at a time; say so, since it costs a statement per row.
-  const batch = { batchMax: config.pgBatchMax, onIsolate: (rows: number, error: unknown) => log.warn('batched statement failed, re-running its rows one at a time', { rows, error: String(error) }) };
-  const store = new TransferStore(sql, batch);
+  // A batch PostgreSQL refused for one row's data is split to find it; say so, it costs statements.
+  const batch = { batchMax: config.pgBatchMax, onIsolate: (rows: number, error: unknown) => log.warn('batched statement refused, splitting it to find the row', { rows, error: String(error) }) };
+  const writes = new TransferWrites(sql, batch);
+  const store = new TransferStore(sql, writes, batch);
   const assets = new AssetCache(sql);
-  const funding = new FundingAdapter(sql, batch);
+  const funding = new FundingAdapter(sql, writes, batch);
   const trading = new TradingAdapter(opts.ubs, config.adapterTimeoutMs);
   const backoff = { baseMs: config.retryBaseMs, capMs: config.retryCapMs };
   const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });

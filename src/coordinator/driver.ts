@@ -1,16 +1,24 @@
 // The FSM driver: one step() for the HTTP path, the retry timers and the recovery scan.
-// Persist, then call: each state that announces an adapter call is committed by a
-// compare-and-swap before the call is made. Only an explicit business rejection moves a
-// transfer to FAILED or COMPENSATING; every unknown outcome stays where it is and is retried.
+// Persist, then call: each state that announces a call to UBSCore is committed by a
+// compare-and-swap before the call is made. A Funding operation is not outside the coordinator's
+// PostgreSQL: it commits in one transaction with the moves it decides (spec 003 §4.3), so the
+// happy path costs two commits per transfer:
+//   FUNDING → SPOT: create + debit + INIT → SOURCE_DONE → TARGET_PENDING; UBSCore credits;
+//                   TARGET_PENDING → COMMITTED.
+//   SPOT → FUNDING: create as INIT → SOURCE_PENDING; UBSCore debits;
+//                   credit + SOURCE_PENDING → SOURCE_DONE → COMMITTED.
+// Only an explicit business rejection moves a transfer to FAILED or COMPENSATING; every unknown
+// outcome stays where it is and is retried.
 
-import type { AccountAdapter, OpRequest } from '../adapters/types.js';
-import type { TransferStore } from '../db/transfers.js';
+import { isLocal, type AccountAdapter, type LocalAccountAdapter, type MovedOutcome, type OpRequest } from '../adapters/types.js';
+import type { PathStep, Paths } from '../db/transfer-writes.js';
+import { createdView, type CreateOutcome, type TransferStore } from '../db/transfers.js';
 import { assertTransition, isTerminal, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
-import type { AccountKind } from '../domain/types.js';
+import type { AccountKind, OpOutcome, TransferOp } from '../domain/types.js';
 import type { CrashPoint } from '../faults/crash-points.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
-import type { TransferView } from './types.js';
+import type { NewTransfer, TransferView } from './types.js';
 
 export type StepResult =
   | { readonly kind: 'moved'; readonly view: TransferView }
@@ -37,14 +45,39 @@ export type DriverDeps = {
   readonly metrics: Registry;
 };
 
-/**
- * Both sources are reversible: each adapter keeps a durable record of the withdraw it applied
- * for a req_id and can credit exactly that amount back (REFUND checks the record).
- */
-const REVERSIBLE_SOURCES: ReadonlySet<AccountKind> = new Set(['FUNDING', 'SPOT']);
+const step = (event: TransferEvent, to: TransferStateName): PathStep => ({ event, to });
+const FAIL_AT_SOURCE: readonly PathStep[] = [step('SOURCE_FAIL', 'FAILED')];
 
 export class TransferDriver {
   constructor(private readonly deps: DriverDeps) {}
+
+  /**
+   * Creates a transfer with its first step in the creating transaction. `rejected` is a business
+   * rejection already known (a closed asset): the transfer is created FAILED. A FUNDING source is
+   * debited in that transaction and the transfer leaves it in TARGET_PENDING (or FAILED); a SPOT
+   * source is created already announced, SOURCE_PENDING, or FAILED when the FUNDING target is
+   * missing.
+   */
+  async start(t: NewTransfer, rejected: string | null): Promise<CreateOutcome> {
+    const { store } = this.deps;
+    if (rejected !== null) {
+      return this.counted(await store.createWith({ kind: 'create', transfer: t, op: null, paths: { ok: FAIL_AT_SOURCE, ko: [] }, code: rejected, checkFundingTarget: false, dueNow: false }));
+    }
+    const source = this.deps.adapters[t.from];
+    if (isLocal(source)) {
+      const moved = await source.applyWithMove('WITHDRAW', opRequest(t), { create: t, from: 'INIT', paths: this.sourcePaths(t) });
+      if (moved.kind === 'moved') {
+        this.countPath('INIT', moved.result.state === 'FAILED' ? FAIL_AT_SOURCE : this.sourcePaths(t).ok);
+        this.deps.crash('created_debited_before_target_call');
+        return { kind: 'created', view: createdView(t, moved.result) };
+      }
+      // Not folded into the creation (refused input, an unknown outcome, a creation that
+      // committed though its answer was lost): created INIT, or found as it is, and driven on.
+      return store.create(t);
+    }
+    const paths: Paths = { ok: [step('SOURCE_CALL', 'SOURCE_PENDING')], ko: FAIL_AT_SOURCE };
+    return this.counted(await store.createWith({ kind: 'create', transfer: t, op: null, paths, code: null, checkFundingTarget: isLocal(this.deps.adapters[t.to]), dueNow: false }));
+  }
 
   /**
    * Takes the transfer one state further. `known` is the view a previous step of the same
@@ -57,15 +90,15 @@ export class TransferDriver {
     switch (t.state) {
       case 'INIT': {
         const rejected = await this.deps.precheck(t);
-        if (rejected !== null) return this.settle(t, 'SOURCE_FAIL', 'FAILED', rejected);
+        if (rejected !== null) return this.settle(t, FAIL_AT_SOURCE, rejected);
         this.deps.crash('init_before_source_pending');
-        return this.persistThenCall(t, 'SOURCE_CALL', 'SOURCE_PENDING', (v) => this.callSource(v));
+        return this.callSource(t);
       }
       case 'SOURCE_PENDING':
         return this.callSource(t);
       case 'SOURCE_DONE':
         this.deps.crash('source_done_before_target_pending');
-        return this.persistThenCall(t, 'TARGET_CALL', 'TARGET_PENDING', (v) => this.callTarget(v));
+        return this.callTarget(t);
       case 'TARGET_PENDING':
         return this.callTarget(t);
       case 'COMPENSATING':
@@ -77,40 +110,62 @@ export class TransferDriver {
     }
   }
 
-  private async persistThenCall(
-    t: TransferView,
-    event: TransferEvent,
-    to: TransferStateName,
-    call: (v: TransferView) => Promise<StepResult>,
-  ): Promise<StepResult> {
-    const moved = await this.move(t, event, to);
-    return moved === null ? this.reread(t) : call(moved);
+  /** Source paths from INIT or SOURCE_PENDING when the source shares the transaction: on to announcing the target. */
+  private sourcePaths(t: { readonly to: AccountKind }): Paths {
+    const announce = isLocal(this.deps.adapters[t.to]) ? [] : [step('TARGET_CALL', 'TARGET_PENDING')];
+    return { ok: [step('SOURCE_OK', 'SOURCE_DONE'), ...announce], ko: FAIL_AT_SOURCE };
   }
 
   private async callSource(t: TransferView): Promise<StepResult> {
+    const source = this.deps.adapters[t.from];
+    if (isLocal(source)) {
+      this.deps.crash('source_pending_before_call');
+      return this.viaLocal(t, source, 'WITHDRAW', this.sourcePaths(t), 'SOURCE_RETRY');
+    }
+    if (t.state === 'INIT') {
+      const moved = await this.move(t, [step('SOURCE_CALL', 'SOURCE_PENDING')]);
+      return moved === null ? this.reread(t) : this.callSource(moved);
+    }
     this.deps.crash('source_pending_before_call');
-    const outcome = await this.deps.adapters[t.from].withdraw(opRequest(t));
+    const outcome = await source.withdraw(opRequest(t));
     this.deps.crash('source_pending_after_call');
     switch (outcome.kind) {
-      case 'SUCCESS':
-        return this.settle(t, 'SOURCE_OK', 'SOURCE_DONE');
+      case 'SUCCESS': {
+        const target = this.deps.adapters[t.to];
+        if (!isLocal(target)) return this.settle(t, [step('SOURCE_OK', 'SOURCE_DONE')]);
+        // The debit is durable in UBSCore; the credit and both moves now commit together.
+        this.deps.crash('source_debited_before_credit_txn');
+        const paths = { ok: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_OK', 'COMMITTED')], ko: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_FAIL', 'COMPENSATING')] };
+        return this.viaLocal(t, target, 'DEPOSIT', paths, 'SOURCE_RETRY');
+      }
       case 'FAILED':
-        return this.settle(t, 'SOURCE_FAIL', 'FAILED', outcome.code);
+        return this.settle(t, FAIL_AT_SOURCE, outcome.code);
       case 'PENDING':
         return this.stay(t, 'SOURCE_RETRY', outcome.reason);
     }
   }
 
   private async callTarget(t: TransferView): Promise<StepResult> {
+    const target = this.deps.adapters[t.to];
+    if (isLocal(target)) {
+      this.deps.crash('target_pending_before_call');
+      const paths = { ok: [step('TARGET_OK', 'COMMITTED')], ko: [step('TARGET_FAIL', 'COMPENSATING')] };
+      return this.viaLocal(t, target, 'DEPOSIT', paths, 'TARGET_RETRY');
+    }
+    if (t.state === 'SOURCE_DONE') {
+      const moved = await this.move(t, [step('TARGET_CALL', 'TARGET_PENDING')]);
+      return moved === null ? this.reread(t) : this.callTarget(moved);
+    }
     this.deps.crash('target_pending_before_call');
-    const outcome = await this.deps.adapters[t.to].deposit(opRequest(t));
+    const outcome = await target.deposit(opRequest(t));
     this.deps.crash('target_pending_after_call');
     switch (outcome.kind) {
       case 'SUCCESS':
-        return this.settle(t, 'TARGET_OK', 'COMMITTED');
+        this.deps.crash('target_credited_before_committed');
+        return this.settle(t, [step('TARGET_OK', 'COMMITTED')]);
       case 'FAILED':
-        if (REVERSIBLE_SOURCES.has(t.from)) return this.settle(t, 'TARGET_FAIL', 'COMPENSATING', outcome.code);
-        return this.stay(t, 'TARGET_RETRY', `target refused (${outcome.code}) and the source is not reversible`);
+        // Both sources keep a durable record of their withdraw, so the refund is always possible.
+        return this.settle(t, [step('TARGET_FAIL', 'COMPENSATING')], outcome.code);
       case 'PENDING':
         return this.stay(t, 'TARGET_RETRY', outcome.reason);
     }
@@ -118,38 +173,87 @@ export class TransferDriver {
 
   private async callRefund(t: TransferView): Promise<StepResult> {
     this.deps.crash('compensating_before_call');
-    const outcome = await this.deps.adapters[t.from].refund(opRequest(t));
+    const source = this.deps.adapters[t.from];
+    if (isLocal(source)) return this.viaLocal(t, source, 'REFUND', { ok: [step('ROLLBACK_OK', 'ROLLED_BACK')], ko: [] }, 'ROLLBACK_FAIL');
+    const outcome = await source.refund(opRequest(t));
     this.deps.crash('compensating_after_call');
-    if (outcome.kind === 'SUCCESS') return this.settle(t, 'ROLLBACK_OK', 'ROLLED_BACK');
+    if (outcome.kind === 'SUCCESS') return this.settle(t, [step('ROLLBACK_OK', 'ROLLED_BACK')]);
     const reason = outcome.kind === 'FAILED' ? `refund refused: ${outcome.code}` : outcome.reason;
     return this.stay(t, 'ROLLBACK_FAIL', reason);
   }
 
-  /** Records an adapter's definitive answer; a lost race re-reads and reports what won. */
-  private async settle(t: TransferView, event: TransferEvent, to: TransferStateName, code: string | null = null): Promise<StepResult> {
-    const moved = await this.move(t, event, to, code);
-    if (moved === null) return this.reread(t);
-    return isTerminal(to) ? { kind: 'terminal', view: moved } : { kind: 'moved', view: moved };
+  /**
+   * A local operation and the moves it decides, in one transaction. An answer without a move
+   * (refused input, an unknown outcome) is handled like a remote adapter's: a definitive answer
+   * is recorded by a compare-and-swap, an unknown one stays and is retried.
+   */
+  private async viaLocal(t: TransferView, adapter: LocalAccountAdapter, op: TransferOp, paths: Paths, stayEvent: TransferEvent): Promise<StepResult> {
+    const moved: MovedOutcome = await adapter.applyWithMove(op, opRequest(t), { create: null, from: t.state, paths });
+    this.deps.crash(op === 'REFUND' ? 'compensating_after_call' : t.state === 'INIT' || t.state === 'SOURCE_PENDING' ? 'source_pending_after_call' : 'target_pending_after_call');
+    switch (moved.kind) {
+      case 'moved': {
+        const path = moved.outcome.kind === 'FAILED' ? paths.ko : paths.ok;
+        this.countPath(t.state, path);
+        const view: TransferView = { ...t, state: moved.result.state, errorCode: moved.result.code ?? t.errorCode, attempts: 0, updatedAt: moved.result.at.toISOString() };
+        return isTerminal(view.state) ? { kind: 'terminal', view } : { kind: 'moved', view };
+      }
+      case 'lost':
+      case 'exists':
+        return this.reread(t);
+      case 'unmoved':
+        return this.onOutcome(t, moved.outcome, paths, stayEvent);
+    }
   }
 
-  private async move(t: TransferView, event: TransferEvent, to: TransferStateName, code: string | null = null): Promise<TransferView | null> {
-    assertTransition(t.state, event, to);
-    const updatedAt = await this.deps.store.compareAndSwap(t.reqId, t.state, to, event, code);
-    if (updatedAt === null) return null;
-    this.deps.metrics.inc('fsm_state_count', 'State transitions made, by from and to state', { from: t.state, to });
-    // Every move is in transfer_state_history; the log shows them only at debug level.
-    if (this.deps.log.enabled('debug')) {
-      this.deps.log.debug('transfer moved', { req_id: t.reqId, user_id: t.userId, from_state: t.state, state: to, event, latency_ms: sinceCreated(t) });
+  private onOutcome(t: TransferView, outcome: OpOutcome, paths: Paths, stayEvent: TransferEvent): Promise<StepResult> {
+    switch (outcome.kind) {
+      case 'SUCCESS':
+        return this.settle(t, paths.ok);
+      case 'FAILED':
+        return paths.ko.length > 0 ? this.settle(t, paths.ko, outcome.code) : this.stay(t, stayEvent, `refused: ${outcome.code}`);
+      case 'PENDING':
+        return this.stay(t, stayEvent, outcome.reason);
     }
+  }
+
+  /** Records a definitive answer along `path`; a lost race re-reads and reports what won. */
+  private async settle(t: TransferView, path: readonly PathStep[], code: string | null = null): Promise<StepResult> {
+    const moved = await this.move(t, path, code);
+    if (moved === null) return this.reread(t);
+    return isTerminal(moved.state) ? { kind: 'terminal', view: moved } : { kind: 'moved', view: moved };
+  }
+
+  private async move(t: TransferView, path: readonly PathStep[], code: string | null = null): Promise<TransferView | null> {
+    const updatedAt = await this.deps.store.move(t, path, code);
+    if (updatedAt === null) return null;
+    this.countPath(t.state, path);
+    const to = path[path.length - 1]?.to ?? t.state;
     return { ...t, state: to, errorCode: code ?? t.errorCode, attempts: 0, updatedAt: updatedAt.toISOString() };
+  }
+
+  /** Counts each transition of a committed path (spec 004's fsm_state_count{from,to}); logs them at debug. */
+  private countPath(from: TransferStateName, path: readonly PathStep[]): void {
+    let at = from;
+    for (const s of path) {
+      this.deps.metrics.inc('fsm_state_count', 'State transitions made, by from and to state', { from: at, to: s.to });
+      at = s.to;
+    }
+    if (this.deps.log.enabled('debug')) this.deps.log.debug('transfer moved', { from_state: from, state: at, path: path.map((s) => s.event).join(',') });
+  }
+
+  /** Counts the move a creation made, if any (INIT → SOURCE_PENDING, or INIT → FAILED). */
+  private counted(outcome: CreateOutcome): CreateOutcome {
+    const to = outcome.kind === 'created' ? outcome.view.state : 'INIT';
+    if (to !== 'INIT') this.deps.metrics.inc('fsm_state_count', 'State transitions made, by from and to state', { from: 'INIT', to });
+    return outcome;
   }
 
   private async stay(t: TransferView, event: TransferEvent, reason: string): Promise<StepResult> {
     assertTransition(t.state, event, t.state);
     const retryAt = this.deps.nextRetryAt(t.retryCount);
-    await this.deps.store.noteRetry(t.reqId, t.state, reason, retryAt);
+    await this.deps.store.noteRetry(t, reason, retryAt);
     this.deps.metrics.inc('transfer_retries_total', 'Unknown outcomes that left a transfer where it was, to be retried', { state: t.state });
-    const level = t.state === 'SOURCE_PENDING' ? 'warn' : 'critical';
+    const level = t.state === 'SOURCE_PENDING' || t.state === 'INIT' ? 'warn' : 'critical';
     this.deps.log[level]('transfer outcome unknown, will retry', { req_id: t.reqId, user_id: t.userId, state: t.state, reason, latency_ms: sinceCreated(t) });
     const now = { ...t, retryCount: t.retryCount + 1, attempts: t.attempts + 1 };
     await this.deps.watch(now, reason);
@@ -168,7 +272,7 @@ function sinceCreated(t: TransferView): number {
   return Date.now() - Date.parse(t.createdAt);
 }
 
-function opRequest(t: TransferView): OpRequest {
+function opRequest(t: OpRequest): OpRequest {
   return { reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount };
 }
 

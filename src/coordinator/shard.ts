@@ -44,9 +44,9 @@ export class Shard {
 
   /**
    * Re-checks the request in spec 001 §1.5.8 order. A malformed request is refused before any
-   * state exists. Otherwise the transfer is created in INIT and driven until the deadline; the
-   * driver's first step records a business rejection known up front (asset closed, FUNDING
-   * target missing) as FAILED, so the client still gets its req_id.
+   * state exists. Otherwise the driver creates the transfer with its first step in the creating
+   * transaction, and it is driven until the deadline; a business rejection known up front (asset
+   * closed, FUNDING target missing) is recorded as FAILED, so the client still gets its req_id.
    */
   async submit(t: NewTransfer): Promise<SubmitOutcome> {
     const invalid = checkNewTransfer(t);
@@ -58,11 +58,11 @@ export class Shard {
     if (range !== null) return { kind: 'refused', code: range };
     const limited = this.deps.limits === undefined ? null : await this.deps.limits.check(t);
     if (limited !== null) return { kind: 'refused', code: limited };
-    const created = await this.deps.store.create(t);
+    const created = await this.deps.driver.start(t, closed);
     if (created.kind === 'duplicate') return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
     if (created.kind === 'existing') return { kind: 'transfer', view: created.view };
     this.deps.limits?.record(t);
-    const view = await this.driveUntil(created.view.reqId, Date.now() + this.deps.config.happyPathDeadlineMs);
+    const view = await this.driveUntil(created.view.reqId, Date.now() + this.deps.config.happyPathDeadlineMs, created.view);
     return { kind: 'transfer', view: view ?? created.view };
   }
 
@@ -94,8 +94,8 @@ export class Shard {
    * Answers by the deadline with the state then reached; the drive itself carries on in the
    * background. The wait is a race against the drive, not a sleep.
    */
-  private async driveUntil(reqId: string, deadline: number): Promise<TransferView | null> {
-    const driving = this.drive(reqId);
+  private async driveUntil(reqId: string, deadline: number, known?: TransferView): Promise<TransferView | null> {
+    const driving = this.drive(reqId, known);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<'deadline'>((resolve) => {
       timer = setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now()));

@@ -2,10 +2,16 @@
 // that several processes starting together do not race. Amounts are BIGINT smallest units.
 
 import type { Sql } from './sql.js';
+import { TRANSFER_APPLY_FUNCTION } from './transfer-apply-sql.js';
 
 const MIGRATION_LOCK_KEY = 0x7472616e73666572n; // "transfer"
-/** Percent of each transfers_tb page filled by inserts; the rest holds the row's later versions. */
+/** Percent of each transfers_tb page filled by inserts (migration 2); the rest holds later row versions. */
 const TRANSFERS_FILLFACTOR = 50;
+/**
+ * Migration 3: a transfer is now updated once or twice in its life (two commits on the happy
+ * path), so less free room per page keeps its updates in place while the table stays smaller.
+ */
+const TRANSFERS_FILLFACTOR_TWO_COMMITS = 80;
 
 const MIGRATIONS: readonly string[] = [
   `
@@ -146,6 +152,21 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE transfer_state_history ADD PRIMARY KEY (req_id, id);
   DROP INDEX transfer_state_history_req_idx;
   ALTER TABLE transfer_state_history DROP CONSTRAINT transfer_state_history_req_id_fkey;
+  `,
+  // Two commits per transfer, each shared by a batch (transfer_apply). What each row costs goes
+  // down too: the foreign key from transfers_tb to assets locked the one shared asset row on
+  // every insert (a multixact under load) and the one from transfers_active looked up the row
+  // its own statement had just inserted; assets are never deleted and the coordinator checks
+  // the symbol, and the unfinished list is written only by the statements that write the
+  // transfer. client_order_id is unique per user only where it is given, so a transfer without
+  // one costs no entry in that index.
+  `
+  ALTER TABLE transfers_tb DROP CONSTRAINT transfers_tb_asset_fkey;
+  ALTER TABLE transfers_active DROP CONSTRAINT transfers_active_req_id_fkey;
+  ALTER TABLE transfers_tb DROP CONSTRAINT transfers_tb_user_id_client_order_id_key;
+  CREATE UNIQUE INDEX transfers_client_order_idx ON transfers_tb (user_id, client_order_id) WHERE client_order_id IS NOT NULL;
+  ALTER TABLE transfers_tb SET (fillfactor = ${TRANSFERS_FILLFACTOR_TWO_COMMITS});
+  ${TRANSFER_APPLY_FUNCTION}
   `,
 ];
 

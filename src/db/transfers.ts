@@ -1,14 +1,16 @@
-// transfers_tb access. Every state change is one statement: a compare-and-swap on the expected
-// state joined with the history row it produces, so the history never disagrees with the state.
+// transfers_tb access. Every write goes through TransferWrites (one batched `transfer_apply` per
+// batch): a creation, or a compare-and-swap on the expected state along a path of the FSM, each
+// with one history row per step in the same statement, so the history never disagrees with the
+// state. Reads and retry notes are batched statements of their own.
 
 import type { NewTransfer, TransferView } from '../coordinator/types.js';
 import { shardOfUser } from '../domain/shard.js';
-import { isTerminal, STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
+import { STATE_IDS, stateName, type TransferStateName } from '../domain/fsm.js';
 import type { AccountKind } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
+import type { PathStep, TransferWrites, WriteItem, WriteResult } from './transfer-writes.js';
 
-const SOURCE_TYPE: Readonly<Record<AccountKind, number>> = { FUNDING: 1, SPOT: 2 };
 const KIND_BY_TYPE: ReadonlyMap<number, AccountKind> = new Map([
   [1, 'FUNDING'],
   [2, 'SPOT'],
@@ -47,6 +49,8 @@ export type CreateOutcome =
   | { readonly kind: 'existing'; readonly view: TransferView }
   | { readonly kind: 'duplicate' };
 
+export type CreateItem = Extract<WriteItem, { kind: 'create' }>;
+
 /** A page of due transfers as read, and the req_id the next page starts after (null: the last page). */
 export type DuePage = { readonly transfers: readonly TransferView[]; readonly next: string | null };
 
@@ -58,66 +62,54 @@ export type HistoryEntry = {
   readonly at: string;
 };
 
-type Swap = { readonly reqId: string; readonly from: TransferStateName; readonly to: TransferStateName; readonly event: TransferEvent; readonly code: string | null };
-type Retry = { readonly reqId: string; readonly state: TransferStateName; readonly reason: string; readonly nextRetryAt: Date };
+type Retry = { readonly reqId: string; readonly state: TransferStateName; readonly retryCount: number; readonly reason: string; readonly nextRetryAt: Date };
 
 // Batched statements take their rows as one JSON parameter and find the transfers with
 // `req_id = ANY (ARRAY(SELECT …))`: PostgreSQL guesses 100 rows for a JSON set and would join
 // it to a small or middling table by scanning the whole table; an array keeps it on the index.
 export class TransferStore {
-  // Reads and state changes made at the same time by many drives travel as one statement each.
+  // Reads and retry notes made at the same time by many drives travel as one statement each.
   private readonly reads: Batcher<string, Row | null>;
-  private readonly swaps: Batcher<Swap, Date | null>;
   private readonly retries: Batcher<Retry, boolean>;
 
   constructor(
     private readonly sql: Sql,
+    readonly writes: TransferWrites,
     batch: BatchSettings,
   ) {
     this.reads = new Batcher((ids) => this.readMany(ids), batch);
-    // One change per transfer per statement: two for the same req_id wait for separate ones.
-    this.swaps = new Batcher((swaps) => this.swapMany(swaps), { ...batch, key: (s) => s.reqId });
     this.retries = new Batcher((retries) => this.noteRetryMany(retries), { ...batch, key: (r) => r.reqId });
   }
 
   /**
-   * Creates the transfer in INIT with its first history row, in one statement. `dueNow` marks it
-   * due at once for the recovery scan (no coordinator took it). Answers null when the user's
-   * client_order_id is already taken (a concurrent twin won the race).
+   * Creates a transfer and moves it along the item's path in one transaction. Client idempotency
+   * (spec 001 §1.5.7): a client_order_id the user already used answers the original transfer when
+   * the request is the same, DUPLICATE otherwise.
    */
-  async insert(t: NewTransferRow, dueNow = false): Promise<TransferView | null> {
-    const rows = await this.sql<Row[]>`
-      WITH created AS (
-        INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state, client_order_id, next_retry_at)
-        VALUES (${t.reqId}, ${t.userId}, ${t.asset}, ${t.amount}, ${t.from === 'FUNDING' ? 1 : 2},
-                ${SOURCE_TYPE[t.from]}, ${SOURCE_TYPE[t.to]}, ${STATE_IDS.INIT}, ${t.clientOrderId}, ${dueNow ? new Date() : null})
-        RETURNING *),
-      history AS (
-        INSERT INTO transfer_state_history (req_id, from_state, to_state, event)
-        SELECT req_id, NULL, ${STATE_IDS.INIT}, 'CREATED' FROM created),
-      active AS (
-        INSERT INTO transfers_active (req_id, user_id) SELECT req_id, user_id FROM created)
-      SELECT * FROM created`.catch((error: unknown) => {
-      if (isUniqueViolation(error, CLIENT_ORDER_ID_CONSTRAINT)) return null;
-      throw error;
-    });
-    return rows === null ? null : toView(only(rows));
+  async createWith(item: CreateItem): Promise<CreateOutcome> {
+    const t = item.transfer;
+    for (;;) {
+      const result = await this.writes.write(item);
+      if (result.kind === 'moved') return { kind: 'created', view: createdView(t, result) };
+      if (result.kind !== 'exists') throw new Error(`creating ${t.reqId} answered ${result.kind}`);
+      // This very req_id: an earlier attempt committed though its answer was lost.
+      const own = await this.get(t.reqId);
+      if (own !== null) return { kind: 'created', view: own };
+      const existing = t.clientOrderId === null ? null : await this.byClientOrderId(t.userId, t.clientOrderId);
+      // Found neither: the twin that held the client_order_id is gone; try again.
+      if (existing !== null) return sameRequest(existing, t) ? { kind: 'existing', view: existing } : { kind: 'duplicate' };
+    }
   }
 
-  /**
-   * Client idempotency (spec 001 §1.5.7): a transfer with a client_order_id the user already
-   * used answers the original when the request is the same, DUPLICATE otherwise; else creates.
-   */
+  /** Creates the transfer in INIT; `dueNow` marks it due at once for the recovery scan. */
   async create(t: NewTransferRow, dueNow = false): Promise<CreateOutcome> {
-    for (;;) {
-      if (t.clientOrderId !== null) {
-        const existing = await this.byClientOrderId(t.userId, t.clientOrderId);
-        if (existing !== null) return sameRequest(existing, t) ? { kind: 'existing', view: existing } : { kind: 'duplicate' };
-      }
-      const view = await this.insert(t, dueNow);
-      if (view !== null) return { kind: 'created', view };
-      // Lost a client_order_id race: the next turn finds the winner.
-    }
+    return this.createWith({ kind: 'create', transfer: t, op: null, paths: { ok: [], ko: [] }, code: null, checkFundingTarget: false, dueNow });
+  }
+
+  /** Creates the transfer in INIT, or answers null when its req_id or client_order_id is taken. */
+  async insert(t: NewTransferRow, dueNow = false): Promise<TransferView | null> {
+    const result = await this.writes.write({ kind: 'create', transfer: t, op: null, paths: { ok: [], ko: [] }, code: null, checkFundingTarget: false, dueNow });
+    return result.kind === 'moved' ? createdView(t, result) : null;
   }
 
   async byClientOrderId(userId: bigint, clientOrderId: string): Promise<TransferView | null> {
@@ -138,60 +130,33 @@ export class TransferStore {
   }
 
   /**
-   * Moves `reqId` from `from` to `to` only if it is still in `from`, and answers the new
-   * updated_at. Answers null when another driver moved it first; the caller re-reads and
-   * continues from what it finds.
+   * Moves the transfer from its state along `path` only if it is still in that state, and
+   * answers the new updated_at. Answers null when another driver moved it first; the caller
+   * re-reads and continues from what it finds.
    */
-  async compareAndSwap(
-    reqId: string,
-    from: TransferStateName,
-    to: TransferStateName,
-    event: TransferEvent,
-    errorCode: string | null = null,
-  ): Promise<Date | null> {
-    return this.swaps.call({ reqId, from, to, event, code: errorCode });
+  async move(t: TransferView, path: readonly PathStep[], code: string | null = null): Promise<Date | null> {
+    const result = await this.writes.write({ kind: 'move', params: t, from: t.state, op: null, paths: { ok: path, ko: [] }, code });
+    return result.kind === 'moved' ? result.at : null;
   }
 
-  /** Many compare-and-swaps, each with its history row, in one statement. */
-  private async swapMany(swaps: readonly Swap[]): Promise<(Date | null)[]> {
-    // `d`: the move finishes the transfer, so it leaves the unfinished list (the FSM says which).
-    const input = JSON.stringify(swaps.map((s) => ({ r: s.reqId, f: STATE_IDS[s.from], t: STATE_IDS[s.to], e: s.event, c: s.code, d: isTerminal(s.to) })));
-    // One row back, not one per transfer: every row moved by one statement has the same
-    // updated_at (the transaction's now()), and the moved req_ids come as one text.
-    const rows = await this.sql<{ at: Date; ids: string | null }[]>`
-      WITH input AS (
-        SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, f smallint, t smallint, e text, c text, d boolean)),
-      moved AS (
-        UPDATE transfers_tb AS tr
-           SET state = i.t, updated_at = now(), next_retry_at = NULL, attempts = 0, error_code = COALESCE(i.c, tr.error_code)
-          FROM input AS i
-         WHERE tr.req_id = ANY (ARRAY(SELECT r FROM input)) AND tr.req_id = i.r AND tr.state = i.f
-        RETURNING tr.req_id, i.f, i.t, i.e, i.c, i.d),
-      finished AS (
-        DELETE FROM transfers_active WHERE req_id IN (SELECT req_id FROM moved WHERE d)),
-      history AS (
-        INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
-        SELECT req_id, f, t, e, c FROM moved)
-      SELECT now() AS at, string_agg(req_id, ',') AS ids FROM moved`;
-    const { at, ids } = only(rows);
-    const moved = new Set(ids === null ? [] : ids.split(','));
-    return swaps.map((s) => (moved.has(s.reqId) ? at : null));
-  }
-
-  /** Records an unknown outcome: the transfer stays where it is and is retried later. */
-  async noteRetry(reqId: string, state: TransferStateName, reason: string, nextRetryAt: Date): Promise<void> {
-    await this.retries.call({ reqId, state, reason, nextRetryAt });
+  /**
+   * Records an unknown outcome: the transfer stays where it is and is retried later. It counts
+   * once even when re-run after a commit whose answer was lost: the note applies only while the
+   * retry count is still the one the caller saw.
+   */
+  async noteRetry(t: TransferView, reason: string, nextRetryAt: Date): Promise<boolean> {
+    return this.retries.call({ reqId: t.reqId, state: t.state, retryCount: t.retryCount, reason, nextRetryAt });
   }
 
   private async noteRetryMany(retries: readonly Retry[]): Promise<boolean[]> {
-    const input = JSON.stringify(retries.map((r) => ({ r: r.reqId, s: STATE_IDS[r.state], m: r.reason.slice(0, 500), n: r.nextRetryAt.toISOString() })));
+    const input = JSON.stringify(retries.map((r) => ({ r: r.reqId, s: STATE_IDS[r.state], n: r.retryCount, m: r.reason.slice(0, 500), t: r.nextRetryAt.toISOString() })));
     const rows = await this.sql<{ req_id: string }[]>`
       WITH input AS (
-        SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, s smallint, m text, n timestamptz))
+        SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, s smallint, n integer, m text, t timestamptz))
       UPDATE transfers_tb AS tr
-         SET retry_count = tr.retry_count + 1, attempts = tr.attempts + 1, error_message = i.m, next_retry_at = i.n
+         SET retry_count = i.n + 1, attempts = tr.attempts + 1, error_message = i.m, next_retry_at = i.t
         FROM input AS i
-       WHERE tr.req_id = ANY (ARRAY(SELECT r FROM input)) AND tr.req_id = i.r AND tr.state = i.s
+       WHERE tr.req_id = ANY (ARRAY(SELECT r FROM input)) AND tr.req_id = i.r AND tr.state = i.s AND tr.retry_count = i.n
       RETURNING tr.req_id`;
     const noted = new Set(rows.map((r) => r.req_id));
     return retries.map((r) => noted.has(r.reqId));
@@ -284,15 +249,14 @@ export class TransferStore {
   }
 }
 
-const CLIENT_ORDER_ID_CONSTRAINT = 'transfers_tb_user_id_client_order_id_key';
-
-function isUniqueViolation(error: unknown, constraint: string): boolean {
-  const e = error as { code?: unknown; constraint_name?: unknown };
-  return e.code === '23505' && e.constraint_name === constraint;
-}
-
 function sameRequest(v: TransferView, t: NewTransferRow): boolean {
   return v.userId === t.userId && v.from === t.from && v.to === t.to && v.asset === t.asset && v.amount === t.amount;
+}
+
+/** The view of a transfer this process just created, from what the creating statement answered. */
+export function createdView(t: NewTransferRow, r: Extract<WriteResult, { kind: 'moved' }>): TransferView {
+  const at = r.at.toISOString();
+  return { transferId: r.transferId, reqId: t.reqId, userId: t.userId, from: t.from, to: t.to, asset: t.asset, amount: t.amount, state: r.state, errorCode: r.code, retryCount: 0, attempts: 0, createdAt: at, updatedAt: at };
 }
 
 function only<T>(rows: readonly T[]): T {

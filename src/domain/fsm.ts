@@ -51,12 +51,14 @@ type Table = { readonly [S in TransferStateName]: Partial<Record<TransferEvent, 
 /**
  * The transition table. INIT may also go straight to SOURCE_DONE or FAILED (003 §4.3) when the
  * source call shares one transaction with the state change; SOURCE_DONE straight to COMMITTED
- * or COMPENSATING likewise. Terminal states accept nothing.
+ * or COMPENSATING likewise. Such a call whose outcome is unknown (a lost connection on COMMIT)
+ * left the transfer where it was, or moved it: INIT and SOURCE_DONE therefore also have a
+ * stay-and-retry loop. Terminal states accept nothing.
  */
 export const TRANSITIONS: Table = {
-  INIT: { SOURCE_CALL: 'SOURCE_PENDING', SOURCE_OK: 'SOURCE_DONE', SOURCE_FAIL: 'FAILED' },
+  INIT: { SOURCE_CALL: 'SOURCE_PENDING', SOURCE_OK: 'SOURCE_DONE', SOURCE_FAIL: 'FAILED', SOURCE_RETRY: 'INIT' },
   SOURCE_PENDING: { SOURCE_OK: 'SOURCE_DONE', SOURCE_FAIL: 'FAILED', SOURCE_RETRY: 'SOURCE_PENDING' },
-  SOURCE_DONE: { TARGET_CALL: 'TARGET_PENDING', TARGET_OK: 'COMMITTED', TARGET_FAIL: 'COMPENSATING' },
+  SOURCE_DONE: { TARGET_CALL: 'TARGET_PENDING', TARGET_OK: 'COMMITTED', TARGET_FAIL: 'COMPENSATING', TARGET_RETRY: 'SOURCE_DONE' },
   TARGET_PENDING: { TARGET_OK: 'COMMITTED', TARGET_FAIL: 'COMPENSATING', TARGET_RETRY: 'TARGET_PENDING' },
   COMPENSATING: { ROLLBACK_OK: 'ROLLED_BACK', ROLLBACK_FAIL: 'COMPENSATING' },
   COMMITTED: {},

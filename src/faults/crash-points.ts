@@ -21,6 +21,13 @@ export const CRASH_POINTS = [
   'compensating_before_call',
   /** CRA-006: the refund was applied; ROLLED_BACK not yet written. */
   'compensating_after_call',
+  // The boundaries of the two-commit happy path.
+  /** FUNDING → SPOT: the create-and-debit transaction committed (TARGET_PENDING); UBSCore not yet called. */
+  'created_debited_before_target_call',
+  /** Either direction: UBSCore answered the credit; COMMITTED not yet written. */
+  'target_credited_before_committed',
+  /** SPOT → FUNDING: UBSCore's debit is durable; the credit transaction not yet run. */
+  'source_debited_before_credit_txn',
 ] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 

@@ -1,7 +1,7 @@
 // Fault injection around the real adapters, for tests only: make a chosen operation time out,
 // fail explicitly, throw, or succeed and lose its reply, a given number of times.
 
-import type { AccountAdapter, OpRequest, QueryOutcome } from '../../src/adapters/types.js';
+import { isLocal, type AccountAdapter, type MovedOutcome, type OpRequest, type QueryOutcome, type TransferMove } from '../../src/adapters/types.js';
 import type { AccountKind, OpOutcome, TransferOp } from '../../src/domain/types.js';
 
 export type Fault =
@@ -46,31 +46,43 @@ export class FaultPlan {
 }
 
 export function faulty(inner: AccountAdapter, plan: FaultPlan): AccountAdapter {
+  /** The injected answer for account.op, or null to let the real call through. */
+  const inject = async (op: TransferOp, fault: Fault, real: () => Promise<unknown>): Promise<OpOutcome> => {
+    switch (fault.kind) {
+      case 'timeout':
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        return { kind: 'PENDING', reason: `injected timeout on ${inner.account}.${op}` };
+      case 'fail':
+        return { kind: 'FAILED', code: fault.code as 'ACCOUNT_DISABLED' };
+      case 'throw':
+        throw new Error(`injected exception on ${inner.account}.${op}`);
+      case 'lose_reply':
+        await real();
+        return { kind: 'PENDING', reason: `injected lost reply on ${inner.account}.${op}` };
+    }
+  };
   const wrap =
     (op: TransferOp, call: (req: OpRequest) => Promise<OpOutcome>) =>
     async (req: OpRequest): Promise<OpOutcome> => {
       const fault = plan.take(inner.account, op);
-      if (fault === null) return call(req);
-      switch (fault.kind) {
-        case 'timeout':
-          await new Promise((resolve) => setTimeout(resolve, 5));
-          return { kind: 'PENDING', reason: `injected timeout on ${inner.account}.${op}` };
-        case 'fail':
-          return { kind: 'FAILED', code: fault.code as 'ACCOUNT_DISABLED' };
-        case 'throw':
-          throw new Error(`injected exception on ${inner.account}.${op}`);
-        case 'lose_reply':
-          await call(req);
-          return { kind: 'PENDING', reason: `injected lost reply on ${inner.account}.${op}` };
-      }
+      return fault === null ? call(req) : inject(op, fault, () => call(req));
     };
-  return {
+  const wrapped: AccountAdapter = {
     account: inner.account,
     withdraw: wrap('WITHDRAW', (r) => inner.withdraw(r)),
     deposit: wrap('DEPOSIT', (r) => inner.deposit(r)),
     refund: wrap('REFUND', (r) => inner.refund(r)),
     query: (reqId: string, op: TransferOp): Promise<QueryOutcome> => inner.query(reqId, op),
   };
+  if (!isLocal(inner)) return wrapped;
+  // The local adapter's operation with the moves it decides: an injected answer moves nothing,
+  // so the driver records it as it would a remote adapter's (a lost reply did move, unseen).
+  const applyWithMove = async (op: TransferOp, req: OpRequest, move: TransferMove): Promise<MovedOutcome> => {
+    const fault = plan.take(inner.account, op);
+    if (fault === null) return inner.applyWithMove(op, req, move);
+    return { kind: 'unmoved', outcome: await inject(op, fault, () => inner.applyWithMove(op, req, move)) };
+  };
+  return { ...wrapped, applyWithMove } as AccountAdapter;
 }
 
 export function faultyAdapters(plan: FaultPlan) {

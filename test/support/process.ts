@@ -56,6 +56,11 @@ export type Harness = {
   /** Starts a service on this harness's data dir and database; `env` adds or overrides variables. */
   readonly start: (env?: Record<string, string>) => Promise<ChildService>;
   /**
+   * Starts a service that is expected to die while it recovers (a crash point reached by its
+   * start-up scan): answers once it is ready or has exited, whichever comes first.
+   */
+  readonly startToDie: (env?: Record<string, string>) => Promise<ChildService>;
+  /**
    * Stops `previous` if it still runs (SIGTERM), then starts a new service on the SAME data dir
    * and database with `env` (which does not inherit the previous one's extra variables).
    */
@@ -164,12 +169,13 @@ export async function createHarness(): Promise<Harness> {
   const exp = () => Math.floor(Date.now() / 1000) + 3600;
   let cleaned: Promise<void> | null = null;
 
-  const start = async (env: Record<string, string> = {}): Promise<ChildService> => {
+  const launch = async (env: Record<string, string>, mayExit: boolean): Promise<ChildService> => {
     if (cleaned !== null) throw new Error('harness already cleaned up');
-    const child = await startChild({ dataDir, databaseUrl: db.url, env });
+    const child = await startChild({ dataDir, databaseUrl: db.url, env, mayExit });
     children.add(child);
     return child;
   };
+  const start = (env: Record<string, string> = {}): Promise<ChildService> => launch(env, false);
 
   const harness: Harness = {
     databaseUrl: db.url,
@@ -178,6 +184,7 @@ export async function createHarness(): Promise<Harness> {
     userToken: (userId) => signJwt({ sub: String(userId), exp: exp() }, TEST_JWT_SECRET),
     adminToken: () => signJwt({ sub: '1', exp: exp(), role: 'admin' }, TEST_JWT_SECRET),
     start,
+    startToDie: (env = {}) => launch(env, true),
     restart: async (previous, env = {}) => {
       if (previous.exited() === null) await previous.stop();
       return start(env);
@@ -220,7 +227,7 @@ export async function withHarness<T>(body: (h: Harness) => Promise<T>): Promise<
 
 // ---------------------------------------------------------------------------------------------
 
-async function startChild(opts: { dataDir: string; databaseUrl: string; env: Record<string, string> }): Promise<ChildService> {
+async function startChild(opts: { dataDir: string; databaseUrl: string; env: Record<string, string>; mayExit?: boolean }): Promise<ChildService> {
   const port = await freePort();
   const env: Record<string, string> = {
     ...baseEnv(),
@@ -303,6 +310,7 @@ async function startChild(opts: { dataDir: string; databaseUrl: string; env: Rec
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     if (exitInfo !== null) {
+      if (opts.mayExit === true) return child;
       const { code, signal } = exitInfo;
       throw new Error(`service exited before it was ready (code ${code}, signal ${signal}); stderr tail:\n${tail()}`);
     }

@@ -1,0 +1,176 @@
+// The one statement that writes transfers: `transfer_apply(items, balance_max)` applies a batch of
+// creations, Funding operations and state moves in one PostgreSQL transaction, so a batch costs
+// one round trip and one commit, and no row lock is ever held while the client thinks.
+//
+// Each item names its transfer, the state it expects (or a creation), at most one Funding
+// operation, and two paths through the FSM: `p` when the operation is applied (or there is none),
+// `q` when the Funding side refuses it. The paths are checked against the FSM in TypeScript before
+// they are sent (src/db/transfer-writes.ts); this function only follows them, so the state
+// machine has one home. Every step of a path becomes one history row.
+//
+// Items are applied in (user_id, asset, req_id) order, so every batch takes balance and transfer
+// row locks in the same order and two batches cannot deadlock. An operation already recorded
+// for (req_id, op) answers its first outcome and changes nothing (idempotency); the transfer row
+// is locked and its state checked before a Funding operation is decided, so an operation never
+// lands on a transfer that has moved on.
+//
+// Answers, in input order: {"k":"moved","s":state,"at":ms,"id":transfer_id,"oc":outcome,"code"},
+// {"k":"lost"} (not in the expected state), {"k":"exists"} (a creation whose req_id or
+// client_order_id is taken), {"k":"held","oc","code"} (an operation answered without a move: a
+// refused refund, or the same (req_id, op) recorded with other parameters: "CONFLICT"), and
+// {"k":"op","oc","code"} for an operation asked on its own.
+
+export const TRANSFER_APPLY_FUNCTION = `
+CREATE OR REPLACE FUNCTION transfer_apply(p_items jsonb, p_balance_max bigint) RETURNS jsonb
+LANGUAGE plpgsql AS $fn$
+DECLARE
+  v_out jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(p_items)]);
+  v_at timestamptz := now();
+  v_ms bigint := floor(extract(epoch FROM now()) * 1000);
+  it jsonb; idx bigint; st jsonb;
+  k text; r text; u bigint; a text; m bigint; o text; e smallint;
+  v_outcome text; v_code text; v_path jsonb; v_rec record; v_status text;
+  v_final smallint; v_terminal boolean; v_id bigint; v_n int;
+  h_r text[] := '{}'; h_f smallint[] := '{}'; h_t smallint[] := '{}'; h_e text[] := '{}'; h_d text[] := '{}';
+  a_r text[] := '{}'; a_u bigint[] := '{}'; d_r text[] := '{}';
+BEGIN
+  FOR it, idx IN
+    SELECT value, ordinality FROM jsonb_array_elements(p_items) WITH ORDINALITY
+     ORDER BY (value->>'u')::bigint, value->>'a', value->>'r'
+  LOOP
+    k := it->>'k'; r := it->>'r'; u := (it->>'u')::bigint; a := it->>'a'; m := (it->>'m')::bigint;
+    o := it->>'o'; e := (it->>'e')::smallint;
+    v_outcome := NULL; v_code := it->>'c'; v_path := it->'p';
+
+    -- 1. The transfer: a creation must be new; a move with an operation locks its row first.
+    IF k = 'c' THEN
+      IF EXISTS (SELECT 1 FROM transfers_tb WHERE req_id = r)
+         OR (it->>'coid' IS NOT NULL AND EXISTS (SELECT 1 FROM transfers_tb WHERE user_id = u AND client_order_id = it->>'coid')) THEN
+        v_out[idx] := '{"k":"exists"}';
+        CONTINUE;
+      END IF;
+    ELSIF k = 'm' AND (o IS NOT NULL OR it ? 'tf') THEN
+      PERFORM 1 FROM transfers_tb WHERE req_id = r AND state = e FOR UPDATE;
+      IF NOT FOUND THEN
+        v_out[idx] := '{"k":"lost"}';
+        CONTINUE;
+      END IF;
+    ELSIF k = 'o' THEN
+      -- No transfer row serialises a lone operation: the balance row does, so a concurrent
+      -- twin of this (req_id, op) has committed its record before the read below.
+      PERFORM 1 FROM funding_balances WHERE user_id = u AND asset = a FOR UPDATE;
+    END IF;
+
+    -- 2. A FUNDING target that does not exist is a business rejection before any funds move.
+    IF it ? 'tf' AND NOT EXISTS (SELECT 1 FROM funding_balances WHERE user_id = u AND asset = a) THEN
+      v_path := it->'q';
+      v_code := 'TARGET_ACCOUNT_NOT_FOUND';
+    ELSIF o IS NOT NULL THEN
+      -- 3. The Funding operation, once per (req_id, op), recorded with its effect.
+      IF k <> 'c' THEN
+        SELECT f.user_id, f.asset, f.amount, f.outcome, f.code INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = o;
+        IF FOUND THEN
+          IF v_rec.user_id <> u OR v_rec.asset <> a OR v_rec.amount <> m THEN
+            v_out[idx] := '{"k":"held","oc":"CONFLICT"}';
+            CONTINUE;
+          END IF;
+          v_outcome := v_rec.outcome;
+          v_code := v_rec.code;
+        END IF;
+      END IF;
+      IF v_outcome IS NULL THEN
+        IF o = 'WITHDRAW' THEN
+          UPDATE funding_balances SET available = available - m, updated_at = v_at
+           WHERE user_id = u AND asset = a AND status = 'ACTIVE' AND available >= m;
+          IF FOUND THEN
+            v_outcome := 'APPLIED'; v_code := NULL;
+          ELSE
+            SELECT f.status INTO v_status FROM funding_balances AS f WHERE f.user_id = u AND f.asset = a;
+            v_outcome := 'REJECTED';
+            v_code := CASE WHEN NOT FOUND THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN v_status = 'FROZEN' THEN 'ACCOUNT_FROZEN'
+                           WHEN v_status = 'DISABLED' THEN 'ACCOUNT_DISABLED' ELSE 'INSUFFICIENT_BALANCE' END;
+          END IF;
+        ELSIF o = 'DEPOSIT' THEN
+          UPDATE funding_balances SET available = available + m, updated_at = v_at
+           WHERE user_id = u AND asset = a AND available <= p_balance_max - m;
+          IF FOUND THEN
+            v_outcome := 'APPLIED'; v_code := NULL;
+          ELSE
+            v_outcome := 'REJECTED';
+            v_code := CASE WHEN EXISTS (SELECT 1 FROM funding_balances WHERE user_id = u AND asset = a) THEN 'OVERFLOW' ELSE 'TARGET_ACCOUNT_NOT_FOUND' END;
+          END IF;
+        ELSIF o = 'REFUND' THEN
+          -- Only a withdraw applied here, with the same parameters, is ever credited back.
+          SELECT f.user_id, f.asset, f.amount, f.outcome INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = 'WITHDRAW';
+          IF FOUND AND v_rec.outcome = 'APPLIED' AND v_rec.user_id = u AND v_rec.asset = a AND v_rec.amount = m THEN
+            UPDATE funding_balances SET available = available + m, updated_at = v_at WHERE user_id = u AND asset = a;
+            IF FOUND THEN v_outcome := 'APPLIED'; v_code := NULL; END IF;
+          END IF;
+          IF v_outcome IS NULL THEN v_outcome := 'REJECTED'; v_code := 'REFUND_WITHOUT_WITHDRAW'; END IF;
+        ELSE
+          RAISE EXCEPTION 'transfer_apply: unknown operation %', o USING ERRCODE = '22023';
+        END IF;
+        INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code) VALUES (r, o, u, a, m, v_outcome, v_code);
+      END IF;
+      IF k = 'o' THEN
+        v_out[idx] := jsonb_build_object('k', 'op', 'oc', v_outcome, 'code', v_code);
+        CONTINUE;
+      END IF;
+      IF v_outcome = 'REJECTED' THEN
+        -- A refused refund is never final: the transfer stays COMPENSATING for an operator.
+        IF o = 'REFUND' THEN
+          v_out[idx] := jsonb_build_object('k', 'held', 'oc', v_outcome, 'code', v_code);
+          CONTINUE;
+        END IF;
+        v_path := it->'q';
+      END IF;
+    END IF;
+
+    -- 4. The state the path ends in; steps are [state, event, terminal].
+    v_final := e;
+    v_terminal := false;
+    v_n := jsonb_array_length(v_path);
+    IF v_n > 0 THEN
+      v_final := (v_path->(v_n - 1)->>0)::smallint;
+      v_terminal := (v_path->(v_n - 1)->>2)::boolean;
+    END IF;
+    IF k = 'c' THEN
+      INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state, error_code, client_order_id, next_retry_at, created_at, updated_at)
+      VALUES (r, u, a, m, (it->>'st')::smallint, (it->>'st')::smallint, (it->>'tt')::smallint, v_final, v_code, it->>'coid',
+              CASE WHEN it ? 'due' THEN v_at END, v_at, v_at)
+      RETURNING transfer_id INTO v_id;
+      h_r := h_r || r; h_f := h_f || NULL::smallint; h_t := h_t || e; h_e := h_e || 'CREATED'::text; h_d := h_d || NULL::text;
+      IF NOT v_terminal THEN a_r := a_r || r; a_u := a_u || u; END IF;
+    ELSE
+      UPDATE transfers_tb
+         SET state = v_final, updated_at = v_at, next_retry_at = NULL, attempts = 0, error_code = COALESCE(v_code, error_code)
+       WHERE req_id = r AND state = e
+      RETURNING transfer_id INTO v_id;
+      IF NOT FOUND THEN
+        v_out[idx] := '{"k":"lost"}';
+        CONTINUE;
+      END IF;
+      IF v_terminal THEN d_r := d_r || r; END IF;
+    END IF;
+    FOR st IN SELECT value FROM jsonb_array_elements(v_path) LOOP
+      h_r := h_r || r; h_f := h_f || e; h_t := h_t || (st->>0)::smallint; h_e := h_e || (st->>1);
+      h_d := h_d || (CASE WHEN (st->>0)::smallint = v_final THEN v_code END);
+      e := (st->>0)::smallint;
+    END LOOP;
+    v_out[idx] := jsonb_build_object('k', 'moved', 's', v_final, 'at', v_ms, 'id', v_id::text, 'oc', v_outcome, 'code', v_code);
+  END LOOP;
+
+  -- 5. One statement each for every history row, new unfinished transfer and finished one.
+  IF cardinality(h_r) > 0 THEN
+    INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail) SELECT * FROM unnest(h_r, h_f, h_t, h_e, h_d);
+  END IF;
+  IF cardinality(a_r) > 0 THEN
+    INSERT INTO transfers_active (req_id, user_id) SELECT * FROM unnest(a_r, a_u);
+  END IF;
+  IF cardinality(d_r) > 0 THEN
+    DELETE FROM transfers_active WHERE req_id = ANY (d_r);
+  END IF;
+  RETURN to_jsonb(v_out);
+END
+$fn$;
+`;

@@ -1,0 +1,160 @@
+// Every write of a transfer, batched: creations, compare-and-swaps along a path of the FSM, and
+// Funding operations (with the moves they decide, or on their own) travel as items of one
+// `transfer_apply` call per batch (src/db/transfer-apply-sql.ts): one round trip and one commit
+// for everything a shard's drives asked for at the same time.
+
+import type { NewTransfer } from '../coordinator/types.js';
+import { assertTransition, isTerminal, STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
+import { BALANCE_UNITS_MAX } from '../domain/money.js';
+import type { AccountKind, TransferOp } from '../domain/types.js';
+import { Batcher, type BatchSettings } from './batch.js';
+import type { Sql } from './sql.js';
+
+export const ACCOUNT_TYPE: Readonly<Record<AccountKind, number>> = { FUNDING: 1, SPOT: 2 };
+
+/** One move of the FSM; a path is the moves one commit makes, each one history row. */
+export type PathStep = { readonly event: TransferEvent; readonly to: TransferStateName };
+
+/** Where a transfer goes: `ok` when the operation is applied (or there is none), `ko` when the Funding side refuses it. */
+export type Paths = { readonly ok: readonly PathStep[]; readonly ko: readonly PathStep[] };
+
+export type FundingOpParams = { readonly reqId: string; readonly userId: bigint; readonly asset: string; readonly amount: bigint };
+
+export type WriteItem =
+  /** Creates the transfer (INIT) and moves it along `paths` in the same transaction. */
+  | {
+      readonly kind: 'create';
+      readonly transfer: NewTransfer;
+      readonly op: TransferOp | null;
+      readonly paths: Paths;
+      /** The code recorded when the path ends FAILED without an operation (a closed asset). */
+      readonly code: string | null;
+      /** Take `ko` with TARGET_ACCOUNT_NOT_FOUND when the user has no FUNDING account for the asset. */
+      readonly checkFundingTarget: boolean;
+      /** Due at once for the recovery scan (no coordinator drives it now). */
+      readonly dueNow: boolean;
+    }
+  /** Moves an existing transfer from `from` along `paths`, applying `op` first if given. */
+  | {
+      readonly kind: 'move';
+      readonly params: FundingOpParams;
+      readonly from: TransferStateName;
+      readonly op: TransferOp | null;
+      readonly paths: Paths;
+      readonly code: string | null;
+    }
+  /** A Funding operation on its own, with no transfer state attached. */
+  | { readonly kind: 'op'; readonly params: FundingOpParams; readonly op: TransferOp };
+
+/** How the Funding side answered an operation: applied, refused with a code, or recorded with other parameters. */
+export type OpAnswer = { readonly outcome: 'APPLIED' | 'REJECTED' | 'CONFLICT'; readonly code: string | null };
+
+export type WriteResult =
+  | { readonly kind: 'moved'; readonly state: TransferStateName; readonly at: Date; readonly transferId: string; readonly op: OpAnswer | null; readonly code: string | null }
+  /** The transfer was not in the expected state: another drive moved it. */
+  | { readonly kind: 'lost' }
+  /** A creation whose req_id or client_order_id already exists. */
+  | { readonly kind: 'exists' }
+  /** The operation answered without a move (a refused refund, a conflict); nothing changed. */
+  | { readonly kind: 'held'; readonly op: OpAnswer }
+  | { readonly kind: 'op'; readonly op: OpAnswer };
+
+type RawResult = { k: string; s?: number; at?: number; id?: string; oc?: string | null; code?: string | null };
+
+export class TransferWrites {
+  private readonly batcher: Batcher<WriteItem, WriteResult>;
+
+  constructor(
+    private readonly sql: Sql,
+    batch: BatchSettings,
+  ) {
+    // One item per transfer per batch: a second write of the same req_id waits for the next one.
+    this.batcher = new Batcher((items) => this.applyMany(items), { ...batch, key: keyOf });
+  }
+
+  write(item: WriteItem): Promise<WriteResult> {
+    assertPaths(item);
+    return this.batcher.call(item);
+  }
+
+  private async applyMany(items: readonly WriteItem[]): Promise<WriteResult[]> {
+    const input = JSON.stringify(items.map(encode));
+    const rows = await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`;
+    const out = rows[0]?.out;
+    if (out === undefined || out.length !== items.length) throw new Error(`transfer_apply answered ${out?.length} results for ${items.length} items`);
+    return out.map(decode);
+  }
+}
+
+function keyOf(item: WriteItem): string {
+  return item.kind === 'create' ? item.transfer.reqId : `${item.params.reqId}${item.kind === 'op' ? `/${item.op}` : ''}`;
+}
+
+/** Pair assertion: every path is a walk of the FSM from the state the item expects. */
+function assertPaths(item: WriteItem): void {
+  if (item.kind === 'op') return;
+  const start: TransferStateName = item.kind === 'create' ? 'INIT' : item.from;
+  for (const path of [item.paths.ok, item.paths.ko]) {
+    let at = start;
+    for (const step of path) {
+      assertTransition(at, step.event, step.to);
+      at = step.to;
+    }
+  }
+}
+
+function steps(path: readonly PathStep[]): [number, string, boolean][] {
+  return path.map((s) => [STATE_IDS[s.to], s.event, isTerminal(s.to)]);
+}
+
+function encode(item: WriteItem): Record<string, unknown> {
+  switch (item.kind) {
+    case 'create': {
+      const t = item.transfer;
+      return {
+        k: 'c', r: t.reqId, u: t.userId.toString(), a: t.asset, m: t.amount.toString(), e: STATE_IDS.INIT,
+        st: ACCOUNT_TYPE[t.from], tt: ACCOUNT_TYPE[t.to], coid: t.clientOrderId, o: item.op, c: item.code,
+        p: steps(item.paths.ok), q: steps(item.paths.ko), ...(item.checkFundingTarget ? { tf: 1 } : {}), ...(item.dueNow ? { due: 1 } : {}),
+      };
+    }
+    case 'move': {
+      const p = item.params;
+      return { k: 'm', r: p.reqId, u: p.userId.toString(), a: p.asset, m: p.amount.toString(), e: STATE_IDS[item.from], o: item.op, c: item.code, p: steps(item.paths.ok), q: steps(item.paths.ko) };
+    }
+    case 'op': {
+      const p = item.params;
+      return { k: 'o', r: p.reqId, u: p.userId.toString(), a: p.asset, m: p.amount.toString(), o: item.op };
+    }
+  }
+}
+
+function decode(raw: RawResult): WriteResult {
+  switch (raw.k) {
+    case 'moved':
+      return { kind: 'moved', state: mustState(raw.s), at: new Date(Number(raw.at)), transferId: String(raw.id), op: answerOf(raw), code: raw.code ?? null };
+    case 'lost':
+      return { kind: 'lost' };
+    case 'exists':
+      return { kind: 'exists' };
+    case 'held':
+    case 'op': {
+      const op = answerOf(raw);
+      if (op === null) throw new Error(`transfer_apply answered ${raw.k} without an outcome`);
+      return { kind: raw.k, op };
+    }
+    default:
+      throw new Error(`transfer_apply answered an unknown result ${JSON.stringify(raw)}`);
+  }
+}
+
+function answerOf(raw: RawResult): OpAnswer | null {
+  if (raw.oc === undefined || raw.oc === null) return null;
+  if (raw.oc !== 'APPLIED' && raw.oc !== 'REJECTED' && raw.oc !== 'CONFLICT') throw new Error(`transfer_apply answered outcome ${raw.oc}`);
+  return { outcome: raw.oc, code: raw.code ?? null };
+}
+
+function mustState(id: number | undefined): TransferStateName {
+  const name = id === undefined ? null : stateName(id);
+  if (name === null) throw new Error(`transfer_apply answered unknown state ${id}`);
+  return name;
+}
