@@ -9,7 +9,9 @@
 // machine has one home. Every step of a path becomes one history row.
 //
 // Items are applied in (user_id, asset, req_id) order, so every batch takes balance and transfer
-// row locks in the same order and two batches cannot deadlock. An operation already recorded
+// row locks in the same order and two batches cannot deadlock. Each balance row is locked and read
+// once per batch, the operations on it are decided in order against its running balance, and it
+// is written once: a busy account costs one row version per batch, not one per operation. An operation already recorded
 // for (req_id, op) answers its first outcome and changes nothing (idempotency); the transfer row
 // is locked and its state checked before a Funding operation is decided, so an operation never
 // lands on a transfer that has moved on.
@@ -33,6 +35,9 @@ DECLARE
   v_final smallint; v_terminal boolean; v_id bigint; v_n int;
   h_r text[] := '{}'; h_f smallint[] := '{}'; h_t smallint[] := '{}'; h_e text[] := '{}'; h_d text[] := '{}';
   a_r text[] := '{}'; a_u bigint[] := '{}'; d_r text[] := '{}';
+  -- The balance row of the account in hand: locked and read once per batch, decided against in
+  -- memory, written once when the batch moves on to the next account.
+  b_u bigint; b_a text; b_loaded boolean := false; b_found boolean; b_avail bigint; b_status text; b_dirty boolean := false;
 BEGIN
   FOR it, idx IN
     SELECT value, ordinality FROM jsonb_array_elements(p_items) WITH ORDINALITY
@@ -40,6 +45,10 @@ BEGIN
   LOOP
     k := it->>'k'; r := it->>'r'; u := (it->>'u')::bigint; a := it->>'a'; m := (it->>'m')::bigint;
     o := it->>'o'; e := (it->>'e')::smallint;
+    IF b_loaded AND (b_u <> u OR b_a <> a) THEN
+      IF b_dirty THEN UPDATE funding_balances SET available = b_avail, updated_at = v_at WHERE user_id = b_u AND asset = b_a; END IF;
+      b_loaded := false; b_dirty := false;
+    END IF;
     v_outcome := NULL; v_code := it->>'c'; v_path := it->'p';
 
     -- 1. The transfer: a creation must be new; a move with an operation locks its row first.
@@ -55,10 +64,6 @@ BEGIN
         v_out[idx] := '{"k":"lost"}';
         CONTINUE;
       END IF;
-    ELSIF k = 'o' THEN
-      -- No transfer row serialises a lone operation: the balance row does, so a concurrent
-      -- twin of this (req_id, op) has committed its record before the read below.
-      PERFORM 1 FROM funding_balances WHERE user_id = u AND asset = a FOR UPDATE;
     END IF;
 
     -- 2. A FUNDING target that does not exist is a business rejection before any funds move.
@@ -66,7 +71,13 @@ BEGIN
       v_path := it->'q';
       v_code := 'TARGET_ACCOUNT_NOT_FOUND';
     ELSIF o IS NOT NULL THEN
-      -- 3. The Funding operation, once per (req_id, op), recorded with its effect.
+      -- 3. The Funding operation, once per (req_id, op), recorded with its effect. The lock on the
+      -- balance row also serialises a lone operation with a concurrent twin of its (req_id, op):
+      -- the twin's record is committed before the read below.
+      IF NOT b_loaded THEN
+        SELECT f.available, f.status INTO b_avail, b_status FROM funding_balances AS f WHERE f.user_id = u AND f.asset = a FOR UPDATE;
+        b_found := FOUND; b_u := u; b_a := a; b_loaded := true;
+      END IF;
       IF k <> 'c' THEN
         SELECT f.user_id, f.asset, f.amount, f.outcome, f.code INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = o;
         IF FOUND THEN
@@ -79,37 +90,25 @@ BEGIN
         END IF;
       END IF;
       IF v_outcome IS NULL THEN
+        -- The rules, decided against the running balance of this batch.
         IF o = 'WITHDRAW' THEN
-          UPDATE funding_balances SET available = available - m, updated_at = v_at
-           WHERE user_id = u AND asset = a AND status = 'ACTIVE' AND available >= m;
-          IF FOUND THEN
-            v_outcome := 'APPLIED'; v_code := NULL;
-          ELSE
-            SELECT f.status INTO v_status FROM funding_balances AS f WHERE f.user_id = u AND f.asset = a;
-            v_outcome := 'REJECTED';
-            v_code := CASE WHEN NOT FOUND THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN v_status = 'FROZEN' THEN 'ACCOUNT_FROZEN'
-                           WHEN v_status = 'DISABLED' THEN 'ACCOUNT_DISABLED' ELSE 'INSUFFICIENT_BALANCE' END;
-          END IF;
+          v_code := CASE WHEN NOT b_found THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN b_status = 'FROZEN' THEN 'ACCOUNT_FROZEN'
+                         WHEN b_status = 'DISABLED' THEN 'ACCOUNT_DISABLED' WHEN b_avail < m THEN 'INSUFFICIENT_BALANCE' END;
+          IF v_code IS NULL THEN b_avail := b_avail - m; END IF;
         ELSIF o = 'DEPOSIT' THEN
-          UPDATE funding_balances SET available = available + m, updated_at = v_at
-           WHERE user_id = u AND asset = a AND available <= p_balance_max - m;
-          IF FOUND THEN
-            v_outcome := 'APPLIED'; v_code := NULL;
-          ELSE
-            v_outcome := 'REJECTED';
-            v_code := CASE WHEN EXISTS (SELECT 1 FROM funding_balances WHERE user_id = u AND asset = a) THEN 'OVERFLOW' ELSE 'TARGET_ACCOUNT_NOT_FOUND' END;
-          END IF;
+          v_code := CASE WHEN NOT b_found THEN 'TARGET_ACCOUNT_NOT_FOUND' WHEN b_avail > p_balance_max - m THEN 'OVERFLOW' END;
+          IF v_code IS NULL THEN b_avail := b_avail + m; END IF;
         ELSIF o = 'REFUND' THEN
           -- Only a withdraw applied here, with the same parameters, is ever credited back.
           SELECT f.user_id, f.asset, f.amount, f.outcome INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = 'WITHDRAW';
-          IF FOUND AND v_rec.outcome = 'APPLIED' AND v_rec.user_id = u AND v_rec.asset = a AND v_rec.amount = m THEN
-            UPDATE funding_balances SET available = available + m, updated_at = v_at WHERE user_id = u AND asset = a;
-            IF FOUND THEN v_outcome := 'APPLIED'; v_code := NULL; END IF;
-          END IF;
-          IF v_outcome IS NULL THEN v_outcome := 'REJECTED'; v_code := 'REFUND_WITHOUT_WITHDRAW'; END IF;
+          v_code := CASE WHEN NOT FOUND OR v_rec.outcome <> 'APPLIED' OR v_rec.user_id <> u OR v_rec.asset <> a OR v_rec.amount <> m OR NOT b_found
+                         THEN 'REFUND_WITHOUT_WITHDRAW' END;
+          IF v_code IS NULL THEN b_avail := b_avail + m; END IF;
         ELSE
           RAISE EXCEPTION 'transfer_apply: unknown operation %', o USING ERRCODE = '22023';
         END IF;
+        v_outcome := CASE WHEN v_code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END;
+        b_dirty := b_dirty OR v_code IS NULL;
         INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code) VALUES (r, o, u, a, m, v_outcome, v_code);
       END IF;
       IF k = 'o' THEN
@@ -160,6 +159,7 @@ BEGIN
     v_out[idx] := jsonb_build_object('k', 'moved', 's', v_final, 'at', v_ms, 'id', v_id::text, 'oc', v_outcome, 'code', v_code);
   END LOOP;
 
+  IF b_dirty THEN UPDATE funding_balances SET available = b_avail, updated_at = v_at WHERE user_id = b_u AND asset = b_a; END IF;
   -- 5. One statement each for every history row, new unfinished transfer and finished one.
   IF cardinality(h_r) > 0 THEN
     INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail) SELECT * FROM unnest(h_r, h_f, h_t, h_e, h_d);
