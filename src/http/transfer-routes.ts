@@ -27,10 +27,10 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   routes.post('/internal_transfer', async (c) => {
     const claims = c.get('claims');
     if (deps.halt.current !== null) return fail(c, 'SERVICE_HALTED');
-    const raw = await jsonObject(c);
-    if (raw === null) return fail(c, 'INVALID_REQUEST');
-    if (raw.user_id !== undefined && String(raw.user_id) !== claims.userId.toString()) return fail(c, 'FORBIDDEN');
-    const parsed = v.safeParse(TransferBody, raw, { abortEarly: true });
+    const raw = await jsonObject(c, deps.bodyBytesMax);
+    if (!raw.ok) return fail(c, raw.code);
+    if (raw.value.user_id !== undefined && String(raw.value.user_id) !== claims.userId.toString()) return fail(c, 'FORBIDDEN');
+    const parsed = v.safeParse(TransferBody, raw.value, { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
     const body = parsed.output;
     const asset = await deps.assets.get(body.asset);
