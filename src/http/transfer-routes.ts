@@ -58,13 +58,11 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
       case 'error':
         deps.log.error('coordinator error', { user_id: claims.userId, error: reply.message });
         return fail(c, 'SYSTEM_ERROR');
-      case 'transfer': {
-        const json = transferJson(reply.view, asset.precision);
+      case 'transfer':
         if (reply.view.state === 'FAILED') {
           return fail(c, reply.view.errorCode ?? 'SYSTEM_ERROR', { req_id: reply.view.reqId, state: 'FAILED', transfer_id: reply.view.transferId });
         }
-        return c.json(json, isTerminal(reply.view.state) ? 200 : 202);
-      }
+        return c.json(transferJson(reply.view, asset.precision), isTerminal(reply.view.state) ? 200 : 202);
     }
   });
 
