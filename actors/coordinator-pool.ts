@@ -1,6 +1,7 @@
 // The main thread's handle on the coordinator shards: one piscina pool of exactly one thread
 // per shard (piscina cannot pin a task to a chosen thread, so pinning is by pool), routed by
-// shard = user_id mod N. Each pool's bounded queue is the shard's mailbox.
+// shard = user_id mod N. New transfers go through each shard's TransferMailbox, which bounds
+// them by count and sends them in batches; other tasks use the pool's bounded queue.
 
 import { shardOfUser } from '../src/domain/shard.js';
 import type { MessagePort } from 'node:worker_threads';
@@ -9,7 +10,14 @@ import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js
 import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
 import type { MetricSnapshot } from '../src/metrics/registry.js';
-import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData } from './protocol.js';
+import { TransferMailbox } from './coordinator-mailbox.js';
+import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
+
+/**
+ * Tasks other than transfers (metrics, a drive, assets_changed, stop) a shard runs beside its
+ * full share of transfers, so reading metrics or an operator's retry never waits behind them.
+ */
+const CONTROL_TASKS_MAX = 16;
 
 export type PoolOptions = {
   readonly shards: number;
@@ -25,10 +33,15 @@ export type PoolOptions = {
 };
 
 export class CoordinatorPools {
+  private readonly mailboxes: readonly TransferMailbox[];
+
   private constructor(
     private readonly pools: readonly Piscina[],
     private readonly mailboxMax: number,
-  ) {}
+    concurrencyMax: number,
+  ) {
+    this.mailboxes = pools.map((_pool, shard) => new TransferMailbox({ mailboxMax, concurrencyMax, send: (transfers) => this.submitMany(shard, transfers) }));
+  }
 
   static async start(opts: PoolOptions): Promise<CoordinatorPools> {
     const pools: Piscina[] = [];
@@ -39,7 +52,7 @@ export class CoordinatorPools {
         minThreads: 1,
         maxThreads: 1,
         idleTimeout: Infinity,
-        concurrentTasksPerWorker: opts.concurrencyMax,
+        concurrentTasksPerWorker: opts.concurrencyMax + CONTROL_TASKS_MAX,
         maxQueue: opts.mailboxMax,
         // The shard keeps timers and a UBSCore port alive between tasks.
         atomics: 'disabled',
@@ -48,7 +61,7 @@ export class CoordinatorPools {
       pool.on('error', (error: unknown) => opts.onFatal(error instanceof Error ? error : new Error(String(error))));
       pools.push(pool);
     }
-    const self = new CoordinatorPools(pools, opts.mailboxMax);
+    const self = new CoordinatorPools(pools, opts.mailboxMax, opts.concurrencyMax);
     await Promise.all(
       pools.map(async (pool, shard) => {
         const port = opts.connectUbs();
@@ -65,20 +78,11 @@ export class CoordinatorPools {
     return shardOfUser(userId, this.pools.length);
   }
 
-  async submit(transfer: NewTransfer): Promise<SubmitReply> {
-    const result = await this.run(this.shardOf(transfer.userId), { kind: 'coord.submit', transfer });
-    switch (result.kind) {
-      case 'coord.transfer':
-        return { kind: 'transfer', view: result.view };
-      case 'coord.refused':
-        return { kind: 'refused', code: result.code };
-      case 'busy':
-        return { kind: 'busy' };
-      case 'coord.error':
-        return { kind: 'error', message: result.message };
-      default:
-        return { kind: 'error', message: `unexpected coordinator answer ${result.kind}` };
-    }
+  /** Answers `busy` at once when the shard's mailbox is full. */
+  submit(transfer: NewTransfer): Promise<SubmitReply> {
+    const mailbox = this.mailboxes[this.shardOf(transfer.userId)];
+    if (mailbox === undefined) throw new Error(`no shard for user ${transfer.userId}`);
+    return mailbox.submit(transfer);
   }
 
   async drive(userId: bigint, reqId: string): Promise<SubmitReply> {
@@ -100,7 +104,8 @@ export class CoordinatorPools {
     const out: MetricSnapshot[] = [];
     await Promise.all(
       this.pools.map(async (pool, shard) => {
-        out.push({ name: 'coordinator_mailbox_depth', help: 'Tasks waiting in a coordinator shard\'s mailbox', type: 'gauge', series: [{ labels: { shard: String(shard) }, value: pool.queueSize }] });
+        const depth = (this.mailboxes[shard]?.depth ?? 0) + pool.queueSize;
+        out.push({ name: 'coordinator_mailbox_depth', help: 'Transfers and tasks waiting in a coordinator shard\'s mailbox', type: 'gauge', series: [{ labels: { shard: String(shard) }, value: depth }] });
         const result = await this.run(shard, { kind: 'coord.metrics' });
         if (result.kind === 'coord.metrics') out.push(...result.metrics);
       }),
@@ -116,6 +121,22 @@ export class CoordinatorPools {
   async stop(): Promise<void> {
     await Promise.all(this.pools.map((pool) => this.run(this.pools.indexOf(pool), { kind: 'coord.stop' })));
     await Promise.all(this.pools.map((pool) => pool.destroy()));
+  }
+
+  /** One batch of new transfers to the shard: one answer per transfer, in order, never an exception. */
+  private async submitMany(shard: number, transfers: readonly NewTransfer[]): Promise<readonly SubmitAnswer[]> {
+    const pool = this.pools[shard];
+    if (pool === undefined) throw new Error(`no shard ${shard}`);
+    const task: CoordinatorTask = { kind: 'coord.submit_many', transfers };
+    let result: CoordinatorResult;
+    try {
+      result = (await pool.run(task)) as CoordinatorResult;
+    } catch (error) {
+      result = { kind: 'coord.error', message: error instanceof Error ? error.message : String(error) };
+    }
+    if (result.kind === 'coord.submitted') return result.answers;
+    const message = result.kind === 'coord.error' ? result.message : `unexpected coordinator answer ${result.kind}`;
+    return transfers.map(() => ({ kind: 'error', message }));
   }
 
   private async run(shard: number, task: CoordinatorTask): Promise<CoordinatorResult | { kind: 'busy' }> {

@@ -1,6 +1,6 @@
-// Thread entry of one coordinator shard, run as the single thread of a piscina pool. The pool
-// is the shard's bounded mailbox; each task is one message of the protocol, answered with a
-// value. The shard's own timers and recovery scan run between tasks (atomics disabled).
+// Thread entry of one coordinator shard, run as the single thread of a piscina pool. Each task
+// is one message of the protocol (new transfers come in batches), answered with a value. The
+// shard's own timers and recovery scan run between tasks (atomics disabled).
 
 import type { MessagePort } from 'node:worker_threads';
 import { workerData } from 'piscina';
@@ -10,7 +10,8 @@ import type { AssetCache } from '../src/db/assets.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import type { Registry } from '../src/metrics/registry.js';
-import { unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData } from './protocol.js';
+import type { NewTransfer } from '../src/coordinator/types.js';
+import { SUBMIT_BATCH_MAX, unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData, type SubmitAnswer } from './protocol.js';
 import { UbsClient } from './ubscore-client.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
@@ -32,10 +33,8 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
   switch (task.kind) {
     case 'coord.init':
       return init(task.ubsPort);
-    case 'coord.submit': {
-      const outcome = await shardOf().submit(task.transfer);
-      return outcome.kind === 'transfer' ? { kind: 'coord.transfer', view: outcome.view } : { kind: 'coord.refused', code: outcome.code };
-    }
+    case 'coord.submit_many':
+      return submitMany(task.transfers);
     case 'coord.drive': {
       const view = await shardOf().driveNow(task.reqId);
       return view === null ? { kind: 'coord.not_found' } : { kind: 'coord.transfer', view };
@@ -50,6 +49,24 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
     default:
       return unreachable(task);
   }
+}
+
+/**
+ * Submits every transfer of the batch at once, so they share the shard's batched statements, and
+ * answers each in its place. One transfer's exception is that transfer's error, not the batch's.
+ */
+async function submitMany(transfers: readonly NewTransfer[]): Promise<CoordinatorResult> {
+  if (transfers.length === 0 || transfers.length > SUBMIT_BATCH_MAX) return { kind: 'coord.error', message: `a submit batch holds 1 to ${SUBMIT_BATCH_MAX} transfers, got ${transfers.length}` };
+  const shard = shardOf();
+  const answers = await Promise.all(
+    transfers.map((t): Promise<SubmitAnswer> =>
+      shard.submit(t).catch((error: unknown) => {
+        log.error('coordinator submit failed', { req_id: t.reqId, error: error instanceof Error ? error.stack : String(error) });
+        return { kind: 'error', message: error instanceof Error ? error.message : String(error) };
+      }),
+    ),
+  );
+  return { kind: 'coord.submitted', answers };
 }
 
 function init(port: MessagePort): CoordinatorResult {

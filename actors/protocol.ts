@@ -83,9 +83,23 @@ export type CoordinatorWorkerData = {
   readonly logFormat: 'json' | 'pretty';
 };
 
+/**
+ * Transfers one `coord.submit_many` task carries at most. The main thread gathers the transfers
+ * of one event-loop turn per shard into one task, since a piscina task per transfer cost about
+ * a twelfth of the HTTP thread; the bound keeps one slow transfer from holding many answers.
+ */
+export const SUBMIT_BATCH_MAX = 64;
+
+/** One transfer's answer in a `coord.submitted` batch: the HTTP edge takes it as it is. */
+export type SubmitAnswer =
+  | { readonly kind: 'transfer'; readonly view: TransferView }
+  | { readonly kind: 'refused'; readonly code: RefusalCode }
+  | { readonly kind: 'error'; readonly message: string };
+
 export type CoordinatorTask =
   | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort }
-  | { readonly kind: 'coord.submit'; readonly transfer: NewTransfer }
+  /** Creates and drives each transfer, all at once; answered by `coord.submitted` in the same order. */
+  | { readonly kind: 'coord.submit_many'; readonly transfers: readonly NewTransfer[] }
   | { readonly kind: 'coord.drive'; readonly reqId: string }
   /** An operator changed an asset: forget cached assets before the next transfer. */
   | { readonly kind: 'coord.assets_changed' }
@@ -98,7 +112,7 @@ export type CoordinatorResult =
   | { readonly kind: 'coord.done' }
   | { readonly kind: 'coord.metrics'; readonly metrics: readonly MetricSnapshot[] }
   | { readonly kind: 'coord.transfer'; readonly view: TransferView }
-  | { readonly kind: 'coord.refused'; readonly code: RefusalCode }
+  | { readonly kind: 'coord.submitted'; readonly answers: readonly SubmitAnswer[] }
   | { readonly kind: 'coord.not_found' }
   | { readonly kind: 'coord.error'; readonly message: string }
   | { readonly kind: 'coord.stopped' };

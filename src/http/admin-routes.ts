@@ -17,9 +17,9 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
   routes.use('*', bearerAuth({ secret: deps.jwtSecret, role: 'admin' }));
 
   const movement = (kind: MovementKind) => async (c: Context<AuthEnv>) => {
-    const raw = await jsonObject(c);
-    if (raw === null) return fail(c, 'INVALID_REQUEST');
-    const parsed = v.safeParse(DepositBody, raw, { abortEarly: true });
+    const raw = await jsonObject(c, deps.bodyBytesMax);
+    if (!raw.ok) return fail(c, raw.code);
+    const parsed = v.safeParse(DepositBody, raw.value, { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
     const body = parsed.output;
     const userId = BigInt(body.user_id);
@@ -44,9 +44,9 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
   routes.put('/assets/:symbol', async (c) => {
     const symbol = c.req.param('symbol');
     if (!isAssetSymbol(symbol)) return fail(c, 'INVALID_ASSET');
-    const raw = await jsonObject(c);
-    if (raw === null) return fail(c, 'INVALID_REQUEST');
-    const parsed = v.safeParse(AssetBody, raw, { abortEarly: true });
+    const raw = await jsonObject(c, deps.bodyBytesMax);
+    if (!raw.ok) return fail(c, raw.code);
+    const parsed = v.safeParse(AssetBody, raw.value, { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
     const body = parsed.output;
     const min = parseAmount(body.min_transfer_amount, body.precision);
@@ -70,9 +70,9 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
   });
 
   routes.post('/account_status', async (c) => {
-    const raw = await jsonObject(c);
-    if (raw === null) return fail(c, 'INVALID_REQUEST');
-    const parsed = v.safeParse(AccountStatusBody, raw, { abortEarly: true });
+    const raw = await jsonObject(c, deps.bodyBytesMax);
+    if (!raw.ok) return fail(c, raw.code);
+    const parsed = v.safeParse(AccountStatusBody, raw.value, { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
     const body = parsed.output;
     const userId = BigInt(body.user_id);

@@ -2,7 +2,6 @@
 // transfer to the coordinator of the user's shard; it never moves funds itself.
 
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { NewTransfer, TransferView } from '../coordinator/types.js';
 import type { AssetCache } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
@@ -16,6 +15,7 @@ import type { InvariantService } from '../services/invariant.js';
 import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
 import { adminRoutes } from './admin-routes.js';
+import { bodyLimit } from './body.js';
 import { errorBody, fail } from './errors.js';
 import { mountDocs } from './openapi.js';
 import { transferRoutes } from './transfer-routes.js';
@@ -64,7 +64,7 @@ export function createApp(deps: AppDeps): Hono {
     const labels = { method: c.req.method, route: c.req.routePath, status: String(c.res.status) };
     deps.registry.observe('http_request_duration_seconds', 'HTTP request latency by route and status', HTTP_BUCKETS_S, labels, (performance.now() - started) / 1000);
   });
-  app.use('*', bodyLimit({ maxSize: deps.bodyBytesMax, onError: (c) => fail(c, 'PAYLOAD_TOO_LARGE') }));
+  app.use('*', bodyLimit({ bytesMax: deps.bodyBytesMax }));
   app.get('/healthz', (c) => (deps.isReady() ? c.json({ status: 'ok' }) : fail(c, 'SERVICE_UNAVAILABLE')));
   app.get('/metrics', async (c) => c.text(await deps.metrics(), 200, { 'content-type': 'text/plain; version=0.0.4' }));
   app.get('/readyz', async (c) => {

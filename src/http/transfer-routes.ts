@@ -27,10 +27,10 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   routes.post('/internal_transfer', async (c) => {
     const claims = c.get('claims');
     if (deps.halt.current !== null) return fail(c, 'SERVICE_HALTED');
-    const raw = await jsonObject(c);
-    if (raw === null) return fail(c, 'INVALID_REQUEST');
-    if (raw.user_id !== undefined && String(raw.user_id) !== claims.userId.toString()) return fail(c, 'FORBIDDEN');
-    const parsed = v.safeParse(TransferBody, raw, { abortEarly: true });
+    const raw = await jsonObject(c, deps.bodyBytesMax);
+    if (!raw.ok) return fail(c, raw.code);
+    if (raw.value.user_id !== undefined && String(raw.value.user_id) !== claims.userId.toString()) return fail(c, 'FORBIDDEN');
+    const parsed = v.safeParse(TransferBody, raw.value, { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
     const body = parsed.output;
     const asset = await deps.assets.get(body.asset);
@@ -58,13 +58,11 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
       case 'error':
         deps.log.error('coordinator error', { user_id: claims.userId, error: reply.message });
         return fail(c, 'SYSTEM_ERROR');
-      case 'transfer': {
-        const json = transferJson(reply.view, asset.precision);
+      case 'transfer':
         if (reply.view.state === 'FAILED') {
           return fail(c, reply.view.errorCode ?? 'SYSTEM_ERROR', { req_id: reply.view.reqId, state: 'FAILED', transfer_id: reply.view.transferId });
         }
-        return c.json(json, isTerminal(reply.view.state) ? 200 : 202);
-      }
+        return c.json(transferJson(reply.view, asset.precision), isTerminal(reply.view.state) ? 200 : 202);
     }
   });
 

@@ -1,0 +1,83 @@
+// One shard's mailbox of new transfers, on the main thread. It counts transfers, not tasks: at
+// most `concurrencyMax` are in the shard at once and at most `mailboxMax` wait behind them; one
+// more is answered `busy` at once (the caller records it for the recovery scan). The transfers
+// that arrive in one event-loop turn leave together, in batches of at most SUBMIT_BATCH_MAX, so
+// the shard gets one message per batch rather than one per transfer.
+
+import type { NewTransfer } from '../src/coordinator/types.js';
+import type { SubmitReply } from '../src/http/app.js';
+import { SUBMIT_BATCH_MAX, type SubmitAnswer } from './protocol.js';
+
+export type MailboxOptions = {
+  readonly mailboxMax: number;
+  readonly concurrencyMax: number;
+  /** Sends one batch to the shard; answers one value per transfer, in order, and never throws. */
+  readonly send: (transfers: readonly NewTransfer[]) => Promise<readonly SubmitAnswer[]>;
+};
+
+type Waiting = { readonly transfer: NewTransfer; readonly resolve: (reply: SubmitReply) => void };
+
+const BUSY: SubmitReply = { kind: 'busy' };
+
+export class TransferMailbox {
+  private waiting: Waiting[] = [];
+  private inShard = 0;
+  private flushQueued = false;
+
+  constructor(private readonly opts: MailboxOptions) {
+    if (!Number.isInteger(opts.mailboxMax) || opts.mailboxMax < 1) throw new Error(`mailboxMax must be a positive integer, got ${opts.mailboxMax}`);
+    if (!Number.isInteger(opts.concurrencyMax) || opts.concurrencyMax < 1) throw new Error(`concurrencyMax must be a positive integer, got ${opts.concurrencyMax}`);
+  }
+
+  /** Transfers waiting for the shard, not yet sent. */
+  get depth(): number {
+    return this.waiting.length;
+  }
+
+  /** Transfers sent to the shard and not yet answered. */
+  get inFlight(): number {
+    return this.inShard;
+  }
+
+  submit(transfer: NewTransfer): Promise<SubmitReply> {
+    // A full mailbox is backpressure, answered at once rather than queued without bound. The
+    // transfers gathered this turn count as waiting only for what the shard cannot take now.
+    if (this.waiting.length + this.inShard >= this.opts.concurrencyMax + this.opts.mailboxMax) return Promise.resolve(BUSY);
+    return new Promise((resolve) => {
+      this.waiting.push({ transfer, resolve });
+      this.queueFlush();
+    });
+  }
+
+  /** Sends once the current event-loop turn has run, so the transfers of that turn leave together. */
+  private queueFlush(): void {
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    while (this.waiting.length > 0 && this.inShard < this.opts.concurrencyMax) {
+      const count = Math.min(SUBMIT_BATCH_MAX, this.opts.concurrencyMax - this.inShard, this.waiting.length);
+      const batch = this.waiting.splice(0, count);
+      this.inShard += batch.length;
+      void this.send(batch);
+    }
+  }
+
+  private async send(batch: readonly Waiting[]): Promise<void> {
+    const answers = await this.opts.send(batch.map((w) => w.transfer)).catch((error: unknown) => String(error));
+    this.inShard -= batch.length;
+    if (typeof answers === 'string' || answers.length !== batch.length) {
+      // Every transfer of the batch gets an answer, whatever went wrong with the batch.
+      const message = typeof answers === 'string' ? answers : `the shard answered ${answers.length} of ${batch.length} transfers`;
+      for (const w of batch) w.resolve({ kind: 'error', message });
+    } else {
+      batch.forEach((w, i) => w.resolve(answers[i] as SubmitAnswer));
+    }
+    this.flush();
+  }
+}
