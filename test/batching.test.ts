@@ -200,4 +200,45 @@ test('start-up recovery on two shards walks every page: each stuck transfer driv
   for (const user of users) assert.is(await total(L, user, 'USDT'), 200n * COIN);
 });
 
+test('a whole batch re-run after a commit whose answer was lost changes nothing more: create-and-debit, credit-and-move, retry note', async () => {
+  const user = newUserId();
+  await seed(L, user, 'USDT', 10n * COIN, 0n);
+  const t = newTransfer(user, 'FUNDING', 'USDT', 3n * COIN);
+  const create = {
+    kind: 'create',
+    transfer: t,
+    op: 'WITHDRAW',
+    paths: { ok: [{ event: 'SOURCE_OK', to: 'SOURCE_DONE' }, { event: 'TARGET_CALL', to: 'TARGET_PENDING' }], ko: [{ event: 'SOURCE_FAIL', to: 'FAILED' }] },
+    code: null,
+    checkFundingTarget: false,
+    dueNow: false,
+  } as const;
+  const first = await L.store.writes.write(create);
+  assert.is(first.kind === 'moved' && first.state, 'TARGET_PENDING');
+  // The same batch again, as a re-run after an unknown commit would send it.
+  assert.is((await L.store.writes.write(create)).kind, 'exists', 'the creation is found, not made again');
+  assert.is((await balances(L, user, 'USDT')).funding, 7n * COIN, 'debited once');
+
+  const back = newTransfer(user, 'SPOT', 'USDT', 2n * COIN);
+  await L.store.writes.write({ ...create, transfer: back, op: null, paths: { ok: [{ event: 'SOURCE_CALL', to: 'SOURCE_PENDING' }], ko: [] } });
+  const credit = {
+    kind: 'move',
+    params: back,
+    from: 'SOURCE_PENDING',
+    op: 'DEPOSIT',
+    paths: { ok: [{ event: 'SOURCE_OK', to: 'SOURCE_DONE' }, { event: 'TARGET_OK', to: 'COMMITTED' }], ko: [{ event: 'SOURCE_OK', to: 'SOURCE_DONE' }, { event: 'TARGET_FAIL', to: 'COMPENSATING' }] },
+    code: null,
+  } as const;
+  assert.is((await L.store.writes.write(credit)).kind, 'moved');
+  assert.is((await L.store.writes.write(credit)).kind, 'lost', 'the re-run finds the transfer moved on and applies nothing');
+  assert.is((await balances(L, user, 'USDT')).funding, 9n * COIN, 'credited once');
+  assert.equal(await L.store.history(back.reqId).then((h) => h.map((e) => e.to)), ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'COMMITTED']);
+
+  const stuck = await L.store.insert(newTransfer(user, 'FUNDING', 'USDT', COIN));
+  if (stuck === null) throw new Error('not created');
+  assert.ok(await L.store.noteRetry(stuck, 'unknown', new Date()));
+  assert.not.ok(await L.store.noteRetry(stuck, 'unknown', new Date()), 'a re-run of the same note is refused');
+  assert.is((await L.store.get(stuck.reqId))?.retryCount, 1, 'the retry is counted once');
+});
+
 test.run();
