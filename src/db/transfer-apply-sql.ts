@@ -14,7 +14,9 @@
 // is written once: a busy account costs one row version per batch, not one per operation. An operation already recorded
 // for (req_id, op) answers its first outcome and changes nothing (idempotency); the transfer row
 // is locked and its state checked before a Funding operation is decided, so an operation never
-// lands on a transfer that has moved on.
+// lands on a transfer that has moved on. A creation is inserted only if its req_id and
+// client_order_id are free, and its operation takes effect only then: a re-run of a committed
+// batch, or a twin with the same client_order_id, changes nothing.
 //
 // Answers, in input order: {"k":"moved","s":state,"at":ms,"id":transfer_id,"oc":outcome,"code"},
 // {"k":"lost"} (not in the expected state), {"k":"exists"} (a creation whose req_id or
@@ -37,6 +39,7 @@ DECLARE
   a_r text[] := '{}'; a_u bigint[] := '{}'; d_r text[] := '{}';
   -- The balance row of the account in hand: locked and read once per batch, decided against in
   -- memory, written once when the batch moves on to the next account.
+  v_delta bigint; v_record boolean;
   b_u bigint; b_a text; b_loaded boolean := false; b_found boolean; b_avail bigint; b_status text; b_dirty boolean := false;
 BEGIN
   FOR it, idx IN
@@ -49,16 +52,10 @@ BEGIN
       IF b_dirty THEN UPDATE funding_balances SET available = b_avail, updated_at = v_at WHERE user_id = b_u AND asset = b_a; END IF;
       b_loaded := false; b_dirty := false;
     END IF;
-    v_outcome := NULL; v_code := it->>'c'; v_path := it->'p';
+    v_outcome := NULL; v_code := it->>'c'; v_path := it->'p'; v_delta := 0; v_record := false;
 
-    -- 1. The transfer: a creation must be new; a move with an operation locks its row first.
-    IF k = 'c' THEN
-      IF EXISTS (SELECT 1 FROM transfers_tb WHERE req_id = r)
-         OR (it->>'coid' IS NOT NULL AND EXISTS (SELECT 1 FROM transfers_tb WHERE user_id = u AND client_order_id = it->>'coid')) THEN
-        v_out[idx] := '{"k":"exists"}';
-        CONTINUE;
-      END IF;
-    ELSIF k = 'm' AND (o IS NOT NULL OR it ? 'tf') THEN
+    -- 1. A move with an operation locks its transfer first, in the state it expects.
+    IF k = 'm' AND o IS NOT NULL THEN
       PERFORM 1 FROM transfers_tb WHERE req_id = r AND state = e FOR UPDATE;
       IF NOT FOUND THEN
         v_out[idx] := '{"k":"lost"}';
@@ -66,14 +63,14 @@ BEGIN
       END IF;
     END IF;
 
-    -- 2. A FUNDING target that does not exist is a business rejection before any funds move.
+    -- 2. Decide. A FUNDING target that does not exist is a business rejection before any funds
+    -- move. An operation is decided against the running balance, or answered from its record.
     IF it ? 'tf' AND NOT EXISTS (SELECT 1 FROM funding_balances WHERE user_id = u AND asset = a) THEN
       v_path := it->'q';
       v_code := 'TARGET_ACCOUNT_NOT_FOUND';
     ELSIF o IS NOT NULL THEN
-      -- 3. The Funding operation, once per (req_id, op), recorded with its effect. The lock on the
-      -- balance row also serialises a lone operation with a concurrent twin of its (req_id, op):
-      -- the twin's record is committed before the read below.
+      -- The lock on the balance row also serialises a lone operation with a concurrent twin of
+      -- its (req_id, op): the twin's record is committed before the read below.
       IF NOT b_loaded THEN
         SELECT f.available, f.status INTO b_avail, b_status FROM funding_balances AS f WHERE f.user_id = u AND f.asset = a FOR UPDATE;
         b_found := FOUND; b_u := u; b_a := a; b_loaded := true;
@@ -90,73 +87,84 @@ BEGIN
         END IF;
       END IF;
       IF v_outcome IS NULL THEN
-        -- The rules, decided against the running balance of this batch.
+        v_record := true;
         IF o = 'WITHDRAW' THEN
           v_code := CASE WHEN NOT b_found THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN b_status = 'FROZEN' THEN 'ACCOUNT_FROZEN'
                          WHEN b_status = 'DISABLED' THEN 'ACCOUNT_DISABLED' WHEN b_avail < m THEN 'INSUFFICIENT_BALANCE' END;
-          IF v_code IS NULL THEN b_avail := b_avail - m; END IF;
+          v_delta := -m;
         ELSIF o = 'DEPOSIT' THEN
           v_code := CASE WHEN NOT b_found THEN 'TARGET_ACCOUNT_NOT_FOUND' WHEN b_avail > p_balance_max - m THEN 'OVERFLOW' END;
-          IF v_code IS NULL THEN b_avail := b_avail + m; END IF;
+          v_delta := m;
         ELSIF o = 'REFUND' THEN
           -- Only a withdraw applied here, with the same parameters, is ever credited back.
           SELECT f.user_id, f.asset, f.amount, f.outcome INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = 'WITHDRAW';
           v_code := CASE WHEN NOT FOUND OR v_rec.outcome <> 'APPLIED' OR v_rec.user_id <> u OR v_rec.asset <> a OR v_rec.amount <> m OR NOT b_found
                          THEN 'REFUND_WITHOUT_WITHDRAW' END;
-          IF v_code IS NULL THEN b_avail := b_avail + m; END IF;
+          v_delta := m;
         ELSE
           RAISE EXCEPTION 'transfer_apply: unknown operation %', o USING ERRCODE = '22023';
         END IF;
         v_outcome := CASE WHEN v_code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END;
-        b_dirty := b_dirty OR v_code IS NULL;
-        INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code) VALUES (r, o, u, a, m, v_outcome, v_code);
+        IF v_code IS NOT NULL THEN v_delta := 0; END IF;
       END IF;
-      IF k = 'o' THEN
-        v_out[idx] := jsonb_build_object('k', 'op', 'oc', v_outcome, 'code', v_code);
-        CONTINUE;
-      END IF;
-      IF v_outcome = 'REJECTED' THEN
-        -- A refused refund is never final: the transfer stays COMPENSATING for an operator.
-        IF o = 'REFUND' THEN
-          v_out[idx] := jsonb_build_object('k', 'held', 'oc', v_outcome, 'code', v_code);
-          CONTINUE;
-        END IF;
-        v_path := it->'q';
-      END IF;
+      IF v_outcome = 'REJECTED' THEN v_path := it->'q'; END IF;
     END IF;
 
-    -- 4. The state the path ends in; steps are [state, event, terminal].
-    v_final := e;
-    v_terminal := false;
-    v_n := jsonb_array_length(v_path);
-    IF v_n > 0 THEN
-      v_final := (v_path->(v_n - 1)->>0)::smallint;
-      v_terminal := (v_path->(v_n - 1)->>2)::boolean;
-    END IF;
-    IF k = 'c' THEN
-      INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state, error_code, client_order_id, next_retry_at, created_at, updated_at)
-      VALUES (r, u, a, m, (it->>'st')::smallint, (it->>'st')::smallint, (it->>'tt')::smallint, v_final, v_code, it->>'coid',
-              CASE WHEN it ? 'due' THEN v_at END, v_at, v_at)
-      RETURNING transfer_id INTO v_id;
-      h_r := h_r || r; h_f := h_f || NULL::smallint; h_t := h_t || e; h_e := h_e || 'CREATED'::text; h_d := h_d || NULL::text;
-      IF NOT v_terminal THEN a_r := a_r || r; a_u := a_u || u; END IF;
+    -- 3. Write the transfer: a creation only if its req_id and client_order_id are free (a re-run
+    -- or a twin finds it there and changes nothing); a move only from the state it expects.
+    -- A refused refund is never final: the transfer stays COMPENSATING for an operator.
+    IF k = 'o' OR (o = 'REFUND' AND v_outcome = 'REJECTED') THEN
+      NULL;
     ELSE
-      UPDATE transfers_tb
-         SET state = v_final, updated_at = v_at, next_retry_at = NULL, attempts = 0, error_code = COALESCE(v_code, error_code)
-       WHERE req_id = r AND state = e
-      RETURNING transfer_id INTO v_id;
-      IF NOT FOUND THEN
-        v_out[idx] := '{"k":"lost"}';
-        CONTINUE;
+      v_final := e;
+      v_terminal := false;
+      v_n := jsonb_array_length(v_path);
+      IF v_n > 0 THEN
+        v_final := (v_path->(v_n - 1)->>0)::smallint;
+        v_terminal := (v_path->(v_n - 1)->>2)::boolean;
       END IF;
-      IF v_terminal THEN d_r := d_r || r; END IF;
+      IF k = 'c' THEN
+        INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state, error_code, client_order_id, next_retry_at, created_at, updated_at)
+        VALUES (r, u, a, m, (it->>'st')::smallint, (it->>'st')::smallint, (it->>'tt')::smallint, v_final, v_code, it->>'coid',
+                CASE WHEN it ? 'due' THEN v_at END, v_at, v_at)
+        ON CONFLICT DO NOTHING
+        RETURNING transfer_id INTO v_id;
+        IF NOT FOUND THEN
+          v_out[idx] := '{"k":"exists"}';
+          CONTINUE;
+        END IF;
+        h_r := h_r || r; h_f := h_f || NULL::smallint; h_t := h_t || e; h_e := h_e || 'CREATED'::text; h_d := h_d || NULL::text;
+        IF NOT v_terminal THEN a_r := a_r || r; a_u := a_u || u; END IF;
+      ELSE
+        UPDATE transfers_tb
+           SET state = v_final, updated_at = v_at, next_retry_at = NULL, attempts = 0, error_code = COALESCE(v_code, error_code)
+         WHERE req_id = r AND state = e
+        RETURNING transfer_id INTO v_id;
+        IF NOT FOUND THEN
+          v_out[idx] := '{"k":"lost"}';
+          CONTINUE;
+        END IF;
+        IF v_terminal THEN d_r := d_r || r; END IF;
+      END IF;
+      FOR st IN SELECT value FROM jsonb_array_elements(v_path) LOOP
+        h_r := h_r || r; h_f := h_f || e; h_t := h_t || (st->>0)::smallint; h_e := h_e || (st->>1);
+        h_d := h_d || (CASE WHEN (st->>0)::smallint = v_final THEN v_code END);
+        e := (st->>0)::smallint;
+      END LOOP;
     END IF;
-    FOR st IN SELECT value FROM jsonb_array_elements(v_path) LOOP
-      h_r := h_r || r; h_f := h_f || e; h_t := h_t || (st->>0)::smallint; h_e := h_e || (st->>1);
-      h_d := h_d || (CASE WHEN (st->>0)::smallint = v_final THEN v_code END);
-      e := (st->>0)::smallint;
-    END LOOP;
-    v_out[idx] := jsonb_build_object('k', 'moved', 's', v_final, 'at', v_ms, 'id', v_id::text, 'oc', v_outcome, 'code', v_code);
+
+    -- 4. The operation's effect and its record, only now that the transfer is written.
+    IF v_record THEN
+      IF v_delta <> 0 THEN b_avail := b_avail + v_delta; b_dirty := true; END IF;
+      INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code) VALUES (r, o, u, a, m, v_outcome, v_code);
+    END IF;
+    IF k = 'o' THEN
+      v_out[idx] := jsonb_build_object('k', 'op', 'oc', v_outcome, 'code', v_code);
+    ELSIF o = 'REFUND' AND v_outcome = 'REJECTED' THEN
+      v_out[idx] := jsonb_build_object('k', 'held', 'oc', v_outcome, 'code', v_code);
+    ELSE
+      v_out[idx] := jsonb_build_object('k', 'moved', 's', v_final, 'at', v_ms, 'id', v_id::text, 'oc', v_outcome, 'code', v_code);
+    END IF;
   END LOOP;
 
   IF b_dirty THEN UPDATE funding_balances SET available = b_avail, updated_at = v_at WHERE user_id = b_u AND asset = b_a; END IF;
