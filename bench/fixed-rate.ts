@@ -55,7 +55,7 @@ export type FixedRateFigures = {
 type Outcome = { kind: 'answered'; status: number } | { kind: 'timeout' } | { kind: 'error' };
 
 /** Value at quantile q of ascending `xs` (nearest rank). */
-export function quantile(xs: Float64Array, q: number): number {
+function quantile(xs: Float64Array, q: number): number {
   if (xs.length === 0) return 0;
   return xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))] ?? 0;
 }
