@@ -1,7 +1,8 @@
 // The machine's limits the service is measured against, each on this machine and in this run:
 // (a) PostgreSQL: one transaction per operation (a balance UPDATE plus an INSERT) through
 //     postgres.js, and through pgbench with the same script, on the service's own server;
-// (b) HTTP: the same Hono + @hono/node-server stack answering a trivial JSON POST;
+// (b) HTTP: the same Hono + @hono/node-server stack answering a trivial JSON POST, closed loop
+//     and at the open loop's fixed rate;
 // (d) UBSCore restart with 1M accounts and 1M WAL records (bench/ubscore-restart, a child).
 // (c), UBSCore alone, is in ubscore-throughput.ts; (e), start-up recovery, is bench/recovery.ts.
 
@@ -14,10 +15,12 @@ import { promisify } from 'node:util';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { registerCleanup } from './cleanup.js';
 import { measureCpu } from './cpu-share.js';
+import { runFixedRate, type FixedRateFigures } from './fixed-rate.js';
 import { round1, runLoad, type LoadFigures } from './load.js';
+import { countStatements } from './pg-statements.js';
 import type { BenchUser } from './seed.js';
-import { pgUrl, ROOT, type BenchService } from './service-child.js';
-import { transferRequests } from './transfer-load.js';
+import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './service-child.js';
+import { randomTransfer, transferRequests } from './transfer-load.js';
 
 const run = promisify(execFile);
 
@@ -32,8 +35,20 @@ export type PgCeiling = {
   readonly connections: number;
   /** Connections actually used: `connections` capped at PG_CEILING_CONNECTIONS_MAX. */
   readonly poolConnections: number;
-  /** `postgresCores`: CPU PostgreSQL used meanwhile, in cores, to set against the service's. */
-  readonly postgresJs: { readonly transactions: number; readonly durationS: number; readonly perSecond: number; readonly postgresCores: number };
+  /**
+   * `postgresCores`: CPU PostgreSQL used meanwhile, in cores; `postgresCpuMsPerOp` the same per
+   * transaction, to set against the service's per transfer; `statementsPerOp` counted by
+   * pg_stat_statements the way the service's are (BEGIN/COMMIT left out: 2 expected), null when
+   * not counted.
+   */
+  readonly postgresJs: {
+    readonly transactions: number;
+    readonly durationS: number;
+    readonly perSecond: number;
+    readonly postgresCores: number;
+    readonly postgresCpuMsPerOp: number | null;
+    readonly statementsPerOp: number | null;
+  };
   readonly pgbench: { readonly tps: number; readonly transactions: number } | null;
 };
 
@@ -53,6 +68,7 @@ async function postgresJsCeiling(svc: BenchService, connections: number, duratio
     // Open every connection before the clock starts, as the service's pools are open before its load.
     await Promise.all(Array.from({ length: pool }, () => sql`SELECT pg_sleep(0.05)`));
     // Measured before the pool closes: its backends, and their CPU times, end with it.
+    const statements = await countStatements(svc.stats, { role: SERVICE_ROLE, database: SERVICE_DATABASE });
     const cpu = await measureCpu(svc.pid, svc.dataDir);
     let transactions = 0;
     const started = performance.now();
@@ -70,8 +86,17 @@ async function postgresJsCeiling(svc: BenchService, connections: number, duratio
     };
     await Promise.all(Array.from({ length: connections }, client));
     const elapsedS = (performance.now() - started) / 1000;
-    const { postgresCores } = await cpu.stop();
-    return { transactions, durationS: round1(elapsedS), perSecond: round1(transactions / elapsedS), postgresCores };
+    const { postgresCores, postgresCpuS } = await cpu.stop();
+    const counted = await statements.stop();
+    const perOp = (x: number, digits: number): number | null => (transactions > 0 ? Math.round((x / transactions) * 10 ** digits) / 10 ** digits : null);
+    return {
+      transactions,
+      durationS: round1(elapsedS),
+      perSecond: round1(transactions / elapsedS),
+      postgresCores,
+      postgresCpuMsPerOp: perOp(postgresCpuS * 1000, 3),
+      statementsPerOp: counted === null || counted.evicted ? null : perOp(counted.statements, 2),
+    };
   } finally {
     await sql.end({ timeout: 5 });
   }
@@ -107,7 +132,7 @@ export async function pgCeilings(svc: BenchService, levels: readonly number[], d
     for (const connections of levels) {
       const poolConnections = Math.min(connections, PG_CEILING_CONNECTIONS_MAX);
       const postgresJs = await postgresJsCeiling(svc, connections, durationS, accounts);
-      log(`  (a) postgres.js, ${connections} clients on ${poolConnections} connections: ${postgresJs.perSecond} txn/s, PostgreSQL ${postgresJs.postgresCores} cores`);
+      log(`  (a) postgres.js, ${connections} clients on ${poolConnections} connections: ${postgresJs.perSecond} txn/s, PostgreSQL ${postgresJs.postgresCores} cores, ${postgresJs.postgresCpuMsPerOp ?? '?'} ms CPU and ${postgresJs.statementsPerOp ?? '?'} statements per transaction`);
       const pgbench = hasPgbench ? await pgbenchCeiling(svc, scriptFile, poolConnections, durationS) : null;
       if (pgbench !== null) log(`  (a) pgbench -c ${poolConnections}: ${pgbench.tps} tps`);
       results.push({ connections, poolConnections, postgresJs, pgbench });
@@ -121,8 +146,14 @@ export async function pgCeilings(svc: BenchService, levels: readonly number[], d
 
 export type HttpCeiling = LoadFigures;
 
+/**
+ * (b) at each connection level, and at the open loop's fixed rate (null when `ratePerSecond` is
+ * 0): the floor that the load generators and the HTTP stack put under the service's figures.
+ */
+export type HttpCeilings = { readonly levels: readonly HttpCeiling[]; readonly fixedRate: FixedRateFigures | null };
+
 /** (b): the same requests (headers, token, body) to a server that only parses and answers JSON. */
-export async function httpCeilings(levels: readonly number[], durationS: number, users: readonly BenchUser[], log: (line: string) => void): Promise<HttpCeiling[]> {
+export async function httpCeilings(levels: readonly number[], durationS: number, ratePerSecond: number, users: readonly BenchUser[], log: (line: string) => void): Promise<HttpCeilings> {
   const server = await startHttpCeilingServer();
   try {
     const requests = transferRequests(users).map((r) => ({ ...r, path: '/echo' }));
@@ -132,7 +163,10 @@ export async function httpCeilings(levels: readonly number[], durationS: number,
       log(`  (b) Hono echo at ${connections} connections: ${load.responsesPerSecond} req/s, p99 ${load.latencyMs.p99} ms, ${load.non2xx} non-2xx`);
       results.push(load);
     }
-    return results;
+    if (ratePerSecond <= 0 || durationS <= 0) return { levels: results, fixedRate: null };
+    const fixedRate = await runFixedRate({ url: server.base, ratePerSecond, durationS, request: () => ({ ...randomTransfer(users), path: '/echo' }) });
+    log(`  (b) Hono echo at ${ratePerSecond}/s offered: p50 ${fixedRate.latencyMs.p50} / p99 ${fixedRate.latencyMs.p99} / p99.9 ${fixedRate.latencyMs.p99_9} ms, ${fixedRate.errors} errors, send lag p99 ${fixedRate.sendLagMs.p99} ms`);
+    return { levels: results, fixedRate };
   } finally {
     await server.stop();
   }

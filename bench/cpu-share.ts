@@ -14,6 +14,9 @@ export type CpuShares = {
   readonly serviceCores: number;
   readonly postgresCores: number;
   readonly loadGeneratorCores: number;
+  /** CPU seconds (user + system) over the window, unrounded by the wall time: the basis of per-transfer costs. */
+  readonly serviceCpuS: number;
+  readonly postgresCpuS: number;
   /** Every process on the machine, from /proc/stat: what is left after the three above is someone else's. */
   readonly machineCores: number;
   /**
@@ -96,7 +99,18 @@ export async function measureCpu(pid: number, dataDir: string): Promise<{ stop: 
         .filter((x) => x.cores > 0)
         .sort((a, b) => b.cores - a.cores)
         .slice(0, SERVICE_THREADS_LISTED_MAX);
-      return { wallS: Math.round(wallS * 10) / 10, serviceCores: cores(after.service - before.service), postgresCores: cores(pg), loadGeneratorCores: cores(after.harness - before.harness), machineCores: cores(after.machine - before.machine), serviceThreads };
+      const seconds = (t: number): number => Math.round((t / CLOCK_TICKS_PER_SECOND) * 1000) / 1000;
+      const service = after.service - before.service;
+      return {
+        wallS: Math.round(wallS * 10) / 10,
+        serviceCores: cores(service),
+        postgresCores: cores(pg),
+        loadGeneratorCores: cores(after.harness - before.harness),
+        machineCores: cores(after.machine - before.machine),
+        serviceCpuS: seconds(service),
+        postgresCpuS: seconds(pg),
+        serviceThreads,
+      };
     },
   };
 }

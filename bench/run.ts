@@ -12,17 +12,15 @@ import { promisify } from 'node:util';
 import { benchRestart, httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './baselines.js';
 import { cleanupAll } from './cleanup.js';
 import { monotonicUs, summariseProfiles } from './cpu-profile.js';
-import { measureCpu } from './cpu-share.js';
 import { runLoad } from './load.js';
 import { sampleRss } from './memory.js';
-import { sampleActivity } from './pg-activity.js';
 import { benchRecovery } from './recovery.js';
-import { figuresOf, ratio, writeResults, type BenchParameters, type BenchReport, type Conservation, type LevelRow, type MemoryRun, type Part, type ProfileRun, type ServiceLevel } from './report.js';
+import { figuresOf, ratio, TARGETS, writeResults, type BenchParameters, type BenchReport, type Conservation, type FixedRateRun, type LevelRow, type MemoryRun, type Part, type ProfileRun, type ServiceLevel } from './report.js';
 import { adminToken, seedUsers, type BenchUser } from './seed.js';
 import { ROOT, startBenchService, type BenchService } from './service-child.js';
 import { renderSummary } from './summary.js';
 import { bottleneckLines, judgeTargets, serviceTargetMissed } from './targets.js';
-import { driveTransfers, transferRequests } from './transfer-load.js';
+import { driveFixedRate, driveTransfers, transferRequests } from './transfer-load.js';
 import { benchUbsCore } from './ubscore-throughput.js';
 
 const run = promisify(execFile);
@@ -40,6 +38,8 @@ export function defaultOptions(env: NodeJS.ProcessEnv, log: (line: string) => vo
     return value;
   };
   const profile = env.BENCH_PROFILE === '1' ? 'always' : env.BENCH_PROFILE === '0' ? 'never' : 'auto';
+  const rate = Number(env.BENCH_FIXED_RATE ?? TARGETS.fixedRatePerSecond);
+  if (!Number.isFinite(rate) || rate < 0) throw new Error(`BENCH_FIXED_RATE must be a number of transfers per second, got ${env.BENCH_FIXED_RATE}`);
   return {
     levels: [16, 64, 256],
     durationS: seconds('BENCH_DURATION_S', 15),
@@ -53,6 +53,7 @@ export function defaultOptions(env: NodeJS.ProcessEnv, log: (line: string) => vo
     recovery: { stuck: 100_000, deadlineMs: 60_000 },
     profile,
     profileS: seconds('BENCH_PROFILE_S', 15),
+    fixedRatePerSecond: rate,
     outDir: path.join(ROOT, 'bench', 'results'),
     log,
   };
@@ -73,38 +74,46 @@ async function machineInfo(): Promise<BenchReport['machine']> {
   return { cpus: os.availableParallelism(), node: process.version, commit, platform: `${os.platform()} ${os.arch()}`, loadAverageAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100) };
 }
 
-type ServicePhase = { users: BenchUser[]; service: ServiceLevel[]; memory: Part<MemoryRun>; conservation: Part<Conservation>; pgCeiling: Part<readonly PgCeiling[]> };
+type ServicePhase = {
+  users: BenchUser[];
+  service: ServiceLevel[];
+  fixedRate: Part<FixedRateRun>;
+  memory: Part<MemoryRun>;
+  conservation: Part<Conservation>;
+  pgCeiling: Part<readonly PgCeiling[]>;
+};
 
-/**
- * One measured run of transfers, with the CPU shares of the service, PostgreSQL and the load
- * generator, and what the service's PostgreSQL connections were doing meanwhile.
- */
-async function measuredLevel(svc: BenchService, users: readonly BenchUser[], connections: number, durationS: number): Promise<ServiceLevel> {
-  const cpu = await measureCpu(svc.pid, svc.dataDir);
-  const activity = sampleActivity(svc.sql);
-  const level = await driveTransfers(svc, users, connections, durationS);
-  return { ...level, cpu: await cpu.stop(), pgActivity: await activity.stop() };
+async function fixedRateRun(svc: BenchService, users: readonly BenchUser[], ratePerSecond: number, durationS: number, log: (line: string) => void): Promise<FixedRateRun> {
+  log(`fixed rate: ${ratePerSecond} transfers/s offered for ${durationS} s (open loop)`);
+  const run = await driveFixedRate(svc, users, ratePerSecond, durationS);
+  log(`  fixed rate: ${run.achievedPerSecond}/s answered 2xx, ${run.committedPerSecond} committed/s, p50 ${run.latencyMs.p50} / p99 ${run.latencyMs.p99} / p99.9 ${run.latencyMs.p99_9} ms, ${run.errors} errors, ${run.non2xx} non-2xx, send lag p99 ${run.sendLagMs.p99} ms`);
+  return run;
 }
 
 async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
   const log = opts.log;
   log('starting the service on a fresh DATA_DIR with its embedded PostgreSQL');
-  const svc = await startBenchService({});
+  // pg_stat_statements counts the service's statements; loading it restarts the service once.
+  const svc = await startBenchService({ statementStats: true });
   try {
     const users = await timed(log, `seeding ${opts.users} users on both sides`, () => seedUsers(svc, opts.users, opts.seedConcurrency));
     if (opts.warmupS > 0) await runLoad({ url: svc.base, connections: opts.levels[0] ?? 16, durationS: opts.warmupS, requests: transferRequests(users) });
     const service: ServiceLevel[] = [];
     for (const connections of opts.levels) {
-      const level = await measuredLevel(svc, users, connections, opts.durationS);
-      log(`  service at ${connections} connections: ${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} / p99.9 ${level.latencyMs.p99_9} ms, ${level.errors} errors, ${level.non2xx} non-2xx`);
+      const level = await driveTransfers(svc, users, connections, opts.durationS);
+      log(
+        `  service at ${connections} connections: ${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} / p99.9 ${level.latencyMs.p99_9} ms, ${level.errors} errors, ${level.non2xx} non-2xx; ` +
+          `per transfer: ${level.pgWriteTxnsPerCommitted ?? '?'} write txns, ${level.pgStatementsPerCommitted ?? '?'} statements, PostgreSQL ${level.postgresCpuMsPerCommitted ?? '?'} ms CPU, service ${level.serviceCpuMsPerCommitted ?? '?'} ms CPU`,
+      );
       service.push(level);
     }
+    const fixedRate = opts.fixedRatePerSecond > 0 && opts.durationS > 0 ? await attempt('fixed-rate run', log, () => fixedRateRun(svc, users, opts.fixedRatePerSecond, opts.durationS, log)) : skipped<FixedRateRun>(opts.durationS > 0 ? 'BENCH_FIXED_RATE=0' : 'BENCH_DURATION_S=0');
     const memory = opts.memoryS > 0 ? await attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log)) : skipped<MemoryRun>('BENCH_MEMORY_S=0');
     const conservation = await attempt('conservation check', log, () => conservationCheck(svc));
     log(`conservation: ${JSON.stringify(figuresOf(conservation))}`);
     log('(a) PostgreSQL ceiling on the same server, the service idle');
     const pgCeiling = await attempt('(a) PostgreSQL ceiling', log, () => pgCeilings(svc, opts.levels, opts.durationS, opts.users, log));
-    return { users, service, memory, conservation, pgCeiling };
+    return { users, service, fixedRate, memory, conservation, pgCeiling };
   } finally {
     log('stopping the service (SIGTERM: HTTP, coordinators, UBSCore, PostgreSQL)');
     await svc.stop();
@@ -157,7 +166,7 @@ async function profileRun(opts: BenchOptions): Promise<ProfileRun> {
       const users = await seedUsers(svc, opts.users, opts.seedConcurrency);
       if (opts.warmupS > 0) await runLoad({ url: svc.base, connections: PROFILE_CONNECTIONS, durationS: opts.warmupS, requests: transferRequests(users) });
       const fromUs = monotonicUs();
-      level = await measuredLevel(svc, users, PROFILE_CONNECTIONS, opts.profileS);
+      level = await driveTransfers(svc, users, PROFILE_CONNECTIONS, opts.profileS);
       window = { fromUs, toUs: monotonicUs() };
     } finally {
       // The profiles are written as each thread exits, so the service must stop before they are read.
@@ -183,6 +192,7 @@ function levelRows(service: readonly ServiceLevel[], pg: readonly PgCeiling[] | 
       ratioToPostgresJs: ratio(s.committedPerSecond, p?.postgresJs.perSecond),
       ratioToPgbench: ratio(s.committedPerSecond, p?.pgbench?.tps),
       ratioToHttp: ratio(s.committedPerSecond, h?.responsesPerSecond),
+      pgCpuRatioToPostgresJs: s.postgresCpuMsPerCommitted === null ? null : ratio(s.postgresCpuMsPerCommitted, p?.postgresJs.postgresCpuMsPerOp),
     };
   });
 }
@@ -197,7 +207,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   try {
     const phase = await servicePhase(opts);
     log('(b) HTTP ceiling: Hono + @hono/node-server, trivial JSON POST');
-    const httpCeiling = await attempt('(b) HTTP ceiling', log, () => httpCeilings(opts.levels, opts.durationS, phase.users, log));
+    const httpCeiling = await attempt('(b) HTTP ceiling', log, () => httpCeilings(opts.levels, opts.durationS, opts.fixedRatePerSecond, phase.users, log));
     log(`(c) UBSCore alone: ${opts.ubsCommands} EXTERNAL_DEPOSIT commands, ${opts.ubsInFlight} in flight`);
     const ubscore = await attempt('(c) UBSCore alone', log, () => benchUbsCore(opts.ubsCommands, opts.ubsInFlight));
     log(`  (c) ${JSON.stringify(figuresOf(ubscore))}`);
@@ -207,8 +217,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const recoveryOpts = opts.recovery;
     const recovery = recoveryOpts === null ? skipped<never>('not asked for') : await attempt('(e) recovery', log, () => timed(log, `(e) start-up recovery of ${recoveryOpts.stuck} stuck transfers (deadline ${recoveryOpts.deadlineMs} ms)`, () => benchRecovery(recoveryOpts.stuck, recoveryOpts.deadlineMs)));
     if (recovery.status === 'measured') log(`  (e) ${JSON.stringify(recovery.figures)}`);
-    const levels = levelRows(phase.service, figuresOf(phase.pgCeiling), figuresOf(httpCeiling));
-    const judged = { levels, memory: phase.memory, conservation: phase.conservation, ubscore, restart, recovery };
+    const levels = levelRows(phase.service, figuresOf(phase.pgCeiling), figuresOf(httpCeiling)?.levels ?? null);
+    const judged = { levels, fixedRate: phase.fixedRate, memory: phase.memory, conservation: phase.conservation, ubscore, restart, recovery };
     const targets = judgeTargets(judged);
     const wantProfile = opts.profile === 'always' || (opts.profile === 'auto' && serviceTargetMissed(targets));
     const profile = wantProfile ? await attempt('profile', log, () => profileRun(opts)) : skipped<ProfileRun>(opts.profile === 'never' ? 'BENCH_PROFILE=0' : 'every service target met');

@@ -31,6 +31,15 @@ const BENCH_ENV: Readonly<Record<string, string>> = {
   PRINT_BANNER: '0',
 };
 
+/** The database and role the service uses on its embedded PostgreSQL. */
+export const SERVICE_DATABASE = 'transfer';
+export const SERVICE_ROLE = 'postgres';
+/**
+ * The benchmark's own connections log in as this role when statements are counted, so that
+ * pg_stat_statements (which keys its counters by role and database) tells them from the service's.
+ */
+export const OBSERVER_ROLE = 'bench_observer';
+
 export type BenchService = {
   readonly pid: number;
   readonly base: string;
@@ -39,16 +48,34 @@ export type BenchService = {
   readonly pgPassword: string;
   /** A small pool of the benchmark's own on the service's database, closed by `stop`. */
   readonly sql: Sql;
+  /**
+   * With `statementStats`: a connection to the server's `postgres` database, where
+   * pg_stat_statements is installed, as OBSERVER_ROLE; else null.
+   */
+  readonly stats: Sql | null;
   /** The last lines the service wrote to stderr, for error messages. */
   readonly stderrTail: () => string;
   readonly stop: () => Promise<void>;
 };
 
+type Running = { readonly child: ChildProcess; readonly exited: Promise<void>; readonly stderr: () => string };
+
+function spawnService(args: readonly string[], env: NodeJS.ProcessEnv): Running {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_TAIL_CHARS_MAX)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { child, exited, stderr: () => stderr };
+}
+
 /**
  * Starts the service on a new temporary DATA_DIR and waits until it answers /readyz.
  * `cpuProfileDir` adds `--cpu-prof` so every thread writes a V8 CPU profile there on exit.
+ * `statementStats` loads pg_stat_statements into this server only: the library must be loaded
+ * when PostgreSQL starts, so the service is started once (its PostgreSQL initialised), the
+ * setting written with ALTER SYSTEM, and the service restarted on the same DATA_DIR.
  */
-export async function startBenchService(opts: { readonly cpuProfileDir?: string }): Promise<BenchService> {
+export async function startBenchService(opts: { readonly cpuProfileDir?: string; readonly statementStats?: boolean }): Promise<BenchService> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-bench-'));
   // The embedded PostgreSQL runs as the `postgres` user when we are root: it must reach the directory.
   await fs.chmod(dataDir, 0o755);
@@ -58,34 +85,68 @@ export async function startBenchService(opts: { readonly cpuProfileDir?: string 
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;
   const profileArgs = opts.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`];
-  const child = spawn(process.execPath, [...profileArgs, path.join(ROOT, 'dist', 'src', 'main.js')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-STDERR_TAIL_CHARS_MAX)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let sql: Sql | null = null;
+  const args = [...profileArgs, path.join(ROOT, 'dist', 'src', 'main.js')];
+  let running = spawnService(args, env);
+  const pools: Sql[] = [];
   const stop = registerCleanup(async () => {
-    await sql?.end({ timeout: 5 }).catch(() => undefined);
-    await stopChild(child, exited, dataDir);
+    for (const pool of pools) await pool.end({ timeout: 5 }).catch(() => undefined);
+    await stopChild(running.child, running.exited, dataDir);
     await fs.rm(dataDir, { recursive: true, force: true });
   });
   try {
     const base = `http://127.0.0.1:${port}`;
-    await waitReady(base, child, () => stderr);
+    await waitReady(base, running);
     const pgPassword = (await fs.readFile(path.join(dataDir, 'postgres', 'pg-password'), 'utf8')).trim();
-    sql = openSql(pgUrl(pgPort, pgPassword), { max: 2, application: 'bench' });
-    const pid = child.pid ?? 0;
-    return { pid, base, dataDir, pgPort, pgPassword, sql, stderrTail: () => stderr, stop };
+    let stats: Sql | null = null;
+    if (opts.statementStats === true) {
+      await preloadStatementStats(pgPort, pgPassword);
+      await stopChild(running.child, running.exited, dataDir);
+      running = spawnService(args, env);
+      await waitReady(base, running);
+      stats = await openStatementStats(pgPort, pgPassword);
+      pools.push(stats);
+    }
+    const sql = openSql(pgUrl(pgPort, pgPassword, { user: stats === null ? SERVICE_ROLE : OBSERVER_ROLE }), { max: 2, application: 'bench' });
+    pools.push(sql);
+    const current = running;
+    return { pid: current.child.pid ?? 0, base, dataDir, pgPort, pgPassword, sql, stats, stderrTail: () => current.stderr(), stop };
   } catch (error) {
     await stop();
     throw error;
   }
 }
 
-export function pgUrl(pgPort: number, password: string): string {
-  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/transfer`;
+/** Written before the restart: the library to load at start, and the observer role. */
+async function preloadStatementStats(pgPort: number, pgPassword: string): Promise<void> {
+  const admin = openSql(pgUrl(pgPort, pgPassword, { database: 'postgres' }), { max: 1, application: 'bench' });
+  try {
+    await admin`ALTER SYSTEM SET shared_preload_libraries = 'pg_stat_statements'`;
+    await admin.unsafe(`CREATE ROLE ${OBSERVER_ROLE} LOGIN SUPERUSER PASSWORD '${pgPassword.replace(/'/g, "''")}'`);
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
 }
 
-async function waitReady(base: string, child: ChildProcess, stderr: () => string): Promise<void> {
+/** After the restart: the extension's view, in the `postgres` database so the service's own stays untouched. */
+async function openStatementStats(pgPort: number, pgPassword: string): Promise<Sql> {
+  const stats = openSql(pgUrl(pgPort, pgPassword, { user: OBSERVER_ROLE, database: 'postgres' }), { max: 1, application: 'bench-stats' });
+  try {
+    const loaded = await stats<{ libs: string }[]>`SELECT current_setting('shared_preload_libraries') AS libs`;
+    if (!(loaded[0]?.libs ?? '').includes('pg_stat_statements')) throw new Error(`pg_stat_statements is not loaded (shared_preload_libraries = '${loaded[0]?.libs ?? ''}')`);
+    await stats`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`;
+    return stats;
+  } catch (error) {
+    await stats.end({ timeout: 5 });
+    throw error;
+  }
+}
+
+export function pgUrl(pgPort: number, password: string, as: { readonly user?: string; readonly database?: string } = {}): string {
+  return `postgres://${as.user ?? SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/${as.database ?? SERVICE_DATABASE}`;
+}
+
+async function waitReady(base: string, running: Running): Promise<void> {
+  const { child, stderr } = running;
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     const ok = await fetch(`${base}/readyz`).then((r) => r.ok, () => false);

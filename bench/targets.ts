@@ -3,7 +3,7 @@
 
 import { figuresOf, TARGETS, type BenchReport, type LevelRow, type Target } from './report.js';
 
-type Judged = Pick<BenchReport, 'levels' | 'memory' | 'conservation' | 'ubscore' | 'restart' | 'recovery'>;
+type Judged = Pick<BenchReport, 'levels' | 'fixedRate' | 'memory' | 'conservation' | 'ubscore' | 'restart' | 'recovery'>;
 
 /** Busy cores at or above this share of the machine count as CPU-bound. */
 const MACHINE_SATURATED_SHARE = 0.9;
@@ -20,22 +20,49 @@ function atMost(id: string, goal: string, measured: number | null, max: number, 
   return { id, goal, measured: what, ratio: measured > 0 ? Math.round((max / measured) * 1000) / 1000 : null, met: measured <= max };
 }
 
-function levelTargets(row: LevelRow): Target[] {
+/** committed/s over baseline (a) at this level: at least pgRatioMinMain at the main level, pgRatioMinOther elsewhere. */
+function throughputTarget(row: LevelRow): Target {
   const c = row.connections;
-  const s = row.service.committedPerSecond;
+  const min = c === TARGETS.mainConnections ? TARGETS.pgRatioMinMain : TARGETS.pgRatioMinOther;
   const pg = row.pg?.postgresJs.perSecond ?? null;
-  const http = row.http?.responsesPerSecond ?? null;
+  const pgbench = row.ratioToPgbench === null ? '' : `; pgbench ${row.ratioToPgbench} × (information)`;
+  return atLeast(`pg-ceiling-${c}`, `committed/s ≥ ${min} × (a) at ${c} connections`, row.ratioToPostgresJs, min, `${fmt(row.service.committedPerSecond)} vs ${pg === null ? '?' : fmt(pg)} txn/s = ${row.ratioToPostgresJs ?? '?'} ×${pgbench}`);
+}
+
+function fixedRateTarget(r: Judged): Target {
+  const goal = `fixed rate: p99 ≤ ${TARGETS.fixedRateP99MsMax} ms at ${fmt(TARGETS.fixedRatePerSecond)} transfers/s offered, every request answered 2xx`;
+  const f = figuresOf(r.fixedRate);
+  if (f === null) return { id: 'fixed-rate-p99', goal, measured: 'not measured', ratio: null, met: null };
+  const what =
+    `p99 ${fmt(f.latencyMs.p99)} ms (p50 ${fmt(f.latencyMs.p50)}, p99.9 ${fmt(f.latencyMs.p99_9)}); ${fmt(f.achievedPerSecond)} of ${fmt(f.ratePerSecond)}/s answered 2xx; ` +
+    `${f.errors} errors, ${f.timeouts} timeouts, ${f.non2xx} non-2xx`;
+  if (f.ratePerSecond !== TARGETS.fixedRatePerSecond) return { id: 'fixed-rate-p99', goal, measured: `${what} — offered ${fmt(f.ratePerSecond)}/s, not judged`, ratio: null, met: null };
+  const clean = f.errors === 0 && f.non2xx === 0;
+  const t = atMost('fixed-rate-p99', goal, f.latencyMs.p99, TARGETS.fixedRateP99MsMax, what);
+  return { ...t, met: t.met === true && clean };
+}
+
+/** The main level's costs per committed transfer against their bounds. */
+function costTargets(main: LevelRow | undefined): Target[] {
+  const c = TARGETS.mainConnections;
+  const s = main?.service;
+  const pgPerTransfer = s?.postgresCpuMsPerCommitted ?? null;
+  const pgPerOp = main?.pg?.postgresJs.postgresCpuMsPerOp ?? null;
+  const ops = main?.pgCpuRatioToPostgresJs ?? null;
+  const serviceMs = s?.serviceCpuMsPerCommitted ?? null;
   return [
-    atLeast(`pg-ceiling-${c}`, `committed/s ≥ ${TARGETS.pgRatioMin} × (a) at ${c} connections`, row.ratioToPostgresJs, TARGETS.pgRatioMin, `${fmt(s)} vs ${pg === null ? '?' : fmt(pg)} txn/s = ${row.ratioToPostgresJs ?? '?'} ×`),
-    atLeast(`http-ceiling-${c}`, `committed/s ≥ ${TARGETS.httpRatioMin} × (b) at ${c} connections`, row.ratioToHttp, TARGETS.httpRatioMin, `${fmt(s)} vs ${http === null ? '?' : fmt(http)} req/s = ${row.ratioToHttp ?? '?'} ×`),
+    atMost(`pg-cpu-${c}`, `PostgreSQL CPU per committed transfer ≤ ${TARGETS.pgCpuPerTransferOpsMax} × (a)'s per transaction at ${c} connections`, ops, TARGETS.pgCpuPerTransferOpsMax, `${pgPerTransfer ?? '?'} ms vs ${pgPerOp ?? '?'} ms = ${ops ?? '?'} ×`),
+    atMost(`service-cpu-${c}`, `service CPU per committed transfer ≤ ${TARGETS.serviceCpuMsPerTransferMax} ms at ${c} connections`, serviceMs, TARGETS.serviceCpuMsPerTransferMax, `${serviceMs ?? '?'} ms`),
   ];
 }
 
 export function judgeTargets(r: Judged): Target[] {
-  const targets = r.levels.flatMap(levelTargets);
-  const at64 = r.levels.find((l) => l.connections === TARGETS.p99AtConnections);
-  const p99 = at64?.service.latencyMs.p99 ?? null;
-  targets.push(atMost('p99-64', `p99 ≤ ${TARGETS.p99MsMax} ms at ${TARGETS.p99AtConnections} connections`, p99, TARGETS.p99MsMax, `${p99 ?? '?'} ms`));
+  const targets = r.levels.map(throughputTarget);
+  const main = r.levels.find((l) => l.connections === TARGETS.mainConnections);
+  const p99 = main?.service.latencyMs.p99 ?? null;
+  targets.push(atMost(`p99-${TARGETS.mainConnections}`, `p99 ≤ ${TARGETS.p99MsMax} ms at ${TARGETS.mainConnections} connections (closed loop)`, p99, TARGETS.p99MsMax, `${p99 ?? '?'} ms`));
+  targets.push(fixedRateTarget(r));
+  targets.push(...costTargets(main));
   const ubs = figuresOf(r.ubscore);
   targets.push(atLeast('ubscore', `UBSCore ≥ ${fmt(TARGETS.ubsCommandsPerSecondMin)} durable commands/s`, ubs?.commandsPerSecond ?? null, TARGETS.ubsCommandsPerSecondMin, `${fmt(ubs?.commandsPerSecond ?? 0)} commands/s`));
   const restart = figuresOf(r.restart);
@@ -60,15 +87,15 @@ export function judgeTargets(r: Judged): Target[] {
   return targets;
 }
 
-/** Whether any target about the service under load (throughput, latency, memory) was missed. */
+/** Whether any target about the service under load (throughput, latency, CPU per transfer, memory) was missed. */
 export function serviceTargetMissed(targets: readonly Target[]): boolean {
-  return targets.some((t) => t.met === false && /^(pg-ceiling|http-ceiling|p99|memory)/.test(t.id));
+  return targets.some((t) => t.met === false && /^(pg-ceiling|p99|fixed-rate|pg-cpu|service-cpu|memory)/.test(t.id));
 }
 
 /** A few sentences naming what limits the service, computed from the run's own figures. */
 export function bottleneckLines(report: Pick<BenchReport, 'levels' | 'profile' | 'machine'>): string[] {
   const lines: string[] = [];
-  const row = report.levels.find((l) => l.connections === TARGETS.p99AtConnections) ?? report.levels[report.levels.length - 1];
+  const row = report.levels.find((l) => l.connections === TARGETS.mainConnections) ?? report.levels[report.levels.length - 1];
   if (row === undefined) return lines;
   const s = row.service;
   const pg = row.pg?.postgresJs.perSecond;
@@ -120,13 +147,10 @@ function activityLines(row: LevelRow, saturated: boolean): string[] {
 /** CPU per committed transfer, set against PostgreSQL's CPU per operation of baseline (a). */
 function cpuPerTransferLines(row: LevelRow): string[] {
   const s = row.service;
-  if (s.committedPerSecond <= 0) return [];
-  const perTransfer = (cores: number): number => Math.round((cores * 1000 * 100) / s.committedPerSecond) / 100;
-  const pgPerTransfer = perTransfer(s.cpu.postgresCores);
-  const ceiling = row.pg?.postgresJs;
-  const pgPerOp = ceiling === undefined || ceiling.perSecond <= 0 ? null : Math.round((ceiling.postgresCores * 1000 * 100) / ceiling.perSecond) / 100;
+  if (s.committed <= 0) return [];
+  const pgPerOp = row.pg?.postgresJs.postgresCpuMsPerOp ?? null;
   return [
-    `CPU per committed transfer: service ${perTransfer(s.cpu.serviceCores)} ms, PostgreSQL ${pgPerTransfer} ms` +
-      (pgPerOp === null ? '.' : `; baseline (a) cost PostgreSQL ${pgPerOp} ms per operation, so one transfer costs PostgreSQL about ${fmt(pgPerTransfer / Math.max(pgPerOp, 0.001))} operations' worth of CPU.`),
+    `CPU per committed transfer: service ${s.serviceCpuMsPerCommitted ?? '?'} ms, PostgreSQL ${s.postgresCpuMsPerCommitted ?? '?'} ms` +
+      (pgPerOp === null ? '.' : `; baseline (a) cost PostgreSQL ${pgPerOp} ms per transaction, so one transfer costs PostgreSQL about ${row.pgCpuRatioToPostgresJs ?? '?'} transactions' worth of CPU.`),
   ];
 }

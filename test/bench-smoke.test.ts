@@ -1,4 +1,4 @@
-// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon, every baseline is measured, conservation holds, and the JSON and summary land in the directory it is given.
+// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (statements counted so that baseline (a) shows exactly its two), conservation holds, and the JSON and summary land in the directory it is given.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -23,6 +23,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       recovery: null,
       profile: 'never',
       profileS: 0,
+      fixedRatePerSecond: 50,
       outDir,
       log: () => undefined,
     });
@@ -37,6 +38,29 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     assert.ok(level.http !== null && level.http.responsesPerSecond > 0, '(b) measured');
     assert.type(level.ratioToPostgresJs, 'number');
     assert.type(level.ratioToHttp, 'number');
+    // Per-transfer costs, each measured: statements counted by pg_stat_statements, CPU from /proc.
+    const s = level.service;
+    for (const key of ['pgWriteTxnsPerCommitted', 'pgStatementsPerCommitted', 'postgresCpuMsPerCommitted', 'serviceCpuMsPerCommitted'] as const) assert.ok((s[key] ?? 0) > 0, `${key} measured`);
+    assert.ok(s.statements !== null && !s.statements.evicted && s.statements.byStatement.length > 0, 'the service\'s statements were counted');
+    // The benchmark's own queries in the window (the settle poll, pg_stat_activity samples, the xid reads) are not the service's.
+    const own = s.statements.byStatement.filter((x) => /FROM transfers_active$|pg_stat_activity|pg_current_xact_id/.test(x.query));
+    assert.equal(own, [], 'no query of the benchmark counted as the service\'s');
+    assert.ok(Object.keys(s.transitions).length > 0, 'state moves were counted');
+    // The same counting on baseline (a), whose transaction is exactly an UPDATE and an INSERT,
+    // must find two statements per transaction: neither the benchmark's queries nor BEGIN/COMMIT.
+    assert.is(level.pg.postgresJs.statementsPerOp, 2, '(a) counted as two statements per transaction');
+    assert.ok((level.pg.postgresJs.postgresCpuMsPerOp ?? 0) > 0, '(a) PostgreSQL CPU per transaction');
+    assert.type(level.pgCpuRatioToPostgresJs, 'number');
+    // The open-loop run: every scheduled request sent and answered.
+    assert.ok(report.fixedRate.status === 'measured', 'fixed-rate run measured');
+    const f = report.fixedRate.figures;
+    assert.is(f.scheduled, 100);
+    assert.is(f.answered, 100, 'every request answered');
+    assert.ok(f.answered2xx > 0 && f.achievedPerSecond > 0 && f.committed > 0);
+    assert.ok(f.latencyMs.p50 > 0 && f.latencyMs.p50 <= f.latencyMs.p99 && f.latencyMs.p99 <= f.latencyMs.p99_9 && f.latencyMs.p99_9 <= f.latencyMs.max);
+    assert.ok(report.httpCeiling.status === 'measured' && report.httpCeiling.figures.fixedRate?.answered === 100, '(b) at the fixed rate too');
+    for (const id of ['pg-ceiling-8', 'p99-64', 'fixed-rate-p99', 'pg-cpu-64', 'service-cpu-64']) assert.ok(report.targets.some((t) => t.id === id), `target ${id} listed`);
+    assert.not.ok(report.targets.some((t) => t.id.startsWith('http-ceiling')), '(b) is reported, not a target');
     assert.is(report.memory.status, 'measured');
     assert.is(report.ubscore.status, 'measured');
     assert.ok(report.ubscore.status === 'measured' && report.ubscore.figures.applied === 5_000, '(c) every command applied');
@@ -51,7 +75,9 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     assert.is(files.summary, path.join(outDir, 'summary.md'));
     const written = JSON.parse(await fs.readFile(files.json, 'utf8')) as { levels: unknown[] };
     assert.is(written.levels.length, 1);
-    assert.match(await fs.readFile(files.summary, 'utf8'), '## Targets');
+    const summary = await fs.readFile(files.summary, 'utf8');
+    assert.match(summary, '## Targets');
+    assert.match(summary, '## Fixed rate (open loop)');
   } finally {
     await fs.rm(outDir, { recursive: true, force: true });
   }

@@ -3,19 +3,10 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { deposit, transfer } from './support/funds.js';
+import { parseMetrics } from './support/prometheus.js';
 import { startTestService } from './support/service.js';
 
-function parse(text: string): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (line === '' || line.startsWith('#')) continue;
-    const at = line.lastIndexOf(' ');
-    out.set(line.slice(0, at), Number(line.slice(at + 1)));
-  }
-  return out;
-}
-
-test('metrics: transitions by from/to, transfers by state, retries, HTTP latency by route and status, mailbox depth, UBSCore, pool', async () => {
+test('metrics: transitions by from/to, finished totals, unfinished by state, retries, HTTP latency by route and status, mailbox depth, UBSCore, pool', async () => {
   const svc = await startTestService({ RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0' });
   try {
     await deposit(svc, 1401n, 'FUNDING', 'USDT', '10', 'met-f');
@@ -24,7 +15,7 @@ test('metrics: transitions by from/to, transfers by state, retries, HTTP latency
     assert.is((await transfer(svc, 1401n, { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '2' })).status, 200);
     const response = await fetch(`${svc.base}/metrics`);
     assert.match(response.headers.get('content-type') ?? '', /text\/plain/);
-    const m = parse(await response.text());
+    const m = parseMetrics(await response.text());
     const expect: Array<[string, number]> = [
       // FUNDING→SPOT: the debit commits with INIT → SOURCE_DONE → TARGET_PENDING (3), or INIT → FAILED (1).
       ['fsm_state_count{from="INIT",to="SOURCE_DONE"}', 3],
@@ -35,8 +26,10 @@ test('metrics: transitions by from/to, transfers by state, retries, HTTP latency
       ['fsm_state_count{from="INIT",to="SOURCE_PENDING"}', 1],
       ['fsm_state_count{from="SOURCE_PENDING",to="SOURCE_DONE"}', 1],
       ['fsm_state_count{from="SOURCE_DONE",to="COMMITTED"}', 1],
-      ['transfers_by_state{state="COMMITTED"}', 4],
-      ['transfers_by_state{state="FAILED"}', 1],
+      ['transfers_finished_total{state="COMMITTED"}', 4],
+      ['transfers_finished_total{state="FAILED"}', 1],
+      ['transfers_finished_total{state="ROLLED_BACK"}', 0],
+      ['transfers_by_state{state="INIT"}', 0],
       ['transfers_by_state{state="TARGET_PENDING"}', 0],
       ['http_request_duration_seconds_count{method="POST",route="/api/v1/internal_transfer",status="200"}', 4],
       ['http_request_duration_seconds_count{method="POST",route="/api/v1/internal_transfer",status="422"}', 1],

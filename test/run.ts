@@ -16,7 +16,9 @@ type FileResult = { file: string; passed: number; failed: number; code: number |
 
 async function main(): Promise<void> {
   const filter = process.argv[2];
-  const files = (await listTests(here)).filter((f) => filter === undefined || f.includes(filter));
+  // Matched against the path under the test directory: a checkout whose own path holds the
+  // filter word (a worktree named wt-bench) must not select every file.
+  const files = (await listTests(here)).filter((f) => filter === undefined || path.relative(here, f).includes(filter));
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-test-pg-'));
   await fs.chmod(dir, 0o755);
   const pg = await startEmbeddedPg({ dir, port: await freePort(), log: () => undefined });

@@ -1,0 +1,63 @@
+// Proves the benchmark's open-loop generator sends its requests evenly at the rate asked whatever the answers, and times each from when it was due, so a service that falls behind shows the whole of the wait it causes.
+
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { runFixedRate } from '../bench/fixed-rate.js';
+
+/** A server that answers each request `delayMs` after it arrived, and records the arrival times. */
+async function server(delayMs: number): Promise<{ url: string; arrivals: number[]; close: () => Promise<void> }> {
+  const arrivals: number[] = [];
+  const s = http.createServer((req, res) => {
+    arrivals.push(performance.now());
+    req.resume();
+    req.once('end', () => setTimeout(() => res.end('{}'), delayMs));
+  });
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as AddressInfo).port;
+  return { url: `http://127.0.0.1:${port}`, arrivals, close: () => new Promise((resolve) => s.close(() => resolve())) };
+}
+
+const request = () => ({ path: '/', headers: { 'content-type': 'application/json' }, body: '{}' });
+
+test('requests arrive evenly spaced at the rate asked, not in bursts, and all are answered', async () => {
+  const srv = await server(0);
+  try {
+    const f = await runFixedRate({ url: srv.url, ratePerSecond: 200, durationS: 1, request });
+    assert.is(f.scheduled, 200);
+    assert.is(f.answered2xx, 200);
+    assert.is(f.errors, 0);
+    // 200/s is 10 per 50 ms; a generator that sends a second's quota at once puts 200 in one window.
+    const sorted = [...srv.arrivals].sort((a, b) => a - b);
+    let busiest = 0;
+    for (let i = 0, j = 0; i < sorted.length; i++) {
+      while ((sorted[i] ?? 0) - (sorted[j] ?? 0) > 50) j++;
+      busiest = Math.max(busiest, i - j + 1);
+    }
+    assert.ok(busiest <= 30, `at most 30 arrivals in any 50 ms, saw ${busiest}`);
+    const spanMs = (sorted.at(-1) ?? 0) - (sorted[0] ?? 0);
+    assert.ok(spanMs >= 900, `the 200 requests spread over the second, not ${spanMs} ms`);
+  } finally {
+    await srv.close();
+  }
+});
+
+test('a service slower than the rate: latency counts the wait from the due time, not from the send', async () => {
+  // One connection answered in 20 ms carries 50/s; 100/s offered for 0.5 s queues in the client,
+  // and the last request, due at 490 ms, is answered near 1 s: about 500 ms late.
+  const srv = await server(20);
+  try {
+    const f = await runFixedRate({ url: srv.url, ratePerSecond: 100, durationS: 0.5, request, socketsMax: 1 });
+    assert.is(f.answered2xx, 50);
+    assert.ok(f.latencyMs.max >= 350, `the last answers waited about 500 ms behind the others, max ${f.latencyMs.max} ms`);
+    assert.ok(f.latencyMs.p50 >= 150, `half of them waited, p50 ${f.latencyMs.p50} ms`);
+    assert.ok(f.achievedPerSecond <= 70, `answered at the service's pace, ${f.achievedPerSecond}/s`);
+    assert.ok(f.durationS >= 0.9, `the run lasted until the last answer, ${f.durationS} s`);
+  } finally {
+    await srv.close();
+  }
+});
+
+test.run();
