@@ -36,10 +36,7 @@ DECLARE
   n int := jsonb_array_length(p_items);
   v_at timestamptz := now();
   v_ms bigint := floor(extract(epoch FROM now()) * 1000);
-  -- The items, parsed once and sorted by (user, asset, req_id).
-  i_i bigint[]; i_k text[]; i_r text[]; i_u bigint[]; i_a text[]; i_m bigint[]; i_o text[]; i_e smallint[]; i_c text[];
-  i_p jsonb[]; i_q jsonb[]; i_tf boolean[]; i_coid text[]; i_st smallint[]; i_tt smallint[]; i_due boolean[];
-  ix int; idx bigint; st jsonb; j int;
+  it jsonb; idx bigint; st jsonb; j int;
   k text; r text; u bigint; a text; m bigint; o text; e smallint;
   v_outcome text; v_code text; v_path jsonb; v_rec jsonb; v_n int; v_final smallint; v_terminal boolean; v_found boolean; v_delta bigint;
   -- A: what was read and locked.
@@ -58,66 +55,45 @@ DECLARE
   a_r text[] := '{}'; a_u bigint[] := '{}'; d_r text[] := '{}';
   w_ids jsonb := '{}'; v_moved text[]; v_count int;
 BEGIN
-  SELECT array_agg(x.i ORDER BY x.u, x.a, x.r), array_agg(x.k ORDER BY x.u, x.a, x.r), array_agg(x.r ORDER BY x.u, x.a, x.r),
-         array_agg(x.u ORDER BY x.u, x.a, x.r), array_agg(x.a ORDER BY x.u, x.a, x.r), array_agg(x.m ORDER BY x.u, x.a, x.r),
-         array_agg(x.o ORDER BY x.u, x.a, x.r), array_agg(x.e ORDER BY x.u, x.a, x.r), array_agg(x.c ORDER BY x.u, x.a, x.r),
-         array_agg(x.p ORDER BY x.u, x.a, x.r), array_agg(x.q ORDER BY x.u, x.a, x.r), array_agg(x.tf IS NOT NULL ORDER BY x.u, x.a, x.r),
-         array_agg(x.coid ORDER BY x.u, x.a, x.r), array_agg(x.st ORDER BY x.u, x.a, x.r), array_agg(x.tt ORDER BY x.u, x.a, x.r),
-         array_agg(x.due IS NOT NULL ORDER BY x.u, x.a, x.r)
-    INTO i_i, i_k, i_r, i_u, i_a, i_m, i_o, i_e, i_c, i_p, i_q, i_tf, i_coid, i_st, i_tt, i_due
-    FROM ROWS FROM (jsonb_to_recordset(p_items)
-           AS (k text, r text, u bigint, a text, m bigint, o text, e smallint, c text, p jsonb, q jsonb, tf int, coid text, st smallint, tt smallint, due int))
-         WITH ORDINALITY AS x(k, r, u, a, m, o, e, c, p, q, tf, coid, st, tt, due, i);
-
-  -- A. Reads and locks, each only when the batch needs it.
-  s_exists := '{}'; s_notarget := '{}'; v_locked := '{}'; v_recs := '{}'; b_u := '{}'; b_a := '{}'; b_avail := '{}'; b_status := '{}';
-  IF 'c' = ANY (i_k) THEN
-    s_exists := ARRAY(SELECT t.req_id FROM transfers_tb AS t WHERE t.req_id = ANY (i_r));
-    IF EXISTS (SELECT 1 FROM unnest(i_coid) AS c WHERE c IS NOT NULL) THEN
-      s_exists := s_exists || ARRAY(
-        SELECT y.r FROM unnest(i_k, i_r, i_u, i_coid) AS y(k, r, u, coid)
-         WHERE y.k = 'c' AND y.coid IS NOT NULL AND EXISTS (SELECT 1 FROM transfers_tb AS t WHERE t.user_id = y.u AND t.client_order_id = y.coid));
-    END IF;
-  END IF;
-  IF EXISTS (SELECT 1 FROM unnest(i_k, i_o) AS y(k, o) WHERE y.k = 'm' AND y.o IS NOT NULL) THEN
-    SELECT coalesce(jsonb_object_agg(l.req_id, l.state), '{}') INTO v_locked FROM (
-      SELECT t.req_id, t.state FROM transfers_tb AS t
-       WHERE t.req_id = ANY (ARRAY(SELECT y.r FROM unnest(i_k, i_r, i_o) AS y(k, r, o) WHERE y.k = 'm' AND y.o IS NOT NULL))
-       ORDER BY t.req_id FOR UPDATE) AS l;
-  END IF;
-  IF EXISTS (SELECT 1 FROM unnest(i_o) AS y WHERE y IS NOT NULL) THEN
-    SELECT coalesce(array_agg(f.user_id ORDER BY f.user_id, f.asset), '{}'), coalesce(array_agg(f.asset ORDER BY f.user_id, f.asset), '{}'),
-           coalesce(array_agg(f.available ORDER BY f.user_id, f.asset), '{}'), coalesce(array_agg(f.status ORDER BY f.user_id, f.asset), '{}')
-      INTO b_u, b_a, b_avail, b_status FROM (
-      SELECT b.user_id, b.asset, b.available, b.status FROM funding_balances AS b
-       WHERE b.user_id = ANY (i_u)
-         AND (b.user_id, b.asset) IN (SELECT y.u, y.a FROM unnest(i_u, i_a, i_o) AS y(u, a, o) WHERE y.o IS NOT NULL)
-       ORDER BY b.user_id, b.asset FOR UPDATE) AS f;
-    -- Read after the balance locks: a concurrent twin of an operation has committed its record.
-    IF EXISTS (SELECT 1 FROM unnest(i_k, i_o) AS y(k, o) WHERE y.k <> 'c' AND y.o IS NOT NULL) THEN
-      SELECT coalesce(jsonb_object_agg(f.req_id || '/' || f.op, jsonb_build_array(f.user_id::text, f.asset, f.amount::text, f.outcome, f.code)), '{}')
-        INTO v_recs FROM funding_operations AS f
-       WHERE f.req_id = ANY (ARRAY(SELECT y.r FROM unnest(i_k, i_r, i_o) AS y(k, r, o) WHERE y.k <> 'c' AND y.o IS NOT NULL));
-    END IF;
-  END IF;
-  IF true = ANY (i_tf) THEN
-    s_notarget := ARRAY(SELECT y.r FROM unnest(i_r, i_u, i_a, i_tf) AS y(r, u, a, tf)
-                         WHERE y.tf AND NOT EXISTS (SELECT 1 FROM funding_balances AS b WHERE b.user_id = y.u AND b.asset = y.a));
-  END IF;
+  -- A. Reads and locks.
+  SELECT coalesce(array_agg(x.r), '{}') INTO s_exists FROM jsonb_to_recordset(p_items) AS x(k text, r text, u bigint, coid text)
+   WHERE x.k = 'c' AND (EXISTS (SELECT 1 FROM transfers_tb AS t WHERE t.req_id = x.r)
+                        OR (x.coid IS NOT NULL AND EXISTS (SELECT 1 FROM transfers_tb AS t WHERE t.user_id = x.u AND t.client_order_id = x.coid)));
+  SELECT coalesce(jsonb_object_agg(l.req_id, l.state), '{}') INTO v_locked FROM (
+    SELECT t.req_id, t.state FROM transfers_tb AS t
+     WHERE t.req_id = ANY (ARRAY(SELECT x.r FROM jsonb_to_recordset(p_items) AS x(k text, r text, o text) WHERE x.k = 'm' AND x.o IS NOT NULL))
+     ORDER BY t.req_id FOR UPDATE) AS l;
+  SELECT coalesce(array_agg(f.user_id ORDER BY f.user_id, f.asset), '{}'), coalesce(array_agg(f.asset ORDER BY f.user_id, f.asset), '{}'),
+         coalesce(array_agg(f.available ORDER BY f.user_id, f.asset), '{}'), coalesce(array_agg(f.status ORDER BY f.user_id, f.asset), '{}')
+    INTO b_u, b_a, b_avail, b_status FROM (
+    SELECT b.user_id, b.asset, b.available, b.status FROM funding_balances AS b
+     WHERE b.user_id = ANY (ARRAY(SELECT x.u FROM jsonb_to_recordset(p_items) AS x(u bigint, o text) WHERE x.o IS NOT NULL))
+       AND (b.user_id, b.asset) IN (SELECT x.u, x.a FROM jsonb_to_recordset(p_items) AS x(u bigint, a text, o text) WHERE x.o IS NOT NULL)
+     ORDER BY b.user_id, b.asset FOR UPDATE) AS f;
   nb := cardinality(b_u);
   b_dirty := array_fill(false, ARRAY[greatest(nb, 1)]);
+  -- Read after the balance locks: a concurrent twin of an operation has committed its record.
+  SELECT coalesce(jsonb_object_agg(f.req_id || '/' || f.op, jsonb_build_array(f.user_id::text, f.asset, f.amount::text, f.outcome, f.code)), '{}')
+    INTO v_recs FROM funding_operations AS f
+   WHERE f.req_id = ANY (ARRAY(SELECT x.r FROM jsonb_to_recordset(p_items) AS x(k text, r text, o text) WHERE x.k <> 'c' AND x.o IS NOT NULL));
+  SELECT coalesce(array_agg(x.r), '{}') INTO s_notarget FROM jsonb_to_recordset(p_items) AS x(r text, u bigint, a text, tf int)
+   WHERE x.tf IS NOT NULL AND NOT EXISTS (SELECT 1 FROM funding_balances AS b WHERE b.user_id = x.u AND b.asset = x.a);
 
   -- B. Decisions, in (user, asset, req_id) order, the same order as the balance arrays.
-  FOR ix IN 1 .. n LOOP
-    idx := i_i[ix]; k := i_k[ix]; r := i_r[ix]; u := i_u[ix]; a := i_a[ix]; m := i_m[ix]; o := i_o[ix]; e := i_e[ix];
-    v_outcome := NULL; v_code := i_c[ix]; v_path := i_p[ix]; v_delta := 0;
+  FOR it, idx IN
+    SELECT value, ordinality FROM jsonb_array_elements(p_items) WITH ORDINALITY
+     ORDER BY (value->>'u')::bigint, value->>'a', value->>'r'
+  LOOP
+    k := it->>'k'; r := it->>'r'; u := (it->>'u')::bigint; a := it->>'a'; m := (it->>'m')::bigint;
+    o := it->>'o'; e := (it->>'e')::smallint;
+    v_outcome := NULL; v_code := it->>'c'; v_path := it->'p'; v_delta := 0;
     res_r[idx] := r;
     IF k = 'c' AND r = ANY (s_exists) THEN res_k[idx] := 'exists'; CONTINUE; END IF;
     IF k = 'm' AND o IS NOT NULL AND (v_locked->>r) IS DISTINCT FROM e::text THEN res_k[idx] := 'lost'; CONTINUE; END IF;
 
     IF r = ANY (s_notarget) THEN
       -- A FUNDING target that does not exist is a business rejection before any funds move.
-      v_path := i_q[ix];
+      v_path := it->'q';
       v_code := 'TARGET_ACCOUNT_NOT_FOUND';
     ELSIF o IS NOT NULL THEN
       WHILE bp <= nb AND (b_u[bp] < u OR (b_u[bp] = u AND b_a[bp] < a)) LOOP bp := bp + 1; END LOOP;
@@ -161,7 +137,7 @@ BEGIN
       IF v_outcome = 'REJECTED' THEN
         -- A refused refund is never final: the transfer stays COMPENSATING for an operator.
         IF o = 'REFUND' THEN res_k[idx] := 'held'; CONTINUE; END IF;
-        v_path := i_q[ix];
+        v_path := it->'q';
       END IF;
     END IF;
 
@@ -175,8 +151,8 @@ BEGIN
     END IF;
     res_k[idx] := 'moved'; res_s[idx] := v_final; res_code[idx] := v_code;
     IF k = 'c' THEN
-      c_r := c_r || r; c_u := c_u || u; c_a := c_a || a; c_m := c_m || m; c_st := c_st || i_st[ix]; c_tt := c_tt || i_tt[ix];
-      c_s := c_s || v_final; c_code := c_code || v_code; c_coid := c_coid || i_coid[ix]; c_due := c_due || (CASE WHEN i_due[ix] THEN v_at END);
+      c_r := c_r || r; c_u := c_u || u; c_a := c_a || a; c_m := c_m || m; c_st := c_st || (it->>'st')::smallint; c_tt := c_tt || (it->>'tt')::smallint;
+      c_s := c_s || v_final; c_code := c_code || v_code; c_coid := c_coid || (it->>'coid'); c_due := c_due || (CASE WHEN it ? 'due' THEN v_at END);
       h_r := h_r || r; h_f := h_f || NULL::smallint; h_t := h_t || e; h_e := h_e || 'CREATED'::text; h_d := h_d || NULL::text;
       IF NOT v_terminal THEN a_r := a_r || r; a_u := a_u || u; END IF;
     ELSIF o IS NOT NULL THEN
