@@ -8,20 +8,15 @@
 // they are sent (src/db/transfer-writes.ts); this function only follows them, so the state
 // machine has one home. Every step of a path becomes one history row.
 //
-// The work is set-based: a fixed number of statements per batch, whatever its size (a statement
-// run once per item inside PL/pgSQL costs several times its share of one multi-row statement).
-//   A. Reads and locks, one statement each: which creations exist already (req_id or
-//      client_order_id), the transfers that moves with an operation expect (locked, in req_id
-//      order), the balance rows the operations touch (locked, in (user, asset) order), the
-//      operations already recorded, and the FUNDING targets that do not exist.
-//   B. Decisions, in memory, item by item in (user, asset, req_id) order: each operation against
-//      the running balance of its account, or answered from its record (idempotency).
-//   C. Writes, one statement each: new transfers, moved transfers, compare-and-swaps, operation
-//      records, balances (one write per account), history rows, the unfinished list.
-// Every batch takes its row locks in the same order (transfers by req_id, then balances by
-// account), so two batches cannot deadlock. A creation whose req_id or client_order_id a twin
-// took between A and C makes the whole batch fail with unique_violation, and the caller splits it
-// (src/db/batch.ts); alone, the creation then finds the twin in A.
+// Items are applied in (user_id, asset, req_id) order, so every batch takes balance and transfer
+// row locks in the same order and two batches cannot deadlock. Each balance row is locked and read
+// once per batch, the operations on it are decided in order against its running balance, and it
+// is written once: a busy account costs one row version per batch, not one per operation. An operation already recorded
+// for (req_id, op) answers its first outcome and changes nothing (idempotency); the transfer row
+// is locked and its state checked before a Funding operation is decided, so an operation never
+// lands on a transfer that has moved on. A creation is inserted only if its req_id and
+// client_order_id are free, and its operation takes effect only then: a re-run of a committed
+// batch, or a twin with the same client_order_id, changes nothing.
 //
 // Answers, in input order: {"k":"moved","s":state,"at":ms,"id":transfer_id,"oc":outcome,"code"},
 // {"k":"lost"} (not in the expected state), {"k":"exists"} (a creation whose req_id or
@@ -33,203 +28,149 @@ export const TRANSFER_APPLY_FUNCTION = `
 CREATE OR REPLACE FUNCTION transfer_apply(p_items jsonb, p_balance_max bigint) RETURNS jsonb
 LANGUAGE plpgsql AS $fn$
 DECLARE
-  n int := jsonb_array_length(p_items);
+  v_out jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(p_items)]);
   v_at timestamptz := now();
   v_ms bigint := floor(extract(epoch FROM now()) * 1000);
-  it jsonb; idx bigint; st jsonb; j int;
+  it jsonb; idx bigint; st jsonb;
   k text; r text; u bigint; a text; m bigint; o text; e smallint;
-  v_outcome text; v_code text; v_path jsonb; v_rec jsonb; v_n int; v_final smallint; v_terminal boolean; v_found boolean; v_delta bigint;
-  -- A: what was read and locked.
-  s_exists text[]; s_notarget text[]; v_locked jsonb; v_recs jsonb;
-  b_u bigint[]; b_a text[]; b_avail bigint[]; b_status text[]; b_dirty boolean[]; bp int := 1; nb int;
-  -- B: each item's answer, and what C writes.
-  res_k text[] := array_fill(NULL::text, ARRAY[n]); res_s smallint[] := array_fill(NULL::smallint, ARRAY[n]);
-  res_oc text[] := array_fill(NULL::text, ARRAY[n]); res_code text[] := array_fill(NULL::text, ARRAY[n]); res_r text[] := array_fill(NULL::text, ARRAY[n]);
-  c_r text[] := '{}'; c_u bigint[] := '{}'; c_a text[] := '{}'; c_m bigint[] := '{}'; c_st smallint[] := '{}'; c_tt smallint[] := '{}';
-  c_s smallint[] := '{}'; c_code text[] := '{}'; c_coid text[] := '{}'; c_due timestamptz[] := '{}';
-  m_r text[] := '{}'; m_s smallint[] := '{}'; m_code text[] := '{}';
-  pm_r text[] := '{}'; pm_e smallint[] := '{}'; pm_s smallint[] := '{}'; pm_code text[] := '{}'; pm_t boolean[] := '{}';
-  o_r text[] := '{}'; o_op text[] := '{}'; o_u bigint[] := '{}'; o_a text[] := '{}'; o_m bigint[] := '{}'; o_oc text[] := '{}'; o_code text[] := '{}';
+  v_outcome text; v_code text; v_path jsonb; v_rec record; v_status text;
+  v_final smallint; v_terminal boolean; v_id bigint; v_n int;
   h_r text[] := '{}'; h_f smallint[] := '{}'; h_t smallint[] := '{}'; h_e text[] := '{}'; h_d text[] := '{}';
-  ph_r text[] := '{}'; ph_f smallint[] := '{}'; ph_t smallint[] := '{}'; ph_e text[] := '{}'; ph_d text[] := '{}';
   a_r text[] := '{}'; a_u bigint[] := '{}'; d_r text[] := '{}';
-  w_ids jsonb := '{}'; v_moved text[]; v_count int;
+  -- The balance row of the account in hand: locked and read once per batch, decided against in
+  -- memory, written once when the batch moves on to the next account.
+  v_delta bigint; v_record boolean;
+  b_u bigint; b_a text; b_loaded boolean := false; b_found boolean; b_avail bigint; b_status text; b_dirty boolean := false;
 BEGIN
-  -- A. Reads and locks.
-  SELECT coalesce(array_agg(x.r), '{}') INTO s_exists FROM jsonb_to_recordset(p_items) AS x(k text, r text, u bigint, coid text)
-   WHERE x.k = 'c' AND (EXISTS (SELECT 1 FROM transfers_tb AS t WHERE t.req_id = x.r)
-                        OR (x.coid IS NOT NULL AND EXISTS (SELECT 1 FROM transfers_tb AS t WHERE t.user_id = x.u AND t.client_order_id = x.coid)));
-  SELECT coalesce(jsonb_object_agg(l.req_id, l.state), '{}') INTO v_locked FROM (
-    SELECT t.req_id, t.state FROM transfers_tb AS t
-     WHERE t.req_id = ANY (ARRAY(SELECT x.r FROM jsonb_to_recordset(p_items) AS x(k text, r text, o text) WHERE x.k = 'm' AND x.o IS NOT NULL))
-     ORDER BY t.req_id FOR UPDATE) AS l;
-  SELECT coalesce(array_agg(f.user_id ORDER BY f.user_id, f.asset), '{}'), coalesce(array_agg(f.asset ORDER BY f.user_id, f.asset), '{}'),
-         coalesce(array_agg(f.available ORDER BY f.user_id, f.asset), '{}'), coalesce(array_agg(f.status ORDER BY f.user_id, f.asset), '{}')
-    INTO b_u, b_a, b_avail, b_status FROM (
-    SELECT b.user_id, b.asset, b.available, b.status FROM funding_balances AS b
-     WHERE b.user_id = ANY (ARRAY(SELECT x.u FROM jsonb_to_recordset(p_items) AS x(u bigint, o text) WHERE x.o IS NOT NULL))
-       AND (b.user_id, b.asset) IN (SELECT x.u, x.a FROM jsonb_to_recordset(p_items) AS x(u bigint, a text, o text) WHERE x.o IS NOT NULL)
-     ORDER BY b.user_id, b.asset FOR UPDATE) AS f;
-  nb := cardinality(b_u);
-  b_dirty := array_fill(false, ARRAY[greatest(nb, 1)]);
-  -- Read after the balance locks: a concurrent twin of an operation has committed its record.
-  SELECT coalesce(jsonb_object_agg(f.req_id || '/' || f.op, jsonb_build_array(f.user_id::text, f.asset, f.amount::text, f.outcome, f.code)), '{}')
-    INTO v_recs FROM funding_operations AS f
-   WHERE f.req_id = ANY (ARRAY(SELECT x.r FROM jsonb_to_recordset(p_items) AS x(k text, r text, o text) WHERE x.k <> 'c' AND x.o IS NOT NULL));
-  SELECT coalesce(array_agg(x.r), '{}') INTO s_notarget FROM jsonb_to_recordset(p_items) AS x(r text, u bigint, a text, tf int)
-   WHERE x.tf IS NOT NULL AND NOT EXISTS (SELECT 1 FROM funding_balances AS b WHERE b.user_id = x.u AND b.asset = x.a);
-
-  -- B. Decisions, in (user, asset, req_id) order, the same order as the balance arrays.
   FOR it, idx IN
     SELECT value, ordinality FROM jsonb_array_elements(p_items) WITH ORDINALITY
      ORDER BY (value->>'u')::bigint, value->>'a', value->>'r'
   LOOP
     k := it->>'k'; r := it->>'r'; u := (it->>'u')::bigint; a := it->>'a'; m := (it->>'m')::bigint;
     o := it->>'o'; e := (it->>'e')::smallint;
-    v_outcome := NULL; v_code := it->>'c'; v_path := it->'p'; v_delta := 0;
-    res_r[idx] := r;
-    IF k = 'c' AND r = ANY (s_exists) THEN res_k[idx] := 'exists'; CONTINUE; END IF;
-    IF k = 'm' AND o IS NOT NULL AND (v_locked->>r) IS DISTINCT FROM e::text THEN res_k[idx] := 'lost'; CONTINUE; END IF;
+    IF b_loaded AND (b_u <> u OR b_a <> a) THEN
+      IF b_dirty THEN UPDATE funding_balances SET available = b_avail, updated_at = v_at WHERE user_id = b_u AND asset = b_a; END IF;
+      b_loaded := false; b_dirty := false;
+    END IF;
+    v_outcome := NULL; v_code := it->>'c'; v_path := it->'p'; v_delta := 0; v_record := false;
 
-    IF r = ANY (s_notarget) THEN
-      -- A FUNDING target that does not exist is a business rejection before any funds move.
+    -- 1. A move with an operation locks its transfer first, in the state it expects.
+    IF k = 'm' AND o IS NOT NULL THEN
+      PERFORM 1 FROM transfers_tb WHERE req_id = r AND state = e FOR UPDATE;
+      IF NOT FOUND THEN
+        v_out[idx] := '{"k":"lost"}';
+        CONTINUE;
+      END IF;
+    END IF;
+
+    -- 2. Decide. A FUNDING target that does not exist is a business rejection before any funds
+    -- move. An operation is decided against the running balance, or answered from its record.
+    IF it ? 'tf' AND NOT EXISTS (SELECT 1 FROM funding_balances WHERE user_id = u AND asset = a) THEN
       v_path := it->'q';
       v_code := 'TARGET_ACCOUNT_NOT_FOUND';
     ELSIF o IS NOT NULL THEN
-      WHILE bp <= nb AND (b_u[bp] < u OR (b_u[bp] = u AND b_a[bp] < a)) LOOP bp := bp + 1; END LOOP;
-      v_found := bp <= nb AND b_u[bp] = u AND b_a[bp] = a;
-      v_rec := CASE WHEN k = 'c' THEN NULL ELSE v_recs->(r || '/' || o) END;
-      IF v_rec IS NOT NULL THEN
-        -- Answered before: the first outcome, and no effect.
-        IF (v_rec->>0)::bigint <> u OR v_rec->>1 <> a OR (v_rec->>2)::bigint <> m THEN
-          res_k[idx] := 'held'; res_oc[idx] := 'CONFLICT';
-          CONTINUE;
+      -- The lock on the balance row also serialises a lone operation with a concurrent twin of
+      -- its (req_id, op): the twin's record is committed before the read below.
+      IF NOT b_loaded THEN
+        SELECT f.available, f.status INTO b_avail, b_status FROM funding_balances AS f WHERE f.user_id = u AND f.asset = a FOR UPDATE;
+        b_found := FOUND; b_u := u; b_a := a; b_loaded := true;
+      END IF;
+      IF k <> 'c' THEN
+        SELECT f.user_id, f.asset, f.amount, f.outcome, f.code INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = o;
+        IF FOUND THEN
+          IF v_rec.user_id <> u OR v_rec.asset <> a OR v_rec.amount <> m THEN
+            v_out[idx] := '{"k":"held","oc":"CONFLICT"}';
+            CONTINUE;
+          END IF;
+          v_outcome := v_rec.outcome;
+          v_code := v_rec.code;
         END IF;
-        v_outcome := v_rec->>3;
-        v_code := v_rec->>4;
-      ELSE
+      END IF;
+      IF v_outcome IS NULL THEN
+        v_record := true;
         IF o = 'WITHDRAW' THEN
-          v_code := CASE WHEN NOT v_found THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN b_status[bp] = 'FROZEN' THEN 'ACCOUNT_FROZEN'
-                         WHEN b_status[bp] = 'DISABLED' THEN 'ACCOUNT_DISABLED' WHEN b_avail[bp] < m THEN 'INSUFFICIENT_BALANCE' END;
+          v_code := CASE WHEN NOT b_found THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN b_status = 'FROZEN' THEN 'ACCOUNT_FROZEN'
+                         WHEN b_status = 'DISABLED' THEN 'ACCOUNT_DISABLED' WHEN b_avail < m THEN 'INSUFFICIENT_BALANCE' END;
           v_delta := -m;
         ELSIF o = 'DEPOSIT' THEN
-          v_code := CASE WHEN NOT v_found THEN 'TARGET_ACCOUNT_NOT_FOUND' WHEN b_avail[bp] > p_balance_max - m THEN 'OVERFLOW' END;
+          v_code := CASE WHEN NOT b_found THEN 'TARGET_ACCOUNT_NOT_FOUND' WHEN b_avail > p_balance_max - m THEN 'OVERFLOW' END;
           v_delta := m;
         ELSIF o = 'REFUND' THEN
           -- Only a withdraw applied here, with the same parameters, is ever credited back.
-          v_rec := v_recs->(r || '/WITHDRAW');
-          v_code := CASE WHEN v_rec IS NULL OR v_rec->>3 <> 'APPLIED' OR (v_rec->>0)::bigint <> u OR v_rec->>1 <> a OR (v_rec->>2)::bigint <> m OR NOT v_found
+          SELECT f.user_id, f.asset, f.amount, f.outcome INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = 'WITHDRAW';
+          v_code := CASE WHEN NOT FOUND OR v_rec.outcome <> 'APPLIED' OR v_rec.user_id <> u OR v_rec.asset <> a OR v_rec.amount <> m OR NOT b_found
                          THEN 'REFUND_WITHOUT_WITHDRAW' END;
           v_delta := m;
         ELSE
           RAISE EXCEPTION 'transfer_apply: unknown operation %', o USING ERRCODE = '22023';
         END IF;
         v_outcome := CASE WHEN v_code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END;
-        IF v_code IS NULL THEN
-          b_avail[bp] := b_avail[bp] + v_delta;
-          b_dirty[bp] := true;
-        END IF;
-        o_r := o_r || r; o_op := o_op || o; o_u := o_u || u; o_a := o_a || a; o_m := o_m || m; o_oc := o_oc || v_outcome; o_code := o_code || v_code;
+        IF v_code IS NOT NULL THEN v_delta := 0; END IF;
       END IF;
-      res_oc[idx] := v_outcome;
-      res_code[idx] := v_code;
-      IF k = 'o' THEN res_k[idx] := 'op'; CONTINUE; END IF;
-      IF v_outcome = 'REJECTED' THEN
-        -- A refused refund is never final: the transfer stays COMPENSATING for an operator.
-        IF o = 'REFUND' THEN res_k[idx] := 'held'; CONTINUE; END IF;
-        v_path := it->'q';
-      END IF;
+      IF v_outcome = 'REJECTED' THEN v_path := it->'q'; END IF;
     END IF;
 
-    -- Where the path ends (steps are [state, event, terminal]), and its history rows.
-    v_n := jsonb_array_length(v_path);
-    v_final := e;
-    v_terminal := false;
-    IF v_n > 0 THEN
-      v_final := (v_path->(v_n - 1)->>0)::smallint;
-      v_terminal := (v_path->(v_n - 1)->>2)::boolean;
-    END IF;
-    res_k[idx] := 'moved'; res_s[idx] := v_final; res_code[idx] := v_code;
-    IF k = 'c' THEN
-      c_r := c_r || r; c_u := c_u || u; c_a := c_a || a; c_m := c_m || m; c_st := c_st || (it->>'st')::smallint; c_tt := c_tt || (it->>'tt')::smallint;
-      c_s := c_s || v_final; c_code := c_code || v_code; c_coid := c_coid || (it->>'coid'); c_due := c_due || (CASE WHEN it ? 'due' THEN v_at END);
-      h_r := h_r || r; h_f := h_f || NULL::smallint; h_t := h_t || e; h_e := h_e || 'CREATED'::text; h_d := h_d || NULL::text;
-      IF NOT v_terminal THEN a_r := a_r || r; a_u := a_u || u; END IF;
-    ELSIF o IS NOT NULL THEN
-      m_r := m_r || r; m_s := m_s || v_final; m_code := m_code || v_code;
-      IF v_terminal THEN d_r := d_r || r; END IF;
+    -- 3. Write the transfer: a creation only if its req_id and client_order_id are free (a re-run
+    -- or a twin finds it there and changes nothing); a move only from the state it expects.
+    -- A refused refund is never final: the transfer stays COMPENSATING for an operator.
+    IF k = 'o' OR (o = 'REFUND' AND v_outcome = 'REJECTED') THEN
+      NULL;
     ELSE
-      pm_r := pm_r || r; pm_e := pm_e || e; pm_s := pm_s || v_final; pm_code := pm_code || v_code; pm_t := pm_t || v_terminal;
-    END IF;
-    FOR j IN 0 .. v_n - 1 LOOP
-      st := v_path->j;
-      IF k = 'm' AND o IS NULL THEN
-        ph_r := ph_r || r; ph_f := ph_f || e; ph_t := ph_t || (st->>0)::smallint; ph_e := ph_e || (st->>1); ph_d := ph_d || (CASE WHEN j = v_n - 1 THEN v_code END);
-      ELSE
-        h_r := h_r || r; h_f := h_f || e; h_t := h_t || (st->>0)::smallint; h_e := h_e || (st->>1); h_d := h_d || (CASE WHEN j = v_n - 1 THEN v_code END);
+      v_final := e;
+      v_terminal := false;
+      v_n := jsonb_array_length(v_path);
+      IF v_n > 0 THEN
+        v_final := (v_path->(v_n - 1)->>0)::smallint;
+        v_terminal := (v_path->(v_n - 1)->>2)::boolean;
       END IF;
-      e := (st->>0)::smallint;
-    END LOOP;
+      IF k = 'c' THEN
+        INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state, error_code, client_order_id, next_retry_at, created_at, updated_at)
+        VALUES (r, u, a, m, (it->>'st')::smallint, (it->>'st')::smallint, (it->>'tt')::smallint, v_final, v_code, it->>'coid',
+                CASE WHEN it ? 'due' THEN v_at END, v_at, v_at)
+        ON CONFLICT DO NOTHING
+        RETURNING transfer_id INTO v_id;
+        IF NOT FOUND THEN
+          v_out[idx] := '{"k":"exists"}';
+          CONTINUE;
+        END IF;
+        h_r := h_r || r; h_f := h_f || NULL::smallint; h_t := h_t || e; h_e := h_e || 'CREATED'::text; h_d := h_d || NULL::text;
+        IF NOT v_terminal THEN a_r := a_r || r; a_u := a_u || u; END IF;
+      ELSE
+        UPDATE transfers_tb
+           SET state = v_final, updated_at = v_at, next_retry_at = NULL, attempts = 0, error_code = COALESCE(v_code, error_code)
+         WHERE req_id = r AND state = e
+        RETURNING transfer_id INTO v_id;
+        IF NOT FOUND THEN
+          v_out[idx] := '{"k":"lost"}';
+          CONTINUE;
+        END IF;
+        IF v_terminal THEN d_r := d_r || r; END IF;
+      END IF;
+      FOR st IN SELECT value FROM jsonb_array_elements(v_path) LOOP
+        h_r := h_r || r; h_f := h_f || e; h_t := h_t || (st->>0)::smallint; h_e := h_e || (st->>1);
+        h_d := h_d || (CASE WHEN (st->>0)::smallint = v_final THEN v_code END);
+        e := (st->>0)::smallint;
+      END LOOP;
+    END IF;
+
+    -- 4. The operation's effect and its record, only now that the transfer is written.
+    IF v_record THEN
+      IF v_delta <> 0 THEN b_avail := b_avail + v_delta; b_dirty := true; END IF;
+      INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code) VALUES (r, o, u, a, m, v_outcome, v_code);
+    END IF;
+    IF k = 'o' THEN
+      v_out[idx] := jsonb_build_object('k', 'op', 'oc', v_outcome, 'code', v_code);
+    ELSIF o = 'REFUND' AND v_outcome = 'REJECTED' THEN
+      v_out[idx] := jsonb_build_object('k', 'held', 'oc', v_outcome, 'code', v_code);
+    ELSE
+      v_out[idx] := jsonb_build_object('k', 'moved', 's', v_final, 'at', v_ms, 'id', v_id::text, 'oc', v_outcome, 'code', v_code);
+    END IF;
   END LOOP;
 
-  -- C. Writes, one statement each.
-  IF cardinality(c_r) > 0 THEN
-    WITH created AS (
-      INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state, error_code, client_order_id, next_retry_at, created_at, updated_at)
-      SELECT x.r, x.u, x.a, x.m, x.st, x.st, x.tt, x.s, x.code, x.coid, x.due, v_at, v_at
-        FROM unnest(c_r, c_u, c_a, c_m, c_st, c_tt, c_s, c_code, c_coid, c_due) AS x(r, u, a, m, st, tt, s, code, coid, due)
-      ON CONFLICT DO NOTHING
-      RETURNING req_id, transfer_id)
-    SELECT count(*), coalesce(jsonb_object_agg(req_id, transfer_id::text), '{}') INTO v_count, v_rec FROM created;
-    IF v_count <> cardinality(c_r) THEN
-      RAISE EXCEPTION 'transfer_apply: % of % creations found their req_id or client_order_id taken by a twin', cardinality(c_r) - v_count, cardinality(c_r)
-        USING ERRCODE = '23505';
-    END IF;
-    w_ids := w_ids || v_rec;
-  END IF;
-  IF cardinality(m_r) > 0 THEN
-    -- These transfers are locked (A), so each is still where the item expects it.
-    WITH moved AS (
-      UPDATE transfers_tb AS t
-         SET state = x.s, updated_at = v_at, next_retry_at = NULL, attempts = 0, error_code = COALESCE(x.code, t.error_code)
-        FROM unnest(m_r, m_s, m_code) AS x(r, s, code)
-       WHERE t.req_id = ANY (m_r) AND t.req_id = x.r
-      RETURNING t.req_id, t.transfer_id)
-    SELECT count(*), coalesce(jsonb_object_agg(req_id, transfer_id::text), '{}') INTO v_count, v_rec FROM moved;
-    -- Pair assertion of the lock: an operation is never recorded for a transfer that did not move.
-    IF v_count <> cardinality(m_r) THEN
-      RAISE EXCEPTION 'transfer_apply: % of % locked transfers moved', v_count, cardinality(m_r) USING ERRCODE = 'XX000';
-    END IF;
-    w_ids := w_ids || v_rec;
-  END IF;
-  v_moved := '{}';
-  IF cardinality(pm_r) > 0 THEN
-    WITH moved AS (
-      UPDATE transfers_tb AS t
-         SET state = x.s, updated_at = v_at, next_retry_at = NULL, attempts = 0, error_code = COALESCE(x.code, t.error_code)
-        FROM unnest(pm_r, pm_e, pm_s, pm_code) AS x(r, e, s, code)
-       WHERE t.req_id = ANY (pm_r) AND t.req_id = x.r AND t.state = x.e
-      RETURNING t.req_id, t.transfer_id)
-    SELECT coalesce(jsonb_object_agg(req_id, transfer_id::text), '{}'), coalesce(array_agg(req_id), '{}') INTO v_rec, v_moved FROM moved;
-    w_ids := w_ids || v_rec;
-    d_r := d_r || ARRAY(SELECT x.r FROM unnest(pm_r, pm_t) AS x(r, t) WHERE x.t AND x.r = ANY (v_moved));
-  END IF;
-  IF cardinality(o_r) > 0 THEN
-    INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code)
-    SELECT * FROM unnest(o_r, o_op, o_u, o_a, o_m, o_oc, o_code);
-  END IF;
-  IF true = ANY (b_dirty) THEN
-    UPDATE funding_balances AS f SET available = x.v, updated_at = v_at
-      FROM unnest(b_u, b_a, b_avail, b_dirty[1:nb]) AS x(u, a, v, dirty)
-     WHERE f.user_id = ANY (b_u) AND f.user_id = x.u AND f.asset = x.a AND x.dirty;
-  END IF;
+  IF b_dirty THEN UPDATE funding_balances SET available = b_avail, updated_at = v_at WHERE user_id = b_u AND asset = b_a; END IF;
+  -- 5. One statement each for every history row, new unfinished transfer and finished one.
   IF cardinality(h_r) > 0 THEN
-    INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
-    SELECT x.r, x.f, x.t, x.e, x.d FROM unnest(h_r, h_f, h_t, h_e, h_d) WITH ORDINALITY AS x(r, f, t, e, d, i) ORDER BY x.i;
-  END IF;
-  IF cardinality(v_moved) > 0 THEN
-    INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
-    SELECT x.r, x.f, x.t, x.e, x.d FROM unnest(ph_r, ph_f, ph_t, ph_e, ph_d) WITH ORDINALITY AS x(r, f, t, e, d, i) WHERE x.r = ANY (v_moved) ORDER BY x.i;
+    INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail) SELECT * FROM unnest(h_r, h_f, h_t, h_e, h_d);
   END IF;
   IF cardinality(a_r) > 0 THEN
     INSERT INTO transfers_active (req_id, user_id) SELECT * FROM unnest(a_r, a_u);
@@ -237,14 +178,7 @@ BEGIN
   IF cardinality(d_r) > 0 THEN
     DELETE FROM transfers_active WHERE req_id = ANY (d_r);
   END IF;
-
-  -- The answers, in input order.
-  RETURN (SELECT jsonb_agg(
-            CASE WHEN x.k = 'moved' AND NOT w_ids ? x.r THEN '{"k":"lost"}'::jsonb
-                 WHEN x.k = 'moved' THEN jsonb_build_object('k', 'moved', 's', x.s, 'at', v_ms, 'id', w_ids->>x.r, 'oc', x.oc, 'code', x.code)
-                 WHEN x.k IN ('held', 'op') THEN jsonb_build_object('k', x.k, 'oc', x.oc, 'code', x.code)
-                 ELSE jsonb_build_object('k', x.k) END ORDER BY x.i)
-            FROM unnest(res_k, res_r, res_s, res_oc, res_code) WITH ORDINALITY AS x(k, r, s, oc, code, i));
+  RETURN to_jsonb(v_out);
 END
 $fn$;
 `;
