@@ -31,7 +31,7 @@ DECLARE
   v_out jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(p_items)]);
   v_at timestamptz := now();
   v_ms bigint := floor(extract(epoch FROM now()) * 1000);
-  it jsonb; idx bigint; st jsonb;
+  it jsonb; idx bigint; st jsonb; j int;
   k text; r text; u bigint; a text; m bigint; o text; e smallint;
   v_outcome text; v_code text; v_path jsonb; v_rec record; v_status text;
   v_final smallint; v_terminal boolean; v_id bigint; v_n int;
@@ -146,9 +146,11 @@ BEGIN
         END IF;
         IF v_terminal THEN d_r := d_r || r; END IF;
       END IF;
-      FOR st IN SELECT value FROM jsonb_array_elements(v_path) LOOP
+      -- An integer loop: plain expressions, no query (and no cursor) per step.
+      FOR j IN 0 .. v_n - 1 LOOP
+        st := v_path->j;
         h_r := h_r || r; h_f := h_f || e; h_t := h_t || (st->>0)::smallint; h_e := h_e || (st->>1);
-        h_d := h_d || (CASE WHEN (st->>0)::smallint = v_final THEN v_code END);
+        h_d := h_d || (CASE WHEN j = v_n - 1 THEN v_code END);
         e := (st->>0)::smallint;
       END LOOP;
     END IF;

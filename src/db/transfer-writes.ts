@@ -68,7 +68,6 @@ export class TransferWrites {
     private readonly sql: Sql,
     batch: BatchSettings,
   ) {
-    // One item per transfer per batch: a second write of the same req_id waits for the next one.
     this.batcher = new Batcher((items) => this.applyMany(items), { ...batch, key: keyOf });
   }
 
@@ -86,8 +85,9 @@ export class TransferWrites {
   }
 }
 
+/** One item per req_id per batch: each is decided against what the batch read before it. */
 function keyOf(item: WriteItem): string {
-  return item.kind === 'create' ? item.transfer.reqId : `${item.params.reqId}${item.kind === 'op' ? `/${item.op}` : ''}`;
+  return item.kind === 'create' ? item.transfer.reqId : item.params.reqId;
 }
 
 /** Pair assertion: every path is a walk of the FSM from the state the item expects. */
