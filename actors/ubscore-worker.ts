@@ -22,7 +22,8 @@ import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
 import { SnapshotStore } from '../wal/snapshot.js';
 import { unreachable } from './protocol.js';
 import { nodeEndpoint } from './ubscore-client.js';
-import type { UbsControlApi, UbsParentEvent, UbsParentMessage, UbsPortMessage, UbsPortReply, UbsReply, UbsRequest, UbsStats } from './protocol.js';
+import type { UbsCommand, UbsControlApi, UbsParentEvent, UbsParentMessage, UbsPortMessage, UbsPortReply, UbsResult, UbsStats } from './protocol.js';
+import { RequestUnpacker } from './ubscore-wire.js';
 import { Snapshotter, describeError as describe } from './ubscore-snapshotter.js';
 import type { Write } from './ubscore-snapshotter.js';
 import { readWorkerData, restore } from './ubscore-start.js';
@@ -31,11 +32,14 @@ import { readWorkerData, restore } from './ubscore-start.js';
 const WAL_SYNC_BUCKETS_S = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
 const BATCH_RECORDS_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096];
 
+/** The answers a batch owes one port, in columns: posted as one message once the batch is durable. */
+type PortReplies = { readonly ids: number[]; readonly results: UbsResult[] };
+
 type Batch = {
   readonly records: WalWrite[];
   readonly processed: ProcessedWrite[];
   /** Replies grouped by the port they answer, posted as one message per port. */
-  readonly replies: Map<MessagePort, UbsReply[]>;
+  readonly replies: Map<MessagePort, PortReplies>;
   commands: number;
 };
 
@@ -45,12 +49,8 @@ function newBatch(): Batch {
 
 function isPortMessage(message: unknown): message is UbsPortMessage {
   if (typeof message !== 'object' || message === null) return false;
-  const candidate = message as { kind?: unknown; requests?: unknown };
-  return candidate.kind === 'ubs.requests' && Array.isArray(candidate.requests);
-}
-
-function hasValidId(request: unknown): request is UbsRequest {
-  return typeof request === 'object' && request !== null && Number.isSafeInteger((request as { id?: unknown }).id);
+  const candidate = message as { kind?: unknown };
+  return candidate.kind === 'ubs.requests';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -60,6 +60,7 @@ class UbsActor {
   /** Processed entries decided but not yet durable: the lookup must see them before LMDB. */
   private readonly overlay = new Map<string, OpRecord>();
   private readonly encoder = new RecordEncoder();
+  private readonly unpacker = new RequestUnpacker();
   private open: Batch = newBatch();
   /** Full batches waiting for the writer, oldest first. */
   private readonly sealed: Batch[] = [];
@@ -121,19 +122,21 @@ class UbsActor {
     }
     switch (message.kind) {
       case 'ubs.requests':
-        this.onRequests(port, message.requests);
+        this.onRequests(port, message);
         break;
       default:
         unreachable(message.kind);
     }
   }
 
-  private onRequests(port: MessagePort, requests: readonly UbsRequest[]): void {
+  private onRequests(port: MessagePort, message: UbsPortMessage): void {
     // After close nothing is taken: the caller's timeout reads as "unknown" and it retries,
     // idempotently, against the restarted core.
     if (this.closing !== null || this.failed) return;
     try {
-      for (const request of requests) this.take(port, request);
+      const problem = this.unpacker.unpack(message, (id, command) => this.take(port, id, command));
+      // The requests before the damage were taken; the rest time out at the client as "unknown".
+      if (problem !== null) console.error(`ubscore: dropped the rest of a malformed port message: ${problem}`);
     } catch (error) {
       // A throw while deciding is a programmer error and RAM may be half-applied: like a failed
       // write, only a restart and a replay from the durable log can be trusted.
@@ -143,12 +146,13 @@ class UbsActor {
     this.scheduleFlush();
   }
 
-  private take(port: MessagePort, request: unknown): void {
-    if (!hasValidId(request)) {
+  private take(port: MessagePort, id: number, command: unknown): void {
+    if (!Number.isSafeInteger(id)) {
       console.error('ubscore: dropped a request without a valid id');
       return;
     }
-    const decision = this.ledger.decide(request.command, this.lookup);
+    // decide trusts no field of what it is given: the command came from another thread.
+    const decision = this.ledger.decide(command as UbsCommand, this.lookup);
     const batch = this.open;
     if (decision.record !== null) {
       const bytes = this.encoder.encode(decision.record);
@@ -161,10 +165,11 @@ class UbsActor {
     }
     let replies = batch.replies.get(port);
     if (replies === undefined) {
-      replies = [];
+      replies = { ids: [], results: [] };
       batch.replies.set(port, replies);
     }
-    replies.push({ id: request.id, result: decision.result });
+    replies.ids.push(id);
+    replies.results.push(decision.result);
     batch.commands++;
     if (batch.commands >= this.batchMax) this.seal();
   }
@@ -255,7 +260,7 @@ class UbsActor {
     }
     this.commandsAnswered += batch.commands;
     for (const [port, replies] of batch.replies) {
-      const reply: UbsPortReply = { kind: 'ubs.replies', replies };
+      const reply: UbsPortReply = { kind: 'ubs.replies', ids: Float64Array.from(replies.ids), results: replies.results };
       try {
         port.postMessage(reply);
       } catch (error) {
