@@ -16,9 +16,10 @@ import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import { Registry } from '../src/metrics/registry.js';
 import type { SpotLedger, OpRecord } from '../src/ubscore/core.js';
-import { RecordEncoder } from '../wal/codec.js';
+import { BatchEncoder } from '../wal/block.js';
+import type { WalBatch } from '../wal/block.js';
 import { openWal } from '../wal/log.js';
-import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
+import type { WalLog } from '../wal/log.js';
 import { SnapshotStore } from '../wal/snapshot.js';
 import { unreachable } from './protocol.js';
 import { nodeEndpoint } from './ubscore-client.js';
@@ -36,15 +37,15 @@ const BATCH_RECORDS_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096];
 type PortReplies = { readonly ids: number[]; readonly results: UbsResult[] };
 
 type Batch = {
-  readonly records: WalWrite[];
-  readonly processed: ProcessedWrite[];
   /** Replies grouped by the port they answer, posted as one message per port. */
   readonly replies: Map<MessagePort, PortReplies>;
   commands: number;
+  /** What the batch writes, set when it is sealed; null when it decided no record. */
+  wal: WalBatch | null;
 };
 
 function newBatch(): Batch {
-  return { records: [], processed: [], replies: new Map(), commands: 0 };
+  return { replies: new Map(), commands: 0, wal: null };
 }
 
 function isPortMessage(message: unknown): message is UbsPortMessage {
@@ -59,7 +60,8 @@ function isPortMessage(message: unknown): message is UbsPortMessage {
 class UbsActor {
   /** Processed entries decided but not yet durable: the lookup must see them before LMDB. */
   private readonly overlay = new Map<string, OpRecord>();
-  private readonly encoder = new RecordEncoder();
+  /** Encodes the open batch's records as they are decided. */
+  private readonly encoder = new BatchEncoder();
   private readonly unpacker = new RequestUnpacker();
   private open: Batch = newBatch();
   /** Full batches waiting for the writer, oldest first. */
@@ -155,11 +157,9 @@ class UbsActor {
     const decision = this.ledger.decide(command as UbsCommand, this.lookup);
     const batch = this.open;
     if (decision.record !== null) {
-      const bytes = this.encoder.encode(decision.record);
-      batch.records.push({ seq: decision.record.seq, bytes });
+      this.encoder.add(decision.record, decision.processedKey);
       if (decision.processedKey !== null) {
         if (decision.record.kind !== 'op') throw new Error('ubscore: a processed key on a status record');
-        batch.processed.push({ opKey: decision.processedKey, bytes });
         this.overlay.set(decision.processedKey, decision.record);
       }
     }
@@ -176,11 +176,12 @@ class UbsActor {
 
   private seal(): void {
     if (this.open.commands === 0) return;
-    const last = this.open.records[this.open.records.length - 1];
+    const wal = this.encoder.finish();
     // Every decided record joins the open batch at once, so the ledger stands at its last record.
-    if (last !== undefined && last.seq !== this.ledger.lastSeq) {
-      throw new Error(`ubscore: sealing a batch ending at seq ${last.seq} while the ledger is at ${this.ledger.lastSeq}`);
+    if (wal !== null && wal.lastSeq !== this.ledger.lastSeq) {
+      throw new Error(`ubscore: sealing a batch ending at seq ${wal.lastSeq} while the ledger is at ${this.ledger.lastSeq}`);
     }
+    this.open.wal = wal;
     this.sealed.push(this.open);
     this.open = newBatch();
     if (this.closing === null) this.snapshots.maybeCapture();
@@ -233,11 +234,12 @@ class UbsActor {
   private write(batch: Batch): Promise<void> {
     // A batch of read-only or refused commands writes nothing, but it still waits its turn:
     // what it read may have come from batches that were not yet durable.
-    if (batch.records.length === 0) return Promise.resolve();
+    const wal = batch.wal;
+    if (wal === null) return Promise.resolve();
     const started = performance.now();
-    return this.log.appendBatch(batch.records, batch.processed).then(() => {
+    return this.log.appendBatch(wal).then(() => {
       this.metrics.observe('ubscore_wal_sync_seconds', 'Time from submitting a WAL batch to LMDB until it is durable', WAL_SYNC_BUCKETS_S, {}, (performance.now() - started) / 1000);
-      this.metrics.observe('ubscore_batch_records', 'WAL records per group commit (one sync each)', BATCH_RECORDS_BUCKETS, {}, batch.records.length);
+      this.metrics.observe('ubscore_batch_records', 'WAL records per group commit (one sync each)', BATCH_RECORDS_BUCKETS, {}, wal.lastSeq - wal.firstSeq + 1);
     });
   }
 
@@ -252,10 +254,9 @@ class UbsActor {
     if (this.failed) return;
     this.writing = false;
     this.maintenanceTurn = true;
-    for (const entry of batch.processed) this.overlay.delete(entry.opKey);
-    const last = batch.records[batch.records.length - 1];
-    if (last !== undefined) {
-      this.durableSeq = last.seq;
+    if (batch.wal !== null) {
+      for (const entry of batch.wal.processed) this.overlay.delete(entry.opKey);
+      this.durableSeq = batch.wal.lastSeq;
       this.batchesWritten++;
     }
     this.commandsAnswered += batch.commands;
