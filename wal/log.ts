@@ -16,8 +16,8 @@ import type { Database, RootDatabase } from 'lmdb';
 import type { OpRecord, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
 import { readBlockHeader, walkRecords } from './block.js';
 import type { WalBatch } from './block.js';
-import { RecordReader, WAL_FORMAT_VERSION, decode, decodeProcessed } from './codec.js';
-import { crc32c } from './crc32.js';
+import { RecordReader, decode, decodeProcessed } from './codec.js';
+import { PRUNED_THROUGH_KEY, checkFormatVersion, decodeMetaSeq, encodeMetaSeq } from './meta.js';
 
 /**
  * Environment options, every durability-relevant one explicit. With `overlappingSync` off and
@@ -52,12 +52,6 @@ export const META_DB_NAME = 'meta';
  * blocks are deleted, so a transaction may hold one block more than this.
  */
 export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
-/** The `meta` key holding the highest sequence number deliberately pruned from `wal`. */
-const PRUNED_THROUGH_KEY = 'walPrunedThroughSeq';
-/** The `meta` key naming the format version of everything in the environment (wal/codec.ts). */
-const FORMAT_VERSION_KEY = 'walFormatVersion';
-/** A meta sequence number: u32 high, u32 low, CRC-32C of those 8 bytes. */
-const META_SEQ_BYTES = 12;
 /** Snapshot keys: [seq, 0] is a snapshot's header, [seq, i] for i >= 1 its i-th chunk. */
 export type SnapshotKey = [seq: number, part: number];
 
@@ -66,6 +60,10 @@ export type WalLog = {
   appendBatch(batch: WalBatch): Promise<void>;
   /** The durable processed-set entry for `opKey`. Throws on a corrupt entry (fatal corruption). */
   getProcessed(opKey: string): OpRecord | undefined;
+  /** How many processed-set entries are durable (LMDB keeps the count; nothing is read). */
+  processedCount(): number;
+  /** Up to `limit` durable processed-set keys after `after` (from the first when null), in key order. */
+  processedKeysAfter(after: string | null, limit: number): string[];
   /**
    * Every record from `fromSeq` (default 1) in order; throws an Error naming the first bad or
    * missing sequence number, after yielding every record before it. For tests and tools: it
@@ -147,25 +145,6 @@ export function openWalDatabases(dir: string): WalDatabases {
   return { env, wal, processed, snapshot, meta };
 }
 
-function encodeMetaSeq(seq: number): Buffer {
-  if (!Number.isSafeInteger(seq) || seq < 0) throw new Error(`wal: meta seq out of range: ${seq}`);
-  const bytes = Buffer.alloc(META_SEQ_BYTES);
-  bytes.writeUInt32BE(Math.floor(seq / 2 ** 32), 0);
-  bytes.writeUInt32BE(seq >>> 0, 4);
-  bytes.writeUInt32BE(crc32c(bytes, 0, 8), 8);
-  return bytes;
-}
-
-/** Reads a meta sequence number back, checking the checksum it was written with. */
-function decodeMetaSeq(bytes: Uint8Array, name: string): number {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (buf.length !== META_SEQ_BYTES) throw new Error(`wal: meta ${name} is ${buf.length} bytes, expected ${META_SEQ_BYTES}`);
-  if (buf.readUInt32BE(8) !== crc32c(buf, 0, 8)) throw new Error(`wal: meta ${name} fails its checksum`);
-  const seq = buf.readUInt32BE(0) * 2 ** 32 + buf.readUInt32BE(4);
-  if (!Number.isSafeInteger(seq)) throw new Error(`wal: meta ${name} is above 2^53 - 1`);
-  return seq;
-}
-
 export function openWal(dir: string): WalLog {
   const databases = openWalDatabases(dir);
   try {
@@ -175,27 +154,6 @@ export function openWal(dir: string): WalLog {
     throw error;
   }
   return new LmdbWal(databases);
-}
-
-/**
- * Refuses an environment written in another format, and stamps a new one with this format. A
- * directory without the stamp is new only if it holds nothing: version 1 wrote no stamp.
- */
-function checkFormatVersion({ wal, processed, snapshot, meta }: WalDatabases, dir: string): void {
-  const stored = meta.getBinary(FORMAT_VERSION_KEY);
-  if (stored !== undefined) {
-    const version = decodeMetaSeq(stored, FORMAT_VERSION_KEY);
-    if (version !== WAL_FORMAT_VERSION) throw new Error(`wal: ${dir} holds format version ${version}; this build reads only version ${WAL_FORMAT_VERSION}`);
-    return;
-  }
-  const used = [wal, processed, snapshot].some((db) => db.getKeysCount({ limit: 1 }) > 0);
-  if (used) {
-    throw new Error(
-      `wal: ${dir} holds a UBSCore log of format version 1 (one WAL entry per record); this build reads only version ${WAL_FORMAT_VERSION} (one block per batch). ` +
-        'Replay it with the build that wrote it, or start from an empty directory',
-    );
-  }
-  meta.putSync(FORMAT_VERSION_KEY, encodeMetaSeq(WAL_FORMAT_VERSION));
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
@@ -255,6 +213,23 @@ class LmdbWal implements WalLog {
     const decoded = decodeProcessed(bytes, opKey);
     if (!decoded.ok) throw new Error(`wal: processed entry ${opKey} is corrupt: ${decoded.reason}`);
     return decoded.record;
+  }
+
+  processedCount(): number {
+    // lmdb-js types getStats() as {}; it returns LMDB's mdb_stat, entryCount included.
+    const count = (this.databases.processed.getStats() as { entryCount?: unknown }).entryCount;
+    if (typeof count !== 'number' || !Number.isSafeInteger(count)) throw new Error('wal: LMDB reported no entry count for the processed set');
+    return count;
+  }
+
+  processedKeysAfter(after: string | null, limit: number): string[] {
+    const keys: string[] = [];
+    const range = after === null ? { limit } : { start: after, limit: limit + 1 };
+    for (const key of this.databases.processed.getKeys(range)) {
+      if (typeof key !== 'string') throw new Error(`wal: processed key ${String(key)} is not a string`);
+      if (key !== after) keys.push(key);
+    }
+    return keys.slice(0, limit);
   }
 
   /**
