@@ -15,7 +15,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import { Registry } from '../src/metrics/registry.js';
-import type { SpotLedger, OpRecord } from '../src/ubscore/core.js';
+import type { SpotLedger } from '../src/ubscore/core.js';
 import { BatchEncoder } from '../wal/block.js';
 import type { WalBatch } from '../wal/block.js';
 import { openWal } from '../wal/log.js';
@@ -24,6 +24,7 @@ import { SnapshotStore } from '../wal/snapshot.js';
 import { unreachable } from './protocol.js';
 import { nodeEndpoint } from './ubscore-client.js';
 import type { UbsCommand, UbsControlApi, UbsParentEvent, UbsParentMessage, UbsPortMessage, UbsPortReply, UbsResult, UbsStats } from './protocol.js';
+import { ProcessedSet } from './ubscore-processed.js';
 import { RequestUnpacker } from './ubscore-wire.js';
 import { Snapshotter, describeError as describe } from './ubscore-snapshotter.js';
 import type { Write } from './ubscore-snapshotter.js';
@@ -58,8 +59,8 @@ function isPortMessage(message: unknown): message is UbsPortMessage {
 // The actor.
 
 class UbsActor {
-  /** Processed entries decided but not yet durable: the lookup must see them before LMDB. */
-  private readonly overlay = new Map<string, OpRecord>();
+  /** The processed set: LMDB, the entries not yet durable, and a filter of every key. */
+  private readonly processed: ProcessedSet;
   /** Encodes the open batch's records as they are decided. */
   private readonly encoder = new BatchEncoder();
   private readonly unpacker = new RequestUnpacker();
@@ -78,7 +79,6 @@ class UbsActor {
   private batchesWritten = 0;
   private readonly metrics = new Registry();
   private commandsAnswered = 0;
-  private readonly lookup = (opKey: string): OpRecord | undefined => this.overlay.get(opKey) ?? this.log.getProcessed(opKey);
 
   constructor(
     private readonly ledger: SpotLedger,
@@ -88,6 +88,7 @@ class UbsActor {
     private readonly onFatal: (message: string) => void,
   ) {
     this.durableSeq = ledger.lastSeq;
+    this.processed = new ProcessedSet(log);
   }
 
   attach(port: MessagePort): void {
@@ -108,6 +109,10 @@ class UbsActor {
       commands: this.commandsAnswered,
     };
     const snapshots = this.snapshots.stats();
+    const processed = this.processed.stats();
+    this.metrics.set('ubscore_processed_filter_ready', 'Whether the processed-set filter holds every key (1), so fresh keys skip LMDB', {}, processed.filterReady ? 1 : 0);
+    this.metrics.set('ubscore_processed_filter_keys', 'Keys in the processed-set filter', {}, processed.filterKeys);
+    this.metrics.set('ubscore_processed_lmdb_reads', 'Processed-set lookups that read LMDB since UBSCore started', {}, processed.lmdbReads);
     const withMetrics = { ...base, metrics: this.metrics.snapshot() };
     return snapshots === undefined ? withMetrics : { ...withMetrics, snapshots };
   }
@@ -154,13 +159,13 @@ class UbsActor {
       return;
     }
     // decide trusts no field of what it is given: the command came from another thread.
-    const decision = this.ledger.decide(command as UbsCommand, this.lookup);
+    const decision = this.ledger.decide(command as UbsCommand, this.processed.lookup);
     const batch = this.open;
     if (decision.record !== null) {
       this.encoder.add(decision.record, decision.processedKey);
       if (decision.processedKey !== null) {
         if (decision.record.kind !== 'op') throw new Error('ubscore: a processed key on a status record');
-        this.overlay.set(decision.processedKey, decision.record);
+        this.processed.add(decision.processedKey, decision.record);
       }
     }
     let replies = batch.replies.get(port);
@@ -182,6 +187,7 @@ class UbsActor {
       throw new Error(`ubscore: sealing a batch ending at seq ${wal.lastSeq} while the ledger is at ${this.ledger.lastSeq}`);
     }
     this.open.wal = wal;
+    this.processed.seal();
     this.sealed.push(this.open);
     this.open = newBatch();
     if (this.closing === null) this.snapshots.maybeCapture();
@@ -228,7 +234,10 @@ class UbsActor {
     } catch (error) {
       promise = Promise.reject(error);
     }
-    promise.then(onDone, (error: unknown) => this.fatal(`${label} failed, RAM is ahead of disk: ${describe(error)}`));
+    promise
+      .then(onDone, (error: unknown) => this.fatal(`${label} failed, RAM is ahead of disk: ${describe(error)}`))
+      // A throw while answering a durable write is a broken assertion: stop like any other.
+      .catch((error: unknown) => this.fatal(`answering a ${label} threw: ${describe(error)}`));
   }
 
   private write(batch: Batch): Promise<void> {
@@ -254,8 +263,8 @@ class UbsActor {
     if (this.failed) return;
     this.writing = false;
     this.maintenanceTurn = true;
+    this.processed.settle(batch.wal?.processed ?? []);
     if (batch.wal !== null) {
-      for (const entry of batch.wal.processed) this.overlay.delete(entry.opKey);
       this.durableSeq = batch.wal.lastSeq;
       this.batchesWritten++;
     }
@@ -296,6 +305,7 @@ class UbsActor {
       this.pump();
     });
     for (const port of this.ports) port.close();
+    this.processed.close();
     try {
       // After the drain every decided record is durable, so the snapshot covers only durable ones.
       if (!this.failed) await this.snapshots.closeWithSnapshot(this.durableSeq);
