@@ -70,7 +70,8 @@ export class KeyFilter {
   }
 
   add(key: string): void {
-    this.hash(key);
+    // The usual caller asked mightContain about this very string just before: reuse its hashes.
+    if (key !== this.lastKey || key.length === 0) this.hash(key);
     const base = this.block * BLOCK_WORDS;
     for (let i = 0; i < KEY_FILTER_PROBES; i++) {
       const bit = (this.h2 + i * this.h3) & (BLOCK_BITS - 1);
@@ -93,7 +94,6 @@ export class KeyFilter {
 
   /** Three hashes of the key's UTF-16 code units (two FNV-1a runs, mixed): the block and two probe steps. */
   private hash(key: string): void {
-    if (key === this.lastKey && key.length > 0) return;
     let a = 0x811c9dc5;
     let b = 0x9747b28c;
     for (let i = 0; i < key.length; i++) {
