@@ -18,6 +18,14 @@ export const UBS_CLIENT_BATCH_MAX_DEFAULT = 1024;
 export const UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT = 100_000;
 /** The longest timeout a send may ask for (one hour), so no timer is effectively unbounded. */
 export const UBS_SEND_TIMEOUT_MS_MAX = 3_600_000;
+/**
+ * The most young-generation heap UBSCore's thread may grow to. Group commit keeps every object
+ * of a batch alive until its sync, and under V8's default cap they outlived scavenges and were
+ * copied and promoted; measured with 8,192 in flight, the thread's GC pauses fell from about
+ * 130 to 85 ms per 200,000 commands, and the process's CPU per command by about 5%. V8 still
+ * grows the young generation only as it needs.
+ */
+export const UBS_WORKER_YOUNG_GENERATION_MB_MAX = 64;
 
 /**
  * Comlink's own Node adapter. Its ESM build ships no type declarations and its UMD typings
@@ -189,7 +197,8 @@ export type UbsReady = { readonly replayedRecords: number; readonly replayMs: nu
 export async function startUbsCore(opts: UbsWorkerData): Promise<UbsCoreHandle> {
   const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts } = opts;
   const workerData: UbsWorkerData = { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts };
-  const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData });
+  const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
+  const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData, resourceLimits });
   const ready = await waitForReady(worker);
   const post = (message: UbsParentMessage, port: MessagePort): void => worker.postMessage(message, [port]);
   const control = new MessageChannel();
