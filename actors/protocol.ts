@@ -82,6 +82,15 @@ export type UbsWorkerData = {
   readonly snapshotSliceAccounts?: number;
 };
 
+/**
+ * UBSCore's helper that reads every durable processed-set key into a filter off UBSCore's thread
+ * (actors/ubscore-filter-worker.ts): its input, and its one answer, the filter's bits handed over.
+ */
+export type UbsFilterWorkerData = { readonly walDir: string; readonly capacityKeys: number; readonly keysMin: number };
+export type UbsFilterEvent =
+  | { readonly kind: 'filter.built'; readonly words: Uint32Array<ArrayBuffer>; readonly keys: number }
+  | { readonly kind: 'filter.failed'; readonly message: string };
+
 // ---------------------------------------------------------------------------------------------
 // Coordinators: the control of each shard, one piscina pool of one thread per shard.
 

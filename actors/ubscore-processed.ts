@@ -2,27 +2,29 @@
 // but not yet durable (the overlay), and a Bloom filter of every key in either, which answers
 // "never processed" for a fresh key without reading LMDB.
 //
-// The filter is trusted only once it holds every key, so a filter answer "absent" is never wrong:
-// - it is built by reading every durable key, in slices between batches, each slice a new read;
-// - every key decided since the build began is added to it as it is decided;
-// - every key decided before the build began but not yet durable (the overlay) is added when the
-//   build begins, because its commit may land behind the slice that would have read it.
+// The filter is trusted only once it holds every key, so a filter answer "absent" is never wrong.
+// A helper thread (ubscore-filter-worker.ts) reads every durable key into a new filter; meanwhile
+// this thread puts into a second filter of the same size (the delta) every key decided since the
+// build began, and every key still pending when it began, because the helper may have read past
+// the place a pending key takes once it is committed. The two are then joined, bit by bit. Any
+// key committed before the build began is there for the helper to read: once a batch's commit
+// has resolved, a read of LMDB sees it (the lookup itself relies on the same).
 // Until the first build completes, and whenever the filter says "maybe", the overlay and then
-// LMDB answer, exactly as without a filter. Keys are never removed from the processed set. The
-// slices rely on what the lookup itself relies on: once a batch's commit has resolved, a read
-// of LMDB sees it.
+// LMDB answer, exactly as without a filter. Keys are never removed from the processed set.
 
+import { Worker } from 'node:worker_threads';
 import type { OpRecord } from '../src/ubscore/core.js';
 import type { ProcessedWrite } from '../wal/block.js';
 import { KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN, KeyFilter } from '../wal/key-filter.js';
 import type { WalLog } from '../wal/log.js';
+import { unreachable } from './protocol.js';
+import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
 
-/** Durable keys read per slice of a filter build: a few ms of the thread between two batches. */
-export const PROCESSED_SCAN_KEYS_PER_SLICE = 20_000;
 /** A new filter is sized for this many times the keys it starts with, so it rebuilds rarely. */
 const FILTER_GROWTH = 2;
 
-type Build = { readonly filter: KeyFilter; after: string | null };
+/** A build under way: its helper thread, and the keys decided meanwhile, in a filter of its size. */
+type Build = { readonly worker: Worker; readonly capacityKeys: number; readonly delta: KeyFilter };
 
 export type ProcessedStats = { readonly filterReady: boolean; readonly filterKeys: number; readonly filterCapacityKeys: number; readonly lmdbReads: number };
 
@@ -42,6 +44,7 @@ export class ProcessedSet {
   /** `filterKeysMin` sizes the smallest filter (KEY_FILTER_KEYS_MIN); tests make it small to see rebuilds. */
   constructor(
     private readonly log: WalLog,
+    private readonly walDir: string,
     private readonly filterKeysMin = KEY_FILTER_KEYS_MIN,
   ) {
     this.startBuild(log.processedCount());
@@ -62,7 +65,7 @@ export class ProcessedSet {
   /** A decided entry of the open batch: from now on it answers every lookup, before and after it is durable. */
   add(opKey: string, record: OpRecord): void {
     (this.pending[this.pending.length - 1] as Map<string, OpRecord>).set(opKey, record);
-    this.build?.filter.add(opKey);
+    this.build?.delta.add(opKey);
     const filter = this.filter;
     if (filter === null) return;
     filter.add(opKey);
@@ -89,6 +92,7 @@ export class ProcessedSet {
   /** Stops a build under way: called before the log closes. */
   close(): void {
     this.closed = true;
+    if (this.build !== null) void this.build.worker.terminate();
     this.build = null;
   }
 
@@ -98,32 +102,35 @@ export class ProcessedSet {
   }
 
   private startBuild(keys: number): void {
-    const filter = new KeyFilter(FILTER_GROWTH * keys, this.filterKeysMin);
-    for (const batch of this.pending) for (const key of batch.keys()) filter.add(key);
-    this.build = { filter, after: null };
-    setImmediate(() => this.scanSlice());
+    const capacityKeys = FILTER_GROWTH * keys;
+    const delta = new KeyFilter(capacityKeys, this.filterKeysMin);
+    for (const batch of this.pending) for (const key of batch.keys()) delta.add(key);
+    const workerData: UbsFilterWorkerData = { walDir: this.walDir, capacityKeys, keysMin: this.filterKeysMin };
+    const worker = new Worker(new URL('./ubscore-filter-worker.js', import.meta.url), { workerData });
+    const build: Build = { worker, capacityKeys, delta };
+    worker.once('message', (event: UbsFilterEvent) => this.onBuilt(build, event));
+    worker.once('error', (error: Error) => this.onBuilt(build, { kind: 'filter.failed', message: error.message }));
+    // A helper still reading must not hold the process open when UBSCore stops.
+    worker.unref();
+    this.build = build;
   }
 
-  private scanSlice(): void {
-    const build = this.build;
-    if (build === null || this.closed) return;
-    let keys: string[];
-    try {
-      keys = this.log.processedKeysAfter(build.after, PROCESSED_SCAN_KEYS_PER_SLICE);
-    } catch (error) {
-      // Without a complete filter every lookup reads LMDB: slower, never wrong.
-      console.error(`ubscore: building the processed-set filter failed; lookups read LMDB: ${String(error)}`);
-      this.build = null;
-      return;
-    }
-    for (const key of keys) build.filter.add(key);
-    const last = keys[keys.length - 1];
-    if (keys.length === PROCESSED_SCAN_KEYS_PER_SLICE && last !== undefined) {
-      build.after = last;
-      setImmediate(() => this.scanSlice());
-      return;
-    }
-    this.filter = build.filter;
+  private onBuilt(build: Build, event: UbsFilterEvent): void {
+    if (this.build !== build || this.closed) return;
     this.build = null;
+    switch (event.kind) {
+      case 'filter.built': {
+        const filter = new KeyFilter(build.capacityKeys, this.filterKeysMin, event.words, event.keys);
+        filter.addAll(build.delta);
+        this.filter = filter;
+        break;
+      }
+      case 'filter.failed':
+        // Without a complete filter every lookup reads LMDB: slower, never wrong.
+        console.error(`ubscore: building the processed-set filter failed; lookups read LMDB: ${event.message}`);
+        break;
+      default:
+        unreachable(event);
+    }
   }
 }

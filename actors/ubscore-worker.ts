@@ -59,8 +59,6 @@ function isPortMessage(message: unknown): message is UbsPortMessage {
 // The actor.
 
 class UbsActor {
-  /** The processed set: LMDB, the entries not yet durable, and a filter of every key. */
-  private readonly processed: ProcessedSet;
   /** Encodes the open batch's records as they are decided. */
   private readonly encoder = new BatchEncoder();
   private readonly unpacker = new RequestUnpacker();
@@ -84,11 +82,12 @@ class UbsActor {
     private readonly ledger: SpotLedger,
     private readonly log: WalLog,
     private readonly snapshots: Snapshotter,
+    /** The processed set: LMDB, the entries not yet durable, and a filter of every key. */
+    private readonly processed: ProcessedSet,
     private readonly batchMax: number,
     private readonly onFatal: (message: string) => void,
   ) {
     this.durableSeq = ledger.lastSeq;
-    this.processed = new ProcessedSet(log);
   }
 
   attach(port: MessagePort): void {
@@ -349,7 +348,7 @@ function start(): void {
     const restored = restore(wal, store);
     let actor: UbsActor | null = null;
     const snapshots = new Snapshotter(restored.ledger, wal, store, options, restored.snapshotSeq, () => actor?.wake(), die);
-    actor = new UbsActor(restored.ledger, wal, snapshots, options.batchMax, die);
+    actor = new UbsActor(restored.ledger, wal, snapshots, new ProcessedSet(wal, options.walDir), options.batchMax, die);
     const ready = actor;
     parent.on('message', (message: UbsParentMessage) => {
       switch (message.kind) {

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ProcessedSet } from '../actors/ubscore-processed.js';
@@ -21,6 +21,7 @@ import { openWal } from '../wal/log.js';
 import type { WalLog } from '../wal/log.js';
 
 const TIMEOUT_MS = 10_000;
+const WAIT_MS_MAX = 20_000;
 
 function op(seq: number, key: string): OpRecord {
   return { kind: 'op', seq, op: 'DEPOSIT', key, userId: 1n, asset: 'BTC', amount: 1n, outcome: { kind: 'applied' } };
@@ -44,10 +45,12 @@ async function append(log: WalLog, records: readonly OpRecord[]): Promise<void> 
   await log.appendBatch(batch);
 }
 
-async function untilReady(set: ProcessedSet): Promise<void> {
-  for (let turn = 0; !set.stats().filterReady; turn++) {
-    if (turn > 10_000) throw new Error('the filter never became ready');
-    await nextTurn();
+/** Waits until the filter is ready and, when given, at least `capacityKeys` large. */
+async function untilReady(set: ProcessedSet, capacityKeys = 0): Promise<void> {
+  const deadline = Date.now() + WAIT_MS_MAX;
+  while (!set.stats().filterReady || set.stats().filterCapacityKeys < capacityKeys) {
+    if (Date.now() > deadline) throw new Error(`the filter never became ready: ${JSON.stringify(set.stats())}`);
+    await sleep(5);
   }
 }
 
@@ -65,12 +68,12 @@ test('the filter answers "absent" for no key it holds, within and far past its c
 });
 
 test('keys pending or committed while the filter is built are found once it is ready; fresh keys skip LMDB', async () => {
-  await withLog(async (log) => {
+  await withLog(async (log, dir) => {
     let seq = 0;
     const durable = Array.from({ length: 50 }, (_, i) => op(++seq, `before-${i}`));
     await append(log, durable);
     // Keys decided before the build's first slice, one batch committed, the other still pending.
-    const set = new ProcessedSet(log, 16);
+    const set = new ProcessedSet(log, dir, 16);
     const committed = Array.from({ length: 40 }, (_, i) => op(++seq, `committed-${i}`));
     for (const record of committed) set.add(opKeyOf(record.op, record.key), record);
     set.seal();
@@ -88,26 +91,38 @@ test('keys pending or committed while the filter is built are found once it is r
   });
 });
 
-test('a filter past its capacity is rebuilt larger while keys keep arriving, and never loses one', async () => {
-  await withLog(async (log) => {
-    const set = new ProcessedSet(log, 16);
+test('a filter past its capacity is rebuilt larger while keys keep arriving, and never loses a pending one', async () => {
+  await withLog(async (log, dir) => {
+    const set = new ProcessedSet(log, dir, 16);
     await untilReady(set);
     const first = set.stats().filterCapacityKeys;
     const records: OpRecord[] = [];
-    for (let round = 0; round < 40; round++) {
-      const batch = Array.from({ length: 50 }, (_, i) => op(records.length + i + 1, `r${round}-${i}`));
+    const decide = (count: number): OpRecord[] => {
+      const batch = Array.from({ length: count }, (_, i) => op(records.length + i + 1, `r${records.length + i}`));
       for (const record of batch) set.add(opKeyOf(record.op, record.key), record);
       set.seal();
       records.push(...batch);
-      // Every other batch becomes durable at once; the rest only after a turn of the build.
-      if (round % 2 === 0) await nextTurn();
+      return batch;
+    };
+    const check = (label: string): void => {
+      for (const record of records) assert.equal(set.lookup(opKeyOf(record.op, record.key)), record, `${label}: ${record.key}`);
+    };
+    // Past the capacity a rebuild starts while this batch is pending, and it stays pending until
+    // the new filter is in use: the helper never reads it from LMDB, so only the delta has it.
+    const pending = decide(first + 10);
+    await untilReady(set, first + 1);
+    check('rebuilt while pending');
+    await append(log, pending);
+    set.settle(encodeBatch(pending)?.processed ?? []);
+    check('committed');
+    for (let round = 0; round < 10; round++) {
+      const batch = decide(40);
       await append(log, batch);
       set.settle(encodeBatch(batch)?.processed ?? []);
-      for (const record of records) assert.equal(set.lookup(opKeyOf(record.op, record.key)), record, `round ${round}: ${record.key}`);
+      check(`round ${round}`);
     }
     await untilReady(set);
-    assert.ok(set.stats().filterCapacityKeys > first, `capacity ${set.stats().filterCapacityKeys} grew from ${first}`);
-    for (const record of records) assert.equal(set.lookup(opKeyOf(record.op, record.key)), record, record.key);
+    check('settled');
     set.close();
   });
 });
@@ -137,8 +152,10 @@ test('a restarted core answers every repeat as a duplicate, before and after its
     // Sent at once: the filter of 3,000 keys is built in the turns that follow.
     const early = await Promise.all(keys.map((key) => client.send(deposit(key), TIMEOUT_MS)));
     for (const result of early) assert.equal(result, { kind: 'applied', duplicate: true });
-    for (let turn = 0; (await metric(second, 'ubscore_processed_filter_ready')) !== 1; turn++) {
-      if (turn > 1_000) throw new Error('the filter never became ready');
+    const deadline = Date.now() + WAIT_MS_MAX;
+    while ((await metric(second, 'ubscore_processed_filter_ready')) !== 1) {
+      if (Date.now() > deadline) throw new Error('the filter never became ready');
+      await sleep(5);
     }
     const late = await Promise.all(keys.map((key) => client.send(deposit(key), TIMEOUT_MS)));
     for (const result of late) assert.equal(result, { kind: 'applied', duplicate: true });

@@ -42,7 +42,7 @@ function mix(h: number): number {
  * seven scattered probes per key cost more than reading the key's bits would suggest.
  */
 export class KeyFilter {
-  private readonly words: Uint32Array;
+  private readonly words: Uint32Array<ArrayBuffer>;
   /** Blocks of BLOCK_WORDS words, minus one: the block index mask. */
   private readonly blockMask: number;
   private added = 0;
@@ -52,13 +52,30 @@ export class KeyFilter {
   private h2 = 0;
   private h3 = 0;
 
-  /** A filter sized for `capacityKeys` keys, within `keysMin` (tests go lower)..KEY_FILTER_KEYS_MAX. */
-  constructor(capacityKeys: number, keysMin = KEY_FILTER_KEYS_MIN) {
+  /**
+   * A filter sized for `capacityKeys` keys, within `keysMin` (tests go lower)..KEY_FILTER_KEYS_MAX,
+   * or one holding the bits `words` of a filter of the same size built elsewhere, with `count` keys.
+   */
+  constructor(capacityKeys: number, keysMin = KEY_FILTER_KEYS_MIN, words?: Uint32Array<ArrayBuffer>, count = 0) {
     const keys = Math.min(KEY_FILTER_KEYS_MAX, Math.max(keysMin, 1, Math.ceil(capacityKeys)));
     const blocks = powerOfTwoAtLeast((keys * KEY_FILTER_BITS_PER_KEY) / BLOCK_BITS);
-    this.words = new Uint32Array(blocks * BLOCK_WORDS);
+    if (words !== undefined && words.length !== blocks * BLOCK_WORDS) throw new Error(`key filter: ${words.length} words given, ${blocks * BLOCK_WORDS} expected`);
+    this.words = words ?? new Uint32Array(blocks * BLOCK_WORDS);
     this.blockMask = blocks - 1;
     this.capacityKeys = Math.floor((blocks * BLOCK_BITS) / KEY_FILTER_BITS_PER_KEY);
+    this.added = count;
+  }
+
+  /** The bits, to hand a filter built on one thread to another. */
+  get bits(): Uint32Array<ArrayBuffer> {
+    return this.words;
+  }
+
+  /** Adds every key of `other`, a filter of the same size: the union of two sets is the OR of their bits. */
+  addAll(other: KeyFilter): void {
+    if (other.words.length !== this.words.length) throw new Error('key filter: a union of filters of different sizes');
+    for (let i = 0; i < this.words.length; i++) this.words[i] = (this.words[i] as number) | (other.words[i] as number);
+    this.added += other.added;
   }
 
   /** Keys the filter holds at about 1% false "maybe" answers; more still work, less well. */
