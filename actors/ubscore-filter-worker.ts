@@ -7,6 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { KeyFilter } from '../wal/key-filter.js';
 import { openWalDatabases } from '../wal/log.js';
+import { opKeyOfProcessedKey } from '../wal/processed-key.js';
 import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
 
 async function build(data: UbsFilterWorkerData): Promise<UbsFilterEvent> {
@@ -15,8 +16,10 @@ async function build(data: UbsFilterWorkerData): Promise<UbsFilterEvent> {
     const filter = new KeyFilter(data.capacityKeys, data.keysMin);
     let keys = 0;
     for (const key of processed.getKeys()) {
-      if (typeof key !== 'string') throw new Error(`processed key ${String(key)} is not a string`);
-      filter.add(key);
+      // The filter holds the ledger's names of entries, the text every lookup asks about.
+      const opKey = opKeyOfProcessedKey(key);
+      if (opKey === null) throw new Error(`processed key ${key.toString('hex')} names no operation`);
+      filter.add(opKey);
       keys++;
     }
     return { kind: 'filter.built', words: filter.bits, keys };

@@ -13,6 +13,7 @@ import { BLOCK_HEADER_BYTES, WAL_BLOCK_RECORDS_MAX, encodeBatch, readBlockHeader
 import type { WalBatch } from '../wal/block.js';
 import { decode, encode } from '../wal/codec.js';
 import { crc32c } from '../wal/crc32.js';
+import { opKeyOfProcessedKey, processedKeyOf } from '../wal/processed-key.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
 
 function op(seq: number, fields: Partial<OpRecord> = {}): OpRecord {
@@ -66,7 +67,8 @@ test('a batch round-trips through its block; processed entries are the operation
   assert.ok(block !== undefined && block.lastSeq === 14);
   assert.equal(readBlock(block.bytes, 14), { records, stoppedAt: null });
   const ops = records.filter((record): record is OpRecord => record.kind === 'op');
-  assert.equal(batch.processed.map((entry) => entry.opKey), ops.map((record) => opKeyOf(record.op, record.key)));
+  assert.equal(batch.processed.map((entry) => opKeyOfProcessedKey(entry.key)), ops.map((record) => opKeyOf(record.op, record.key)));
+  batch.processed.forEach((entry, i) => assert.equal(entry.key, processedKeyOf(opKeyOf((ops[i] as OpRecord).op, (ops[i] as OpRecord).key))));
   batch.processed.forEach((entry, i) => assert.equal(entry.bytes, encode(ops[i] as OpRecord)));
 });
 
@@ -112,6 +114,18 @@ test('a truncated or extended block, or one under another key, is refused', () =
   const extended = readBlock(Buffer.concat([bytes, Buffer.from([0])]), 4);
   assert.equal([extended.stoppedAt, extended.records.length], [5, 4], 'extra bytes stop replay after the last whole record');
   assert.not.ok(readBlockHeader(bytes, 5).ok, 'a block stored under another key');
+});
+
+test('a processed key is the op code and the key; it maps back to the ledger\'s name, and nothing else maps to one', () => {
+  for (const op of ['WITHDRAW', 'DEPOSIT', 'REFUND', 'EXTERNAL_DEPOSIT', 'EXTERNAL_WITHDRAW'] as const) {
+    for (const key of ['k', 'a-longer_key-09', 'x'.repeat(64)]) {
+      const bytes = processedKeyOf(opKeyOf(op, key));
+      assert.ok(bytes !== null && bytes.length === key.length + 1, `${op}:${key}`);
+      assert.is(opKeyOfProcessedKey(bytes as Buffer), opKeyOf(op, key));
+    }
+  }
+  for (const text of ['DEPOSIT', 'DEPOSIT:', 'SPEND:k', ':k', 'DEPOSIT:é', `DEPOSIT:${'x'.repeat(65)}`]) assert.is(processedKeyOf(text), null, text);
+  for (const bytes of [[], [4], [0, 65], [6, 65], Array.from({ length: 66 }, () => 4)]) assert.is(opKeyOfProcessedKey(Buffer.from(bytes)), null, JSON.stringify(bytes));
 });
 
 test('LMDB: a multi-block batch is one append; replay from inside a block starts at the asked seq', async () => {

@@ -20,6 +20,7 @@
 import { opKeyOf } from '../src/ubscore/core.js';
 import type { WalRecord } from '../src/ubscore/core.js';
 import { RECORD_BYTES_MAX, WAL_FORMAT_VERSION, decode, encodeInto, recordEnd } from './codec.js';
+import { PROCESSED_KEY_BYTES_MAX, writeProcessedKey } from './processed-key.js';
 import type { Decoded } from './codec.js';
 import { crc32c } from './crc32.js';
 
@@ -30,8 +31,8 @@ const SEQ_HIGH_MAX = 0x1fffff;
 
 /** One `wal` entry: `bytes` is the block, `lastSeq` its key. */
 export type WalBlock = { readonly lastSeq: number; readonly bytes: Buffer };
-/** One processed-set entry: the operation's own record, a view into its block's bytes. */
-export type ProcessedWrite = { readonly opKey: string; readonly bytes: Buffer };
+/** One processed-set entry: its key (wal/processed-key.ts) and the operation's own record, both views of the batch's bytes. */
+export type ProcessedWrite = { readonly key: Buffer; readonly bytes: Buffer };
 /** Everything one group commit writes, in one LMDB transaction. */
 export type WalBatch = { readonly firstSeq: number; readonly lastSeq: number; readonly blocks: readonly WalBlock[]; readonly processed: readonly ProcessedWrite[] };
 
@@ -101,7 +102,7 @@ function skipped(buf: Buffer, start: number, end: number, seq: number): string |
  * reads it in place until the commit) and returns its blocks and processed entries as views of it.
  */
 export class BatchEncoder {
-  private buf = Buffer.allocUnsafeSlow(64 * 1024);
+  private buf: Buffer = Buffer.allocUnsafeSlow(64 * 1024);
   private view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
   private used = 0;
   private firstSeq = 0;
@@ -111,8 +112,10 @@ export class BatchEncoder {
   private blockCount = 0;
   /** [start, end, lastSeq] of each closed block of the batch. */
   private readonly blockBounds: number[] = [];
-  /** The processed entries: keys and [start, end) of their records, in parallel. */
-  private processedKeys: string[] = [];
+  /** The processed entries' keys, written as records are added; copied after the blocks by finish. */
+  private keyBuf: Buffer = Buffer.allocUnsafeSlow(16 * 1024);
+  private keysUsed = 0;
+  /** [record start, record end, key start, key end] of each processed entry. */
   private readonly processedBounds: number[] = [];
 
   /** Records added since the last finish. */
@@ -120,7 +123,10 @@ export class BatchEncoder {
     return this.firstSeq === 0 ? 0 : this.nextSeq - this.firstSeq;
   }
 
-  /** Adds the next record of the batch; `processedKey` names its processed-set entry, if any. */
+  /**
+   * Adds the next record of the batch, with its processed-set entry when `processedKey` (the
+   * ledger's name of the entry, opKeyOf) is given; the entry's key is written from the record.
+   */
   add(record: WalRecord, processedKey: string | null): void {
     if (this.firstSeq === 0) {
       this.firstSeq = record.seq;
@@ -138,9 +144,14 @@ export class BatchEncoder {
     this.blockCount++;
     this.nextSeq++;
     if (processedKey !== null) {
-      if (record.kind !== 'op') throw new Error(`wal: a processed key on the status record ${record.seq}`);
-      this.processedKeys.push(processedKey);
-      this.processedBounds.push(start, this.used);
+      // Pair assertion, without building the text again: the entry named is this record's.
+      if (record.kind !== 'op' || processedKey.length !== record.op.length + 1 + record.key.length) {
+        throw new Error(`wal: processed key ${processedKey} does not name record ${record.seq}`);
+      }
+      if (this.keysUsed + PROCESSED_KEY_BYTES_MAX > this.keyBuf.length) this.keyBuf = grown(this.keyBuf, this.keysUsed);
+      const keyStart = this.keysUsed;
+      this.keysUsed = writeProcessedKey(record.op, record.key, this.keyBuf, keyStart);
+      this.processedBounds.push(start, this.used, keyStart, this.keysUsed);
     }
   }
 
@@ -148,21 +159,24 @@ export class BatchEncoder {
   finish(): WalBatch | null {
     if (this.records === 0) return null;
     this.closeBlock();
-    const bytes = Buffer.allocUnsafeSlow(this.used);
+    const bytes = Buffer.allocUnsafeSlow(this.used + this.keysUsed);
     this.buf.copy(bytes, 0, 0, this.used);
+    this.keyBuf.copy(bytes, this.used, 0, this.keysUsed);
+    const keysAt = this.used;
     const bounds = this.blockBounds;
     const blocks: WalBlock[] = [];
     for (let i = 0; i < bounds.length; i += 3) blocks.push({ lastSeq: bounds[i + 2] as number, bytes: bytes.subarray(bounds[i], bounds[i + 1]) });
-    const keys = this.processedKeys;
-    const processed: ProcessedWrite[] = new Array<ProcessedWrite>(keys.length);
     const pb = this.processedBounds;
-    for (let i = 0; i < keys.length; i++) processed[i] = { opKey: keys[i] as string, bytes: bytes.subarray(pb[2 * i], pb[2 * i + 1]) };
+    const processed: ProcessedWrite[] = new Array<ProcessedWrite>(pb.length / 4);
+    for (let i = 0, b = 0; b < pb.length; i++, b += 4) {
+      processed[i] = { key: bytes.subarray(keysAt + (pb[b + 2] as number), keysAt + (pb[b + 3] as number)), bytes: bytes.subarray(pb[b], pb[b + 1]) };
+    }
     const batch: WalBatch = { firstSeq: this.firstSeq, lastSeq: this.nextSeq - 1, blocks, processed };
     this.used = 0;
     this.firstSeq = 0;
     this.nextSeq = 0;
     this.blockBounds.length = 0;
-    this.processedKeys = [];
+    this.keysUsed = 0;
     this.processedBounds.length = 0;
     return batch;
   }
@@ -176,11 +190,16 @@ export class BatchEncoder {
   }
 
   private grow(): void {
-    const bigger = Buffer.allocUnsafeSlow(this.buf.length * 2);
-    this.buf.copy(bigger, 0, 0, this.used);
-    this.buf = bigger;
-    this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.byteLength);
+    this.buf = grown(this.buf, this.used);
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
   }
+}
+
+/** A buffer twice the size of `buf` holding its first `used` bytes. */
+function grown(buf: Buffer, used: number): Buffer {
+  const bigger = Buffer.allocUnsafeSlow(buf.length * 2);
+  buf.copy(bigger, 0, 0, used);
+  return bigger;
 }
 
 /** Encodes `records` (consecutive seqs) as one batch, each keyed operation with its processed entry, as UBSCore does. */

@@ -39,7 +39,7 @@ const CHECKSUM_BYTES = 4;
 const SEQ_HIGH_MAX = 0x1fffff; // 2^53 - 1 split as 21 high bits and 32 low bits.
 
 const KIND_CODES = { op: 1, status: 2 } as const satisfies Record<WalRecord['kind'], number>;
-const OP_CODES = {
+export const OP_CODES = {
   WITHDRAW: 1,
   DEPOSIT: 2,
   REFUND: 3,
@@ -68,7 +68,7 @@ function invert<K extends string>(table: Readonly<Record<K, number>>): ReadonlyM
   return inverse;
 }
 
-const OP_BY_CODE = invert<UbsOpName>(OP_CODES);
+export const OP_BY_CODE = invert<UbsOpName>(OP_CODES);
 export const STATUS_BY_CODE = invert<AccountStatus>(STATUS_CODES);
 const REJECT_BY_CODE = invert<UbsRejectCode>(REJECT_CODES);
 

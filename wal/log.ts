@@ -1,6 +1,6 @@
 // UBSCore's write-ahead log in LMDB: the `wal` database (a block's last sequence number → the
-// block of records of one group commit, wal/block.ts) and the `processed` database
-// (`${op}:${key}` → the operation's own encoded record, the same bytes as in its block), written
+// block of records of one group commit, wal/block.ts) and the `processed` database (op code and
+// key, wal/processed-key.ts → the operation's own encoded record, the same bytes as in its block), written
 // together in one LMDB transaction per batch, so the processed set can never disagree with the log.
 // The `meta` database names the format version; a directory of another version is refused.
 //
@@ -18,6 +18,7 @@ import { readBlockHeader, walkRecords } from './block.js';
 import type { WalBatch } from './block.js';
 import { RecordReader, decode, decodeProcessed } from './codec.js';
 import { PRUNED_THROUGH_KEY, checkFormatVersion, decodeMetaSeq, encodeMetaSeq } from './meta.js';
+import { processedKeyOf } from './processed-key.js';
 
 /**
  * Environment options, every durability-relevant one explicit. With `overlappingSync` off and
@@ -62,8 +63,6 @@ export type WalLog = {
   getProcessed(opKey: string): OpRecord | undefined;
   /** How many processed-set entries are durable (LMDB keeps the count; nothing is read). */
   processedCount(): number;
-  /** Up to `limit` durable processed-set keys after `after` (from the first when null), in key order. */
-  processedKeysAfter(after: string | null, limit: number): string[];
   /**
    * Every record from `fromSeq` (default 1) in order; throws an Error naming the first bad or
    * missing sequence number, after yielding every record before it. For tests and tools: it
@@ -99,7 +98,8 @@ export type WalLog = {
 export type WalDatabases = {
   readonly env: RootDatabase<Buffer, string>;
   readonly wal: Database<Buffer, number>;
-  readonly processed: Database<Buffer, string>;
+  /** Keyed by wal/processed-key.ts: the op's code, then the key. */
+  readonly processed: Database<Buffer, Buffer>;
   readonly snapshot: Database<Buffer, SnapshotKey>;
   readonly meta: Database<Buffer, string>;
 };
@@ -139,7 +139,7 @@ export function openWalDatabases(dir: string): WalDatabases {
     throw error;
   }
   const wal = env.openDB<Buffer, number>({ name: WAL_DB_NAME, encoding: 'binary' });
-  const processed = env.openDB<Buffer, string>({ name: PROCESSED_DB_NAME, encoding: 'binary' });
+  const processed = env.openDB<Buffer, Buffer>({ name: PROCESSED_DB_NAME, encoding: 'binary', keyEncoding: 'binary' });
   const snapshot = env.openDB<Buffer, SnapshotKey>({ name: SNAPSHOT_DB_NAME, encoding: 'binary' });
   const meta = env.openDB<Buffer, string>({ name: META_DB_NAME, encoding: 'binary' });
   return { env, wal, processed, snapshot, meta };
@@ -199,7 +199,7 @@ class LmdbWal implements WalLog {
     return env
       .batch(() => {
         for (const block of batch.blocks) void wal.put(block.lastSeq, block.bytes);
-        for (const entry of batch.processed) void processed.put(entry.opKey, entry.bytes);
+        for (const entry of batch.processed) void processed.put(entry.key, entry.bytes);
       })
       .then((written) => {
         if (!written) throw new Error(`wal: the batch ending at seq ${batch.lastSeq} was not written`);
@@ -207,8 +207,10 @@ class LmdbWal implements WalLog {
   }
 
   getProcessed(opKey: string): OpRecord | undefined {
+    const key = processedKeyOf(opKey);
+    if (key === null) throw new Error(`wal: ${opKey} names no processed-set entry`);
     // The fast buffer is only valid until the next read; decode copies every field out of it.
-    const bytes = this.databases.processed.getBinaryFast(opKey);
+    const bytes = this.databases.processed.getBinaryFast(key);
     if (bytes === undefined) return undefined;
     const decoded = decodeProcessed(bytes, opKey);
     if (!decoded.ok) throw new Error(`wal: processed entry ${opKey} is corrupt: ${decoded.reason}`);
@@ -220,16 +222,6 @@ class LmdbWal implements WalLog {
     const count = (this.databases.processed.getStats() as { entryCount?: unknown }).entryCount;
     if (typeof count !== 'number' || !Number.isSafeInteger(count)) throw new Error('wal: LMDB reported no entry count for the processed set');
     return count;
-  }
-
-  processedKeysAfter(after: string | null, limit: number): string[] {
-    const keys: string[] = [];
-    const range = after === null ? { limit } : { start: after, limit: limit + 1 };
-    for (const key of this.databases.processed.getKeys(range)) {
-      if (typeof key !== 'string') throw new Error(`wal: processed key ${String(key)} is not a string`);
-      if (key !== after) keys.push(key);
-    }
-    return keys.slice(0, limit);
   }
 
   /**
