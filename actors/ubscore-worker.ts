@@ -268,6 +268,9 @@ class UbsActor {
       this.batchesWritten++;
     }
     this.commandsAnswered += batch.commands;
+    // The next batch goes to LMDB's writer first, then this one is answered: the single writer
+    // bounds group commit, so it must not wait while thousands of replies are serialized.
+    this.pump();
     for (const [port, replies] of batch.replies) {
       const reply: UbsPortReply = { kind: 'ubs.replies', ids: Float64Array.from(replies.ids), results: replies.results };
       try {
@@ -277,7 +280,6 @@ class UbsActor {
         console.error(`ubscore: could not post replies: ${describe(error)}`);
       }
     }
-    this.pump();
   }
 
   private notifyDrained(): void {
