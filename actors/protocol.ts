@@ -10,13 +10,21 @@ export type * from '../src/ubscore/types.js';
 // ---------------------------------------------------------------------------------------------
 // UBSCore: the data plane. A coordinator (or the main thread) posts `ubs.requests` on its own
 // MessagePort; UBSCore answers with `ubs.replies` on the same port, only after the WAL records
-// of every command in the reply are durable.
+// of every command in the reply are durable. Both travel in columns rather than one object per
+// request: a structured clone of objects cost more than deciding the commands (actors/ubscore-wire.ts).
 
 export type UbsRequest = { readonly id: number; readonly command: UbsCommand };
-export type UbsReply = { readonly id: number; readonly result: UbsResult };
 
-export type UbsPortMessage = { readonly kind: 'ubs.requests'; readonly requests: readonly UbsRequest[] };
-export type UbsPortReply = { readonly kind: 'ubs.replies'; readonly replies: readonly UbsReply[] };
+/**
+ * `count` requests in arrival order: keyed operations packed in `bytes` (actors/ubscore-wire.ts), any
+ * other command as an object of `others`, its place in the order marked in `bytes`.
+ */
+export type UbsPortMessage = { readonly kind: 'ubs.requests'; readonly count: number; readonly bytes: Uint8Array<ArrayBuffer>; readonly others: readonly UbsRequest[] };
+/**
+ * `results[i]` answers the request `ids[i]`. Common results are shared objects, which a clone
+ * writes once per message.
+ */
+export type UbsPortReply = { readonly kind: 'ubs.replies'; readonly ids: Float64Array; readonly results: readonly UbsResult[] };
 
 /** Messages from the main thread to the UBSCore worker on its parent port. */
 export type UbsParentMessage =
@@ -73,6 +81,15 @@ export type UbsWorkerData = {
   /** Accounts encoded per slice of a periodic snapshot, between batches. Default 20,000. */
   readonly snapshotSliceAccounts?: number;
 };
+
+/**
+ * UBSCore's helper that reads every durable processed-set key into a filter off UBSCore's thread
+ * (actors/ubscore-filter-worker.ts): its input, and its one answer, the filter's bits handed over.
+ */
+export type UbsFilterWorkerData = { readonly walDir: string; readonly capacityKeys: number; readonly keysMin: number };
+export type UbsFilterEvent =
+  | { readonly kind: 'filter.built'; readonly words: Uint32Array<ArrayBuffer>; readonly keys: number }
+  | { readonly kind: 'filter.failed'; readonly message: string };
 
 // ---------------------------------------------------------------------------------------------
 // Coordinators: the control of each shard, one piscina pool of one thread per shard.

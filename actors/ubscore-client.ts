@@ -9,17 +9,8 @@ import type { MessagePort } from 'node:worker_threads';
 import { wrap } from 'comlink';
 import type { Endpoint, Remote } from 'comlink';
 import { unreachable } from './protocol.js';
-import type {
-  UbsCommand,
-  UbsControlApi,
-  UbsParentEvent,
-  UbsParentMessage,
-  UbsPortMessage,
-  UbsPortReply,
-  UbsRequest,
-  UbsResult,
-  UbsWorkerData,
-} from './protocol.js';
+import type { UbsCommand, UbsControlApi, UbsParentEvent, UbsParentMessage, UbsPortReply, UbsResult, UbsWorkerData } from './protocol.js';
+import { RequestPacker } from './ubscore-wire.js';
 
 /** Requests per `ubs.requests` message when the caller gives no bound. */
 export const UBS_CLIENT_BATCH_MAX_DEFAULT = 1024;
@@ -27,6 +18,14 @@ export const UBS_CLIENT_BATCH_MAX_DEFAULT = 1024;
 export const UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT = 100_000;
 /** The longest timeout a send may ask for (one hour), so no timer is effectively unbounded. */
 export const UBS_SEND_TIMEOUT_MS_MAX = 3_600_000;
+/**
+ * The most young-generation heap UBSCore's thread may grow to. Group commit keeps every object
+ * of a batch alive until its sync, and under V8's default cap they outlived scavenges and were
+ * copied and promoted; measured with 8,192 in flight, the thread's GC pauses fell from about
+ * 130 to 85 ms per 200,000 commands, and the process's CPU per command by about 5%. V8 still
+ * grows the young generation only as it needs.
+ */
+export const UBS_WORKER_YOUNG_GENERATION_MB_MAX = 64;
 
 /**
  * Comlink's own Node adapter. Its ESM build ships no type declarations and its UMD typings
@@ -38,21 +37,23 @@ export const nodeEndpoint = createRequire(import.meta.url)('comlink/dist/umd/nod
 type Resolve = (result: UbsResult | null) => void;
 
 /** The requests of one posted message that share a timeout: one timer for all of them. */
-type TimeoutGroup = { remaining: number; timer: NodeJS.Timeout | null; readonly ids: number[] };
+type TimeoutGroup = { readonly timeoutMs: number; remaining: number; timer: NodeJS.Timeout | null; readonly ids: number[] };
 
-type Waiter = { readonly resolve: Resolve; readonly timeoutMs: number; group: TimeoutGroup | null };
+type Waiter = { readonly resolve: Resolve; readonly group: TimeoutGroup };
 
 function isPortReply(message: unknown): message is UbsPortReply {
   if (typeof message !== 'object' || message === null) return false;
-  const candidate = message as { kind?: unknown; replies?: unknown };
-  return candidate.kind === 'ubs.replies' && Array.isArray(candidate.replies);
+  const candidate = message as { kind?: unknown; ids?: unknown; results?: unknown };
+  return candidate.kind === 'ubs.replies' && candidate.ids instanceof Float64Array && Array.isArray(candidate.results) && candidate.ids.length === candidate.results.length;
 }
 
 export class UbsClient {
   private readonly batchMax: number;
   private readonly inFlightMax: number;
   private readonly waiters = new Map<number, Waiter>();
-  private outbox: UbsRequest[] = [];
+  private readonly outbox = new RequestPacker();
+  /** The timeout groups of the requests in the outbox, by timeout; armed when the outbox is posted. */
+  private outboxGroups = new Map<number, TimeoutGroup>();
   private flushScheduled = false;
   private nextId = 1;
   private closed = false;
@@ -85,9 +86,12 @@ export class UbsClient {
     const id = this.nextId;
     this.nextId = id === Number.MAX_SAFE_INTEGER ? 1 : id + 1;
     return new Promise<UbsResult | null>((resolve) => {
-      this.waiters.set(id, { resolve, timeoutMs, group: null });
-      this.outbox.push({ id, command });
-      if (this.outbox.length >= this.batchMax) this.flush();
+      const group = this.groupFor(timeoutMs);
+      group.remaining++;
+      group.ids.push(id);
+      this.waiters.set(id, { resolve, group });
+      this.outbox.add(id, command);
+      if (this.outbox.size >= this.batchMax) this.flush();
       else this.scheduleFlush();
     });
   }
@@ -110,37 +114,28 @@ export class UbsClient {
     });
   }
 
-  private flush(): void {
-    if (this.outbox.length === 0 || this.closed) return;
-    const requests = this.outbox;
-    this.outbox = [];
-    this.armTimeouts(requests);
-    const message: UbsPortMessage = { kind: 'ubs.requests', requests };
-    try {
-      this.port.postMessage(message);
-    } catch {
-      // Nothing was sent (a closed port, or a command that cannot be cloned): unknown, not failed.
-      for (const request of requests) this.settle(request.id, null);
+  private groupFor(timeoutMs: number): TimeoutGroup {
+    let group = this.outboxGroups.get(timeoutMs);
+    if (group === undefined) {
+      group = { timeoutMs, remaining: 0, timer: null, ids: [] };
+      this.outboxGroups.set(timeoutMs, group);
     }
+    return group;
   }
 
-  /** Starts one timer per distinct timeout among the requests being posted. */
-  private armTimeouts(requests: readonly UbsRequest[]): void {
-    const groups = new Map<number, TimeoutGroup>();
-    for (const request of requests) {
-      const waiter = this.waiters.get(request.id);
-      if (waiter === undefined) continue;
-      let group = groups.get(waiter.timeoutMs);
-      if (group === undefined) {
-        group = { remaining: 0, timer: null, ids: [] };
-        groups.set(waiter.timeoutMs, group);
-      }
-      group.remaining++;
-      group.ids.push(request.id);
-      waiter.group = group;
-    }
-    for (const [timeoutMs, group] of groups) {
-      group.timer = setTimeout(() => this.expire(group), timeoutMs);
+  private flush(): void {
+    if (this.outbox.size === 0 || this.closed) return;
+    const message = this.outbox.take();
+    const groups = this.outboxGroups;
+    this.outboxGroups = new Map();
+    // One timer per distinct timeout among the requests being posted.
+    for (const group of groups.values()) group.timer = setTimeout(() => this.expire(group), group.timeoutMs);
+    try {
+      // The packed bytes are handed over, not copied: the client never reads them again.
+      this.port.postMessage(message, [message.bytes.buffer]);
+    } catch {
+      // Nothing was sent (a closed port, or a command that cannot be cloned): unknown, not failed.
+      for (const group of groups.values()) for (const id of group.ids) this.settle(id, null);
     }
   }
 
@@ -156,7 +151,7 @@ export class UbsClient {
     if (waiter === undefined) return; // Answered already, or timed out: a late reply is dropped.
     this.waiters.delete(id);
     const group = waiter.group;
-    if (group !== null && --group.remaining === 0 && group.timer !== null) {
+    if (--group.remaining === 0 && group.timer !== null) {
       clearTimeout(group.timer);
       group.timer = null;
     }
@@ -166,9 +161,11 @@ export class UbsClient {
   private onMessage(message: unknown): void {
     if (!isPortReply(message)) return;
     switch (message.kind) {
-      case 'ubs.replies':
-        for (const reply of message.replies) this.settle(reply.id, reply.result);
+      case 'ubs.replies': {
+        const { ids, results } = message;
+        for (let i = 0; i < ids.length; i++) this.settle(ids[i] as number, results[i] as UbsResult);
         break;
+      }
       default:
         unreachable(message.kind);
     }
@@ -176,7 +173,8 @@ export class UbsClient {
 
   private shutDown(): void {
     this.closed = true;
-    this.outbox = [];
+    this.outbox.take();
+    this.outboxGroups = new Map();
     for (const id of [...this.waiters.keys()]) this.settle(id, null);
   }
 }
@@ -199,7 +197,8 @@ export type UbsReady = { readonly replayedRecords: number; readonly replayMs: nu
 export async function startUbsCore(opts: UbsWorkerData): Promise<UbsCoreHandle> {
   const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts } = opts;
   const workerData: UbsWorkerData = { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts };
-  const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData });
+  const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
+  const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData, resourceLimits });
   const ready = await waitForReady(worker);
   const post = (message: UbsParentMessage, port: MessagePort): void => worker.postMessage(message, [port]);
   const control = new MessageChannel();

@@ -14,231 +14,54 @@ import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
-import { createLogger } from '../src/log.js';
 import { Registry } from '../src/metrics/registry.js';
-import { SpotLedger } from '../src/ubscore/core.js';
-import type { AccountCapture, OpRecord } from '../src/ubscore/core.js';
-import { RecordEncoder } from '../wal/codec.js';
-import { WAL_PRUNE_RECORDS_PER_TXN_MAX, openWal } from '../wal/log.js';
-import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
-import { SnapshotEncoder, SnapshotStore } from '../wal/snapshot.js';
-import type { EncodedSnapshot } from '../wal/snapshot.js';
+import type { SpotLedger } from '../src/ubscore/core.js';
+import { BatchEncoder } from '../wal/block.js';
+import type { WalBatch } from '../wal/block.js';
+import { openWal } from '../wal/log.js';
+import type { WalLog } from '../wal/log.js';
+import { SnapshotStore } from '../wal/snapshot.js';
 import { unreachable } from './protocol.js';
 import { nodeEndpoint } from './ubscore-client.js';
-import type {
-  UbsControlApi,
-  UbsParentEvent,
-  UbsParentMessage,
-  UbsPortMessage,
-  UbsPortReply,
-  UbsReply,
-  UbsRequest,
-  UbsStats,
-  UbsWorkerData,
-} from './protocol.js';
-
-/** The largest `batchMax` accepted: commands (and so WAL records) per LMDB transaction; matches the UBS_BATCH_MAX bound in src/config.ts. */
-export const UBS_BATCH_COMMANDS_MAX = 100_000;
-export const UBS_SNAPSHOT_EVERY_RECORDS_DEFAULT = 100_000;
-/**
- * Replaying this few records at the next start costs about a millisecond, less than encoding and
- * syncing a snapshot of every account, so `close` skips the snapshot for a shorter tail.
- */
-export const UBS_CLOSE_SNAPSHOT_RECORDS_MIN_DEFAULT = 1_000;
-/** Measured about 4 ms per 20,000 accounts on the 2-core machine: well under the 50 ms budget. */
-export const UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT = 20_000;
-/** Bounds the snapshot options so that no setting is effectively unbounded. */
-export const UBS_SNAPSHOT_RECORDS_MAX = 1_000_000_000;
-export const UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX = 1_000_000;
+import type { UbsCommand, UbsControlApi, UbsParentEvent, UbsParentMessage, UbsPortMessage, UbsPortReply, UbsResult, UbsStats } from './protocol.js';
+import { ProcessedSet } from './ubscore-processed.js';
+import { RequestUnpacker } from './ubscore-wire.js';
+import { Snapshotter, describeError as describe } from './ubscore-snapshotter.js';
+import type { Write } from './ubscore-snapshotter.js';
+import { readWorkerData, restore } from './ubscore-start.js';
 
 /** Histogram bounds for UBSCore's group commit: sync time in seconds and records per batch. */
 const WAL_SYNC_BUCKETS_S = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
 const BATCH_RECORDS_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096];
 
-const logger = createLogger({ level: 'warn', name: 'ubscore' });
-
-type Options = Required<UbsWorkerData>;
+/** The answers a batch owes one port, in columns: posted as one message once the batch is durable. */
+type PortReplies = { readonly ids: number[]; readonly results: UbsResult[] };
 
 type Batch = {
-  readonly records: WalWrite[];
-  readonly processed: ProcessedWrite[];
   /** Replies grouped by the port they answer, posted as one message per port. */
-  readonly replies: Map<MessagePort, UbsReply[]>;
+  readonly replies: Map<MessagePort, PortReplies>;
   commands: number;
+  /** What the batch writes, set when it is sealed; null when it decided no record. */
+  wal: WalBatch | null;
 };
 
 function newBatch(): Batch {
-  return { records: [], processed: [], replies: new Map(), commands: 0 };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error);
+  return { replies: new Map(), commands: 0, wal: null };
 }
 
 function isPortMessage(message: unknown): message is UbsPortMessage {
   if (typeof message !== 'object' || message === null) return false;
-  const candidate = message as { kind?: unknown; requests?: unknown };
-  return candidate.kind === 'ubs.requests' && Array.isArray(candidate.requests);
-}
-
-function hasValidId(request: unknown): request is UbsRequest {
-  return typeof request === 'object' && request !== null && Number.isSafeInteger((request as { id?: unknown }).id);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Snapshots and pruning: one cycle at a time, idle → encoding → ready → pruning → idle.
-
-type Phase =
-  | { readonly kind: 'idle' }
-  | { readonly kind: 'encoding'; readonly capture: AccountCapture; readonly encoder: SnapshotEncoder }
-  | { readonly kind: 'ready'; readonly snapshot: EncodedSnapshot }
-  | { readonly kind: 'pruning'; readonly throughSeq: number; snapshotsDeleted: boolean };
-
-/** A write for the single writer: it resolves once durable. */
-type Write = () => Promise<void>;
-
-class Snapshotter {
-  private phase: Phase = { kind: 'idle' };
-  private written = 0;
-  private sliceMsMax = 0;
-  private closing = false;
-
-  constructor(
-    private readonly ledger: SpotLedger,
-    private readonly log: WalLog,
-    private readonly store: SnapshotStore,
-    private readonly options: Options,
-    /** The newest durable snapshot's seq: pruning and the next snapshot are measured from it. */
-    private newestSeq: number,
-    /** Asks the actor to offer the writer a turn: a write became ready. */
-    private readonly wake: () => void,
-    private readonly onFatal: (message: string) => void,
-  ) {
-    // A restart may follow a crash between a snapshot and its pruning: finish that pruning.
-    if (newestSeq > 0) this.phase = { kind: 'pruning', throughSeq: newestSeq, snapshotsDeleted: false };
-  }
-
-  stats(): UbsStats['snapshots'] {
-    const pendingSeq = this.phase.kind === 'encoding' ? this.phase.capture.seq : this.phase.kind === 'ready' ? this.phase.snapshot.info.seq : null;
-    if (this.newestSeq === 0 && pendingSeq === null) return undefined;
-    return { written: this.written, seq: this.newestSeq, pendingSeq, walPrunedThroughSeq: this.log.prunedThroughSeq(), sliceMsMax: this.sliceMsMax };
-  }
-
-  /**
-   * Called as a batch is sealed, and when a cycle ends. It runs between two commands, so every
-   * record decided so far sits in a batch (sealed or open) and the state is exactly the state
-   * after the last of them, S; the snapshot is written only once S is durable (`nextWrite`).
-   */
-  maybeCapture(): void {
-    const every = this.options.snapshotEveryRecords;
-    if (every === 0 || this.phase.kind !== 'idle') return;
-    if (this.ledger.lastSeq - this.newestSeq < every) return;
-    const capture = this.ledger.captureAccounts();
-    this.phase = { kind: 'encoding', capture, encoder: new SnapshotEncoder(capture.seq, capture.accountCount, Date.now()) };
-    setImmediate(() => this.encodeSlice());
-  }
-
-  /** Encodes one slice, then yields to the event loop so batches go on between slices. */
-  private encodeSlice(): void {
-    const phase = this.phase;
-    if (phase.kind !== 'encoding') return;
-    try {
-      const started = performance.now();
-      const done = phase.capture.visit(this.options.snapshotSliceAccounts, phase.encoder.add);
-      const snapshot = done ? this.finishEncoding(phase.capture, phase.encoder) : null;
-      this.sliceMsMax = Math.max(this.sliceMsMax, performance.now() - started);
-      if (snapshot === null) {
-        setImmediate(() => this.encodeSlice());
-        return;
-      }
-      this.phase = { kind: 'ready', snapshot };
-      this.wake();
-    } catch (error) {
-      this.onFatal(`encoding the snapshot at seq ${phase.capture.seq} threw: ${describe(error)}`);
-    }
-  }
-
-  private finishEncoding(capture: AccountCapture, encoder: SnapshotEncoder): EncodedSnapshot {
-    this.ledger.releaseCapture(capture);
-    return encoder.finish();
-  }
-
-  /**
-   * The next maintenance write, or null. A snapshot is offered only once every record it covers
-   * is durable: LMDB would commit it after the batch anyway, but waiting makes it independent of
-   * the order in which transactions were queued.
-   */
-  nextWrite(durableSeq: number): Write | null {
-    const phase = this.phase;
-    switch (phase.kind) {
-      case 'idle':
-      case 'encoding':
-        return null;
-      case 'ready':
-        return phase.snapshot.info.seq <= durableSeq ? () => this.writeSnapshot(phase.snapshot, durableSeq) : null;
-      case 'pruning':
-        return () => this.prune(phase);
-      default:
-        return unreachable(phase);
-    }
-  }
-
-  private async writeSnapshot(snapshot: EncodedSnapshot, durableSeq: number): Promise<void> {
-    const { seq } = snapshot.info;
-    if (seq <= this.newestSeq) throw new Error(`ubscore: snapshot at seq ${seq} is not newer than ${this.newestSeq}`);
-    // Pair assertion of the ordering rule, checked where the write is submitted: the records the
-    // snapshot covers are durable, and a read of the log on disk already finds the last of them.
-    const onDisk = this.log.lastSeq();
-    if (seq > durableSeq || seq > onDisk) {
-      throw new Error(`ubscore: snapshot at seq ${seq} submitted before its records are durable (durable ${durableSeq}, on disk ${onDisk})`);
-    }
-    await this.store.write(snapshot);
-    this.newestSeq = seq;
-    this.written++;
-    this.phase = { kind: 'pruning', throughSeq: seq, snapshotsDeleted: false };
-  }
-
-  /**
-   * One bounded prune transaction: the older snapshots first, then WAL records up to the snapshot.
-   * The processed set is not touched: it lives in its own database, written with each batch, so
-   * a repeated (req_id, op) still finds its first outcome after its WAL record is gone.
-   */
-  private async prune(phase: Extract<Phase, { kind: 'pruning' }>): Promise<void> {
-    if (!phase.snapshotsDeleted) {
-      await this.store.deleteBefore(phase.throughSeq);
-      phase.snapshotsDeleted = true;
-    } else if (this.log.prunedThroughSeq() < phase.throughSeq) {
-      await this.log.pruneThrough(phase.throughSeq, WAL_PRUNE_RECORDS_PER_TXN_MAX);
-    }
-    if (phase.snapshotsDeleted && this.log.prunedThroughSeq() >= phase.throughSeq) {
-      this.phase = { kind: 'idle' };
-      // Records that arrived during the cycle may already make the next snapshot due.
-      if (!this.closing) this.maybeCapture();
-    }
-  }
-
-  /** At close, once no write is in flight: drops the cycle under way and writes a final snapshot. */
-  async closeWithSnapshot(durableSeq: number): Promise<void> {
-    this.closing = true;
-    if (this.phase.kind === 'encoding') this.ledger.releaseCapture(this.phase.capture);
-    this.phase = { kind: 'idle' };
-    const tail = this.ledger.lastSeq - this.newestSeq;
-    if (tail < this.options.closeSnapshotRecordsMin || tail <= 0) return;
-    const capture = this.ledger.captureAccounts();
-    const encoder = new SnapshotEncoder(capture.seq, capture.accountCount, Date.now());
-    // Nothing else runs any more, so the whole capture is encoded in one go.
-    capture.visit(Number.MAX_SAFE_INTEGER, encoder.add);
-    await this.writeSnapshot(this.finishEncoding(capture, encoder), durableSeq);
-  }
+  const candidate = message as { kind?: unknown };
+  return candidate.kind === 'ubs.requests';
 }
 
 // ---------------------------------------------------------------------------------------------
 // The actor.
 
 class UbsActor {
-  /** Processed entries decided but not yet durable: the lookup must see them before LMDB. */
-  private readonly overlay = new Map<string, OpRecord>();
-  private readonly encoder = new RecordEncoder();
+  /** Encodes the open batch's records as they are decided. */
+  private readonly encoder = new BatchEncoder();
+  private readonly unpacker = new RequestUnpacker();
   private open: Batch = newBatch();
   /** Full batches waiting for the writer, oldest first. */
   private readonly sealed: Batch[] = [];
@@ -254,12 +77,13 @@ class UbsActor {
   private batchesWritten = 0;
   private readonly metrics = new Registry();
   private commandsAnswered = 0;
-  private readonly lookup = (opKey: string): OpRecord | undefined => this.overlay.get(opKey) ?? this.log.getProcessed(opKey);
 
   constructor(
     private readonly ledger: SpotLedger,
     private readonly log: WalLog,
     private readonly snapshots: Snapshotter,
+    /** The processed set: LMDB, the entries not yet durable, and a filter of every key. */
+    private readonly processed: ProcessedSet,
     private readonly batchMax: number,
     private readonly onFatal: (message: string) => void,
   ) {
@@ -284,6 +108,10 @@ class UbsActor {
       commands: this.commandsAnswered,
     };
     const snapshots = this.snapshots.stats();
+    const processed = this.processed.stats();
+    this.metrics.set('ubscore_processed_filter_ready', 'Whether the processed-set filter holds every key (1), so fresh keys skip LMDB', {}, processed.filterReady ? 1 : 0);
+    this.metrics.set('ubscore_processed_filter_keys', 'Keys in the processed-set filter', {}, processed.filterKeys);
+    this.metrics.set('ubscore_processed_lmdb_reads', 'Processed-set lookups that read LMDB since UBSCore started', {}, processed.lmdbReads);
     const withMetrics = { ...base, metrics: this.metrics.snapshot() };
     return snapshots === undefined ? withMetrics : { ...withMetrics, snapshots };
   }
@@ -300,19 +128,21 @@ class UbsActor {
     }
     switch (message.kind) {
       case 'ubs.requests':
-        this.onRequests(port, message.requests);
+        this.onRequests(port, message);
         break;
       default:
         unreachable(message.kind);
     }
   }
 
-  private onRequests(port: MessagePort, requests: readonly UbsRequest[]): void {
+  private onRequests(port: MessagePort, message: UbsPortMessage): void {
     // After close nothing is taken: the caller's timeout reads as "unknown" and it retries,
     // idempotently, against the restarted core.
     if (this.closing !== null || this.failed) return;
     try {
-      for (const request of requests) this.take(port, request);
+      const problem = this.unpacker.unpack(message, (id, command) => this.take(port, id, command));
+      // The requests before the damage were taken; the rest time out at the client as "unknown".
+      if (problem !== null) console.error(`ubscore: dropped the rest of a malformed port message: ${problem}`);
     } catch (error) {
       // A throw while deciding is a programmer error and RAM may be half-applied: like a failed
       // write, only a restart and a replay from the durable log can be trusted.
@@ -322,39 +152,41 @@ class UbsActor {
     this.scheduleFlush();
   }
 
-  private take(port: MessagePort, request: unknown): void {
-    if (!hasValidId(request)) {
+  private take(port: MessagePort, id: number, command: unknown): void {
+    if (!Number.isSafeInteger(id)) {
       console.error('ubscore: dropped a request without a valid id');
       return;
     }
-    const decision = this.ledger.decide(request.command, this.lookup);
+    // decide trusts no field of what it is given: the command came from another thread.
+    const decision = this.ledger.decide(command as UbsCommand, this.processed.lookup);
     const batch = this.open;
     if (decision.record !== null) {
-      const bytes = this.encoder.encode(decision.record);
-      batch.records.push({ seq: decision.record.seq, bytes });
+      this.encoder.add(decision.record, decision.processedKey);
       if (decision.processedKey !== null) {
         if (decision.record.kind !== 'op') throw new Error('ubscore: a processed key on a status record');
-        batch.processed.push({ opKey: decision.processedKey, bytes });
-        this.overlay.set(decision.processedKey, decision.record);
+        this.processed.add(decision.processedKey, decision.record);
       }
     }
     let replies = batch.replies.get(port);
     if (replies === undefined) {
-      replies = [];
+      replies = { ids: [], results: [] };
       batch.replies.set(port, replies);
     }
-    replies.push({ id: request.id, result: decision.result });
+    replies.ids.push(id);
+    replies.results.push(decision.result);
     batch.commands++;
     if (batch.commands >= this.batchMax) this.seal();
   }
 
   private seal(): void {
     if (this.open.commands === 0) return;
-    const last = this.open.records[this.open.records.length - 1];
+    const wal = this.encoder.finish();
     // Every decided record joins the open batch at once, so the ledger stands at its last record.
-    if (last !== undefined && last.seq !== this.ledger.lastSeq) {
-      throw new Error(`ubscore: sealing a batch ending at seq ${last.seq} while the ledger is at ${this.ledger.lastSeq}`);
+    if (wal !== null && wal.lastSeq !== this.ledger.lastSeq) {
+      throw new Error(`ubscore: sealing a batch ending at seq ${wal.lastSeq} while the ledger is at ${this.ledger.lastSeq}`);
     }
+    this.open.wal = wal;
+    this.processed.seal();
     this.sealed.push(this.open);
     this.open = newBatch();
     if (this.closing === null) this.snapshots.maybeCapture();
@@ -401,17 +233,21 @@ class UbsActor {
     } catch (error) {
       promise = Promise.reject(error);
     }
-    promise.then(onDone, (error: unknown) => this.fatal(`${label} failed, RAM is ahead of disk: ${describe(error)}`));
+    promise
+      .then(onDone, (error: unknown) => this.fatal(`${label} failed, RAM is ahead of disk: ${describe(error)}`))
+      // A throw while answering a durable write is a broken assertion: stop like any other.
+      .catch((error: unknown) => this.fatal(`answering a ${label} threw: ${describe(error)}`));
   }
 
   private write(batch: Batch): Promise<void> {
     // A batch of read-only or refused commands writes nothing, but it still waits its turn:
     // what it read may have come from batches that were not yet durable.
-    if (batch.records.length === 0) return Promise.resolve();
+    const wal = batch.wal;
+    if (wal === null) return Promise.resolve();
     const started = performance.now();
-    return this.log.appendBatch(batch.records, batch.processed).then(() => {
+    return this.log.appendBatch(wal).then(() => {
       this.metrics.observe('ubscore_wal_sync_seconds', 'Time from submitting a WAL batch to LMDB until it is durable', WAL_SYNC_BUCKETS_S, {}, (performance.now() - started) / 1000);
-      this.metrics.observe('ubscore_batch_records', 'WAL records per group commit (one sync each)', BATCH_RECORDS_BUCKETS, {}, batch.records.length);
+      this.metrics.observe('ubscore_batch_records', 'WAL records per group commit (one sync each)', BATCH_RECORDS_BUCKETS, {}, wal.lastSeq - wal.firstSeq + 1);
     });
   }
 
@@ -426,15 +262,17 @@ class UbsActor {
     if (this.failed) return;
     this.writing = false;
     this.maintenanceTurn = true;
-    for (const entry of batch.processed) this.overlay.delete(entry.opKey);
-    const last = batch.records[batch.records.length - 1];
-    if (last !== undefined) {
-      this.durableSeq = last.seq;
+    this.processed.settle(batch.wal?.processed ?? []);
+    if (batch.wal !== null) {
+      this.durableSeq = batch.wal.lastSeq;
       this.batchesWritten++;
     }
     this.commandsAnswered += batch.commands;
+    // The next batch goes to LMDB's writer first, then this one is answered: the single writer
+    // bounds group commit, so it must not wait while thousands of replies are serialized.
+    this.pump();
     for (const [port, replies] of batch.replies) {
-      const reply: UbsPortReply = { kind: 'ubs.replies', replies };
+      const reply: UbsPortReply = { kind: 'ubs.replies', ids: Float64Array.from(replies.ids), results: replies.results };
       try {
         port.postMessage(reply);
       } catch (error) {
@@ -442,7 +280,6 @@ class UbsActor {
         console.error(`ubscore: could not post replies: ${describe(error)}`);
       }
     }
-    this.pump();
   }
 
   private notifyDrained(): void {
@@ -469,6 +306,7 @@ class UbsActor {
       this.pump();
     });
     for (const port of this.ports) port.close();
+    this.processed.close();
     try {
       // After the drain every decided record is durable, so the snapshot covers only durable ones.
       if (!this.failed) await this.snapshots.closeWithSnapshot(this.durableSeq);
@@ -495,77 +333,7 @@ function exposeControl(actor: UbsActor, port: MessagePort): void {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Start-up: options, snapshot, replay.
-
-function optionalCount(value: unknown, name: string, fallback: number, min: number, max: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min || value > max) {
-    throw new Error(`ubscore: workerData.${name} must be an integer in ${min}..${max}`);
-  }
-  return value;
-}
-
-function readWorkerData(data: unknown): Options {
-  const candidate = (typeof data === 'object' && data !== null ? data : {}) as Partial<UbsWorkerData>;
-  const { walDir, batchMax } = candidate;
-  if (typeof walDir !== 'string' || walDir.length === 0) throw new Error('ubscore: workerData.walDir must be a path');
-  if (typeof batchMax !== 'number' || !Number.isSafeInteger(batchMax) || batchMax < 1 || batchMax > UBS_BATCH_COMMANDS_MAX) {
-    throw new Error(`ubscore: workerData.batchMax must be an integer in 1..${UBS_BATCH_COMMANDS_MAX}`);
-  }
-  return {
-    walDir,
-    batchMax,
-    snapshotEveryRecords: optionalCount(candidate.snapshotEveryRecords, 'snapshotEveryRecords', UBS_SNAPSHOT_EVERY_RECORDS_DEFAULT, 0, UBS_SNAPSHOT_RECORDS_MAX),
-    closeSnapshotRecordsMin: optionalCount(candidate.closeSnapshotRecordsMin, 'closeSnapshotRecordsMin', UBS_CLOSE_SNAPSHOT_RECORDS_MIN_DEFAULT, 1, UBS_SNAPSHOT_RECORDS_MAX),
-    snapshotSliceAccounts: optionalCount(candidate.snapshotSliceAccounts, 'snapshotSliceAccounts', UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT, 1, UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX),
-  };
-}
-
-/**
- * The ledger as of the newest snapshot that verifies. If the newest is damaged, an older one (or
- * none, seq 0) may stand in only when every WAL record after it is still there; otherwise the
- * records between them are gone and starting would silently lose them, so start is refused.
- */
-function loadSnapshot(store: SnapshotStore, prunedThrough: number): { ledger: SpotLedger; seq: number } {
-  let damage: string | null = null;
-  for (const seq of [...store.seqs(), 0]) {
-    if (seq < prunedThrough) {
-      const problem = damage ?? `no snapshot covers the WAL records through seq ${prunedThrough}, which were pruned`;
-      throw new Error(`ubscore: ${problem}; the WAL is pruned through seq ${prunedThrough}, so no older state can be completed: refusing to start`);
-    }
-    const ledger = new SpotLedger();
-    const loaded = seq === 0 ? null : store.load(seq, (userId, asset, available, status) => ledger.restoreAccount(userId, asset, available, status));
-    if (loaded === null || loaded.ok) {
-      if (loaded !== null) ledger.finishRestore(seq, loaded.record.accountCount);
-      if (damage !== null) logger.critical('UBSCore fell back past a corrupt snapshot; every WAL record after the one used is present', { used_seq: seq, damage });
-      return { ledger, seq };
-    }
-    damage ??= `the newest snapshot, at seq ${seq}, is corrupt: ${loaded.reason}`;
-    logger.critical('UBSCore snapshot is corrupt; looking for an older state whose WAL tail is complete', { seq, reason: loaded.reason });
-  }
-  throw new Error('ubscore: unreachable: the seq 0 candidate always ends the search');
-}
-
-/** Replays every durable record after the ledger's seq; the log verifies checksums and sequence continuity. */
-function replayInto(ledger: SpotLedger, wal: WalLog): number {
-  const lastSeq = wal.lastSeq();
-  if (ledger.lastSeq > lastSeq) {
-    throw new Error(`ubscore: the snapshot at seq ${ledger.lastSeq} is ahead of the WAL, which ends at seq ${lastSeq}: refusing to start`);
-  }
-  const replayed = wal.replayInto(ledger.lastSeq + 1, (record) => ledger.applyRecord(record));
-  if (ledger.lastSeq !== lastSeq) throw new Error(`ubscore: replay reached seq ${ledger.lastSeq}, log ends at ${lastSeq}`);
-  return replayed;
-}
-
-type Restored = { readonly ledger: SpotLedger; readonly snapshotSeq: number; readonly snapshotLoadMs: number; readonly replayedRecords: number; readonly replayMs: number };
-
-function restore(wal: WalLog, store: SnapshotStore): Restored {
-  const started = performance.now();
-  const { ledger, seq } = loadSnapshot(store, wal.prunedThroughSeq());
-  const loaded = performance.now();
-  const replayedRecords = replayInto(ledger, wal);
-  return { ledger, snapshotSeq: seq, snapshotLoadMs: loaded - started, replayedRecords, replayMs: performance.now() - loaded };
-}
+// Start-up (options and restore are in ubscore-start.ts).
 
 function start(): void {
   const parent = parentPort;
@@ -582,7 +350,7 @@ function start(): void {
     const restored = restore(wal, store);
     let actor: UbsActor | null = null;
     const snapshots = new Snapshotter(restored.ledger, wal, store, options, restored.snapshotSeq, () => actor?.wake(), die);
-    actor = new UbsActor(restored.ledger, wal, snapshots, options.batchMax, die);
+    actor = new UbsActor(restored.ledger, wal, snapshots, new ProcessedSet(wal, options.walDir), options.batchMax, die);
     const ready = actor;
     parent.on('message', (message: UbsParentMessage) => {
       switch (message.kind) {

@@ -14,9 +14,9 @@ import type { UbsCoreHandle } from '../actors/ubscore-client.js';
 import { SpotLedger } from '../src/ubscore/core.js';
 import type { OpRecord } from '../src/ubscore/core.js';
 import type { UbsCommand } from '../src/ubscore/types.js';
-import { RecordEncoder } from '../wal/codec.js';
+import { BatchEncoder } from '../wal/block.js';
 import { WAL_PRUNE_RECORDS_PER_TXN_MAX, openWal } from '../wal/log.js';
-import type { ProcessedWrite, WalLog, WalWrite } from '../wal/log.js';
+import type { WalLog } from '../wal/log.js';
 import { SnapshotEncoder, SnapshotStore } from '../wal/snapshot.js';
 import { seededRandom as random } from '../test/support/random.js';
 
@@ -32,10 +32,8 @@ const TIMEOUT_MS = 60_000;
 
 class Builder {
   readonly ledger = new SpotLedger();
-  private readonly encoder = new RecordEncoder();
+  private readonly encoder = new BatchEncoder();
   private readonly withdrawals = new Map<string, OpRecord>();
-  private records: WalWrite[] = [];
-  private processed: ProcessedWrite[] = [];
   private readonly lookup = (opKey: string): OpRecord | undefined => this.withdrawals.get(opKey);
 
   constructor(private readonly wal: WalLog) {}
@@ -45,18 +43,14 @@ class Builder {
     const decision = this.ledger.decide(command, this.lookup);
     const record = decision.record;
     if (record === null || decision.processedKey === null || record.kind !== 'op') throw new Error(`bench: ${JSON.stringify(decision.result)}`);
-    const bytes = this.encoder.encode(record);
-    this.records.push({ seq: record.seq, bytes });
-    this.processed.push({ opKey: decision.processedKey, bytes });
+    this.encoder.add(record, decision.processedKey);
     if (record.op === 'WITHDRAW' && record.outcome.kind === 'applied') this.withdrawals.set(decision.processedKey, record);
-    if (this.records.length >= BUILD_BATCH_RECORDS) await this.flush();
+    if (this.encoder.records >= BUILD_BATCH_RECORDS) await this.flush();
   }
 
   async flush(): Promise<void> {
-    if (this.records.length === 0) return;
-    await this.wal.appendBatch(this.records, this.processed);
-    this.records = [];
-    this.processed = [];
+    const batch = this.encoder.finish();
+    if (batch !== null) await this.wal.appendBatch(batch);
   }
 }
 

@@ -1,11 +1,14 @@
 // Baseline (c): UBSCore alone. Durable commands per second through the real actor (its worker
 // thread, group commit into the LMDB WAL) from one UbsClient with many sends in flight, the way
 // the coordinators reach it, with no HTTP and no PostgreSQL in the way.
+// Run alone: node dist/bench/ubscore-throughput.js [commands] [in flight]
+// (defaults 200,000 and 8,192, as in `make bench`); prints the figures as one JSON object.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
 import { registerCleanup } from './cleanup.js';
 import { measureCpu, type CpuShares } from './cpu-share.js';
@@ -96,4 +99,19 @@ export async function benchUbsCore(commands: number, inFlight: number): Promise<
   } finally {
     await stop();
   }
+}
+
+const UBS_COMMANDS_DEFAULT = 200_000;
+const UBS_IN_FLIGHT_DEFAULT = 8_192;
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const commands = Number(process.argv[2] ?? UBS_COMMANDS_DEFAULT);
+  const inFlight = Number(process.argv[3] ?? UBS_IN_FLIGHT_DEFAULT);
+  benchUbsCore(commands, inFlight).then(
+    (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
+    (e: unknown) => {
+      process.stderr.write(`ubscore throughput bench failed: ${String(e)}\n`);
+      process.exit(1);
+    },
+  );
 }

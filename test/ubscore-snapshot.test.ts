@@ -14,7 +14,8 @@ import { USER_ID_MAX } from '../src/domain/checks.js';
 import { SpotLedger } from '../src/ubscore/core.js';
 import type { OpRecord, WalRecord } from '../src/ubscore/core.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
-import { encode } from '../wal/codec.js';
+import { BatchEncoder, encodeBatch } from '../wal/block.js';
+import type { WalBatch } from '../wal/block.js';
 import { crc32c, crc32cUpdate } from '../wal/crc32.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
 import type { SnapshotKey } from '../wal/log.js';
@@ -349,34 +350,57 @@ test('crc32c: chained updates equal one pass, and every length and alignment agr
 test('a WAL pruned down to nothing keeps its last seq, continuity and replay from the mark, across reopen', async () => {
   await withDir(async (dir) => {
     const ledger = new SpotLedger();
-    const writes = (from: number, to: number): { wal: { seq: number; bytes: Buffer }[]; processed: { opKey: string; bytes: Buffer }[] } => {
-      const wal: { seq: number; bytes: Buffer }[] = [];
-      const processed: { opKey: string; bytes: Buffer }[] = [];
+    const batch = (from: number, to: number): WalBatch => {
+      const encoder = new BatchEncoder();
       for (let i = from; i <= to; i++) {
         const decision = ledger.decide(deposit(`w${i}`, 1n, 1n), () => undefined);
         if (decision.record === null || decision.processedKey === null) throw new Error('no record');
-        const bytes = encode(decision.record);
-        wal.push({ seq: decision.record.seq, bytes });
-        processed.push({ opKey: decision.processedKey, bytes });
+        encoder.add(decision.record, decision.processedKey);
       }
-      return { wal, processed };
+      const encoded = encoder.finish();
+      if (encoded === null) throw new Error('no batch');
+      return encoded;
     };
     let log = openWal(dir);
-    const first = writes(1, 10);
-    await log.appendBatch(first.wal, first.processed);
-    assert.is(await log.pruneThrough(10, 4), 4, 'bounded: at most recordsMax per transaction');
+    // Three batches, so three blocks: pruning deletes whole blocks.
+    for (const [from, to] of [[1, 4], [5, 8], [9, 10]] as const) await log.appendBatch(batch(from, to));
+    assert.is(await log.pruneThrough(10, 4), 4, 'bounded: about recordsMax per transaction, whole blocks');
+    assert.is(log.firstSeq(), 5);
     while (log.prunedThroughSeq() < 10) await log.pruneThrough(10, 4);
-    assert.is(log.lastSeq(), 10);
+    assert.equal([log.lastSeq(), log.firstSeq()], [10, null]);
     await log.close();
 
     log = openWal(dir);
     assert.equal([log.prunedThroughSeq(), log.lastSeq(), log.replayInto(11, () => assert.unreachable('a record'))], [10, 10, 0]);
     assert.throws(() => [...log.replay(1)], /through 10 were pruned/);
-    const next = writes(11, 12);
-    assert.throws(() => log.appendBatch(next.wal.slice(1), []), /batch seq 12 does not continue 10/);
-    await log.appendBatch(next.wal.slice(0, 1), next.processed.slice(0, 1));
-    assert.equal([...log.replay(11)].map((record) => record.seq), [11]);
+    const next = batch(11, 12);
+    assert.throws(() => log.appendBatch({ ...next, firstSeq: 12, blocks: [] }), /batch seq 12 does not continue 10/);
+    await log.appendBatch(next);
+    assert.equal([...log.replay(11)].map((record) => record.seq), [11, 12]);
     assert.ok(log.getProcessed('DEPOSIT:w1') !== undefined, 'the processed set outlives pruning');
+    await log.close();
+  });
+});
+
+test('a snapshot inside a block prunes the blocks before it; replay from the mark skips the records up to it', async () => {
+  await withDir(async (dir) => {
+    const ledger = new SpotLedger();
+    const records: WalRecord[] = [];
+    for (let i = 1; i <= 8; i++) records.push(ledger.decide(deposit(`s${i}`, 1n, BigInt(i)), () => undefined).record as WalRecord);
+    let log = openWal(dir);
+    for (const part of [records.slice(0, 4), records.slice(4)]) {
+      const encoded = encodeBatch(part);
+      if (encoded === null) throw new Error('no batch');
+      await log.appendBatch(encoded);
+    }
+    // Seq 6 sits inside the block of seqs 5..8: that block stays whole, the one ending at 4 goes.
+    assert.is(await log.pruneThrough(6, 100), 6);
+    assert.equal([log.firstSeq(), log.lastSeq()], [5, 8]);
+    await log.close();
+    log = openWal(dir);
+    assert.is(log.prunedThroughSeq(), 6);
+    assert.throws(() => log.replayInto(6, () => undefined), /through 6 were pruned/);
+    assert.equal([...log.replay(7)], records.slice(6));
     await log.close();
   });
 });

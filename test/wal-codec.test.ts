@@ -1,5 +1,6 @@
 // Proves the WAL codec round-trips every record kind and refuses any damaged, truncated or
-// misplaced record, and that replay of a real LMDB log stops at the first bad sequence number.
+// misplaced record, and that replay of a real LMDB log of blocks stops at the first bad sequence
+// number, having applied every record before it and none after.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { open } from 'lmdb';
@@ -13,9 +14,10 @@ import { USER_ID_MAX } from '../src/domain/checks.js';
 import { opKeyOf } from '../src/ubscore/core.js';
 import type { OpRecord, WalRecord } from '../src/ubscore/core.js';
 import { crc32c } from '../wal/crc32.js';
-import { RECORD_BYTES_MAX, decode, decodeProcessed, encode } from '../wal/codec.js';
+import { BLOCK_HEADER_BYTES, encodeBatch } from '../wal/block.js';
+import type { WalBatch } from '../wal/block.js';
+import { RECORD_BYTES_MAX, decode, decodeProcessed, encode, encodedLength } from '../wal/codec.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
-import type { ProcessedWrite, WalWrite } from '../wal/log.js';
 
 const REJECT_CODES: readonly UbsRejectCode[] = [
   'INSUFFICIENT_BALANCE',
@@ -116,39 +118,62 @@ test('encode asserts on values no decision can produce', () => {
   for (const record of bad) assert.throws(() => encode(record), undefined, `seq ${record.seq} ${String(record.kind)}`);
 });
 
-function writesOf(records: readonly OpRecord[]): { wal: WalWrite[]; processed: ProcessedWrite[] } {
-  const wal = records.map((record) => ({ seq: record.seq, bytes: encode(record) }));
-  const processed = records.map((record, i) => ({ opKey: opKeyOf(record.op, record.key), bytes: (wal[i] as WalWrite).bytes }));
-  return { wal, processed };
+function batchOf(records: readonly OpRecord[]): WalBatch {
+  const batch = encodeBatch(records);
+  if (batch === null) throw new Error('no records');
+  return batch;
 }
 
-test('replay of a real LMDB log stops at a corrupt record in the middle, naming its seq', async () => {
+/** The bytes of the block stored under `key`, copied so they can be damaged. */
+function blockBytes(dir: string, key: number): Promise<Buffer> {
+  const raw = openWalDatabases(dir);
+  const stored = raw.wal.getBinary(key);
+  return raw.env.close().then(() => {
+    if (stored === undefined) throw new Error(`no block under ${key}`);
+    return Buffer.from(stored);
+  });
+}
+
+async function putBlock(dir: string, key: number, bytes: Buffer): Promise<void> {
+  const raw = openWalDatabases(dir);
+  raw.wal.putSync(key, bytes);
+  await raw.env.close();
+}
+
+/** Replays the log at `dir` until it throws; returns what it yielded and the error. */
+async function replayUntilError(dir: string): Promise<{ replayed: WalRecord[]; error: unknown }> {
+  const log = openWal(dir);
+  const replayed: WalRecord[] = [];
+  try {
+    for (const record of log.replay()) replayed.push(record);
+    return { replayed, error: null };
+  } catch (error) {
+    return { replayed, error };
+  } finally {
+    await log.close();
+  }
+}
+
+test('replay of a real LMDB log stops at a corrupt record in the middle of a block, naming its seq', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'wal-codec-'));
   try {
     const records = [1, 2, 3, 4, 5].map((seq) => op(seq));
     const log = openWal(dir);
-    const first = writesOf(records.slice(0, 2));
-    const second = writesOf(records.slice(2));
-    await log.appendBatch(first.wal, first.processed);
-    await log.appendBatch(second.wal, second.processed);
+    await log.appendBatch(batchOf(records.slice(0, 2)));
+    await log.appendBatch(batchOf(records.slice(2)));
     assert.is(log.lastSeq(), 5);
     assert.equal([...log.replay()], records);
     assert.equal(log.getProcessed(opKeyOf('DEPOSIT', 'req-4')), records[3]);
     await log.close();
 
-    const raw = openWalDatabases(dir);
-    const damaged = Buffer.from(encode(op(3)));
-    damaged[20] = (damaged[20] as number) ^ 0x04;
-    raw.wal.putSync(3, damaged);
-    await raw.env.close();
-
-    const reopened = openWal(dir);
-    const replayed: WalRecord[] = [];
-    assert.throws(() => {
-      for (const record of reopened.replay()) replayed.push(record);
-    }, /seq 3\b/);
-    assert.equal(replayed, records.slice(0, 2));
-    await reopened.close();
+    // Record 4 is the second of the block ending at seq 5: 3 and 4 are the same length.
+    const damaged = await blockBytes(dir, 5);
+    const at = BLOCK_HEADER_BYTES + encodedLength(op(3)) + 20;
+    damaged[at] = (damaged[at] as number) ^ 0x04;
+    await putBlock(dir, 5, damaged);
+    const { replayed, error } = await replayUntilError(dir);
+    assert.match(String(error), /seq 4\b/);
+    assert.equal(replayed, records.slice(0, 3));
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -159,21 +184,16 @@ test('a corrupt or torn LAST record stops replay loudly, naming its seq; every r
   try {
     const records = [1, 2, 3, 4].map((seq) => op(seq));
     const log = openWal(dir);
-    const all = writesOf(records);
-    await log.appendBatch(all.wal, all.processed);
+    await log.appendBatch(batchOf(records));
     await log.close();
+    const whole = await blockBytes(dir, 4);
     for (const damage of ['flip', 'truncate'] as const) {
-      const raw = openWalDatabases(dir);
-      const bytes = Buffer.from(encode(op(4)));
-      raw.wal.putSync(4, damage === 'flip' ? Buffer.from(bytes.map((b, i) => (i === bytes.length - 2 ? b ^ 0x10 : b))) : bytes.subarray(0, bytes.length - 7));
-      await raw.env.close();
-      const reopened = openWal(dir);
-      const replayed: WalRecord[] = [];
-      assert.throws(() => {
-        for (const record of reopened.replay()) replayed.push(record);
-      }, /seq 4\b/, damage);
+      const bytes = Buffer.from(whole);
+      if (damage === 'flip') bytes[bytes.length - 2] = (bytes[bytes.length - 2] as number) ^ 0x10;
+      await putBlock(dir, 4, damage === 'flip' ? bytes : bytes.subarray(0, bytes.length - 7));
+      const { replayed, error } = await replayUntilError(dir);
+      assert.match(String(error), /seq 4\b/, damage);
       assert.equal(replayed, records.slice(0, 3), `${damage}: nothing after the damage is applied`);
-      await reopened.close();
     }
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -184,15 +204,14 @@ test('replay stops at a gap in the sequence, naming the missing seq', async () =
   const dir = await mkdtemp(join(tmpdir(), 'wal-codec-'));
   try {
     const log = openWal(dir);
-    const writes = writesOf([1, 2, 3].map((seq) => op(seq)));
-    await log.appendBatch(writes.wal, writes.processed);
+    for (const seq of [1, 2, 3]) await log.appendBatch(batchOf([op(seq)]));
     await log.close();
     const raw = openWalDatabases(dir);
     raw.wal.removeSync(2);
     await raw.env.close();
-    const reopened = openWal(dir);
-    assert.throws(() => [...reopened.replay()], /seq 2\b/);
-    await reopened.close();
+    const { replayed, error } = await replayUntilError(dir);
+    assert.match(String(error), /seq 2\b/);
+    assert.equal(replayed, [op(1)]);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -202,8 +221,7 @@ test('appendBatch asserts that a batch continues the log', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'wal-codec-'));
   try {
     const log = openWal(dir);
-    const writes = writesOf([op(2)]);
-    assert.throws(() => log.appendBatch(writes.wal, writes.processed), /does not continue/);
+    assert.throws(() => log.appendBatch(batchOf([op(2)])), /does not continue/);
     await log.close();
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -1,7 +1,10 @@
-// The binary WAL record format, version 1. One record is one decided command and its outcome:
+// The binary WAL record format, version 2. One record is one decided command and its outcome. A
+// record is the unit of a processed-set entry; the `wal` database holds records in blocks, one
+// block per group-commit batch (wal/block.ts). Version 1 had the same record layout but stored
+// one record per `wal` entry; a version 1 record is refused by its version byte.
 //
 //   offset  size  field
-//   0       1     format version (1)
+//   0       1     format version (2)
 //   1       1     record kind (1 = keyed operation, 2 = account status)
 //   2       8     sequence number, u64 big-endian (held as a JS number, at most 2^53 - 1)
 //   10      8     user id, u64
@@ -27,7 +30,7 @@ import type { OpRecord, Outcome, ReplayRecord, WalRecord } from '../src/ubscore/
 import type { UbsOpName, UbsRejectCode } from '../src/ubscore/types.js';
 import { crc32c } from './crc32.js';
 
-export const WAL_FORMAT_VERSION = 1;
+export const WAL_FORMAT_VERSION = 2;
 /** Bytes of a record with an empty asset and key: everything but the two strings. */
 export const RECORD_FIXED_BYTES = 36;
 /** Asset of 16 and key of 64 ASCII bytes. */
@@ -36,7 +39,7 @@ const CHECKSUM_BYTES = 4;
 const SEQ_HIGH_MAX = 0x1fffff; // 2^53 - 1 split as 21 high bits and 32 low bits.
 
 const KIND_CODES = { op: 1, status: 2 } as const satisfies Record<WalRecord['kind'], number>;
-const OP_CODES = {
+export const OP_CODES = {
   WITHDRAW: 1,
   DEPOSIT: 2,
   REFUND: 3,
@@ -65,7 +68,7 @@ function invert<K extends string>(table: Readonly<Record<K, number>>): ReadonlyM
   return inverse;
 }
 
-const OP_BY_CODE = invert<UbsOpName>(OP_CODES);
+export const OP_BY_CODE = invert<UbsOpName>(OP_CODES);
 export const STATUS_BY_CODE = invert<AccountStatus>(STATUS_CODES);
 const REJECT_BY_CODE = invert<UbsRejectCode>(REJECT_CODES);
 
@@ -107,9 +110,10 @@ export function encodedLength(record: WalRecord): number {
 
 /**
  * Writes `record` at `start`; returns the end offset. `view` must cover the same bytes as `buf`:
- * DataView writes bigints several times faster than Buffer's own writeBigUInt64BE.
+ * DataView writes bigints several times faster than Buffer's own writeBigUInt64BE. The caller
+ * makes sure RECORD_BYTES_MAX bytes are free at `start`.
  */
-function encodeAt(record: WalRecord, buf: Buffer, view: DataView, start: number): number {
+export function encodeInto(record: WalRecord, buf: Buffer, view: DataView, start: number): number {
   assertEncodable(record);
   const key = record.kind === 'op' ? record.key : '';
   buf[start] = WAL_FORMAT_VERSION;
@@ -134,33 +138,8 @@ function encodeAt(record: WalRecord, buf: Buffer, view: DataView, start: number)
 /** Encodes one record with its checksum. Throws only on a record no decision can produce. */
 export function encode(record: WalRecord): Buffer {
   const buf = Buffer.alloc(encodedLength(record));
-  encodeAt(record, buf, new DataView(buf.buffer, buf.byteOffset, buf.byteLength), 0);
+  encodeInto(record, buf, new DataView(buf.buffer, buf.byteOffset, buf.byteLength), 0);
   return buf;
-}
-
-/** Bytes per chunk of a RecordEncoder: small enough to waste little under light load. */
-export const ENCODER_CHUNK_BYTES = 64 * 1024;
-
-/**
- * Encodes many records into shared chunks instead of one allocation each: the hot path of the
- * actor. Each returned Buffer is a view of its own bytes; a chunk is freed by the garbage
- * collector once no view of it is left.
- */
-export class RecordEncoder {
-  private chunk = Buffer.allocUnsafeSlow(ENCODER_CHUNK_BYTES);
-  private view = new DataView(this.chunk.buffer, this.chunk.byteOffset, this.chunk.byteLength);
-  private used = 0;
-
-  encode(record: WalRecord): Buffer {
-    if (this.used + RECORD_BYTES_MAX > this.chunk.length) {
-      this.chunk = Buffer.allocUnsafeSlow(ENCODER_CHUNK_BYTES);
-      this.view = new DataView(this.chunk.buffer, this.chunk.byteOffset, this.chunk.byteLength);
-      this.used = 0;
-    }
-    const start = this.used;
-    this.used = encodeAt(record, this.chunk, this.view, start);
-    return this.chunk.subarray(start, this.used);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -227,33 +206,46 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** Checks length, checksum and version and finds every field; returns why not, or null. */
-function readFields(buf: Buffer, f: Fields): string | null {
-  if (buf.length < RECORD_FIXED_BYTES) return `length ${buf.length} below the minimum ${RECORD_FIXED_BYTES}`;
-  if (buf.length > RECORD_BYTES_MAX) return `length ${buf.length} above the maximum ${RECORD_BYTES_MAX}`;
-  const body = buf.length - CHECKSUM_BYTES;
+/**
+ * The end of the record that starts at `start`, read from its two length bytes, or -1 when they
+ * put it past `end` or outside the record bounds. Nothing is verified yet: the checksum is.
+ */
+export function recordEnd(buf: Buffer, start: number, end: number): number {
+  if (start + RECORD_FIXED_BYTES > end) return -1;
+  const keyLengthAt = start + 27 + (buf[start + 18] as number);
+  if (keyLengthAt >= end) return -1;
+  const length = RECORD_FIXED_BYTES + (buf[start + 18] as number) + (buf[keyLengthAt] as number);
+  return length > RECORD_BYTES_MAX || start + length > end ? -1 : start + length;
+}
+
+/** Checks length, checksum and version of buf[start, end) and finds every field; returns why not, or null. */
+function readFields(buf: Buffer, start: number, end: number, f: Fields): string | null {
+  const length = end - start;
+  if (length < RECORD_FIXED_BYTES) return `length ${length} below the minimum ${RECORD_FIXED_BYTES}`;
+  if (length > RECORD_BYTES_MAX) return `length ${length} above the maximum ${RECORD_BYTES_MAX}`;
+  const body = end - CHECKSUM_BYTES;
   const stored = buf.readUInt32BE(body);
-  const computed = crc32c(buf, 0, body);
+  const computed = crc32c(buf, start, body);
   if (stored !== computed) return `checksum mismatch: stored ${stored}, computed ${computed}`;
-  if (buf[0] !== WAL_FORMAT_VERSION) return `unknown format version ${String(buf[0])}`;
-  const seqHigh = buf.readUInt32BE(2);
+  if (buf[start] !== WAL_FORMAT_VERSION) return `unknown format version ${String(buf[start])}`;
+  const seqHigh = buf.readUInt32BE(start + 2);
   if (seqHigh > SEQ_HIGH_MAX) return 'sequence number above 2^53 - 1';
   // The length bytes are read only below `body`: RECORD_FIXED_BYTES keeps offset 18 inside it.
-  const assetEnd = 19 + (buf[18] as number);
+  const assetEnd = start + 19 + (buf[start + 18] as number);
   if (assetEnd > body) return 'asset length runs past the record';
   const keyLengthAt = assetEnd + 8;
   if (keyLengthAt >= body) return 'key length runs past the record';
   const keyEnd = keyLengthAt + 1 + (buf[keyLengthAt] as number);
   if (keyEnd > body) return 'key length runs past the record';
-  if (keyEnd + 4 !== body) return `field lengths add up to ${keyEnd + 4 + CHECKSUM_BYTES}, record has ${buf.length}`;
-  f.seq = seqHigh * 2 ** 32 + buf.readUInt32BE(6);
-  f.userId = readU64(buf, 10);
-  f.assetStart = 19;
+  if (keyEnd + 4 !== body) return `field lengths add up to ${keyEnd + 4 + CHECKSUM_BYTES - start}, record has ${length}`;
+  f.seq = seqHigh * 2 ** 32 + buf.readUInt32BE(start + 6);
+  f.userId = readU64(buf, start + 10);
+  f.assetStart = start + 19;
   f.assetEnd = assetEnd;
   f.amount = readU64(buf, assetEnd);
   f.keyStart = keyLengthAt + 1;
   f.keyEnd = keyEnd;
-  return checkFields(buf, f, buf[1] as number, keyEnd);
+  return checkFields(buf, f, buf[start + 1] as number, keyEnd);
 }
 
 /** Checks every field against the rules `encode` asserted (pair assertions); `codes` is where the four code bytes start. */
@@ -293,7 +285,7 @@ function checkFields(buf: Buffer, f: Fields, kindCode: number, codes: number): s
 function decodeAnySeq(bytes: Uint8Array): Decoded<WalRecord> {
   const buf = asBuffer(bytes);
   const f = newFields();
-  const reason = readFields(buf, f);
+  const reason = readFields(buf, 0, buf.length, f);
   if (reason !== null) return fail(reason);
   const asset = buf.toString('latin1', f.assetStart, f.assetEnd);
   if (f.kind === 'status') return { ok: true, record: { kind: 'status', seq: f.seq, userId: f.userId, asset, status: f.status } };
@@ -343,11 +335,13 @@ export class RecordReader {
   /** Why the last `read` returned null. */
   reason = '';
 
-  /** The record expected at `expectedSeq`, valid until the next read; null if refused (see `reason`). */
-  read(bytes: Uint8Array, expectedSeq: number): ReplayRecord | null {
-    const buf = asBuffer(bytes);
+  /**
+   * The record in buf[start, end), expected at `expectedSeq`, valid until the next read; null if
+   * refused (see `reason`).
+   */
+  read(buf: Buffer, start: number, end: number, expectedSeq: number): ReplayRecord | null {
     const f = this.fields;
-    const reason = readFields(buf, f);
+    const reason = readFields(buf, start, end, f);
     if (reason !== null || f.seq !== expectedSeq) {
       this.reason = reason ?? `sequence ${f.seq} where ${expectedSeq} was expected`;
       return null;

@@ -1,6 +1,8 @@
-// UBSCore's write-ahead log in LMDB: the `wal` database (sequence number → encoded record) and
-// the `processed` database (`${op}:${key}` → the same encoded record), written together in one
-// LMDB transaction per batch, so the processed set can never disagree with the log.
+// UBSCore's write-ahead log in LMDB: the `wal` database (a block's last sequence number → the
+// block of records of one group commit, wal/block.ts) and the `processed` database (op code and
+// key, wal/processed-key.ts → the operation's own encoded record, the same bytes as in its block), written
+// together in one LMDB transaction per batch, so the processed set can never disagree with the log.
+// The `meta` database names the format version; a directory of another version is refused.
 //
 // Once a snapshot at seq S is durable (wal/snapshot.ts, the `snapshot` database), records 1..S
 // are pruned from `wal` in bounded transactions, and the `meta` database remembers how far
@@ -12,8 +14,11 @@
 import * as lmdb from 'lmdb';
 import type { Database, RootDatabase } from 'lmdb';
 import type { OpRecord, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
+import { readBlockHeader, walkRecords } from './block.js';
+import type { WalBatch } from './block.js';
 import { RecordReader, decode, decodeProcessed } from './codec.js';
-import { crc32c } from './crc32.js';
+import { PRUNED_THROUGH_KEY, checkFormatVersion, decodeMetaSeq, encodeMetaSeq } from './meta.js';
+import { processedKeyOf } from './processed-key.js';
 
 /**
  * Environment options, every durability-relevant one explicit. With `overlappingSync` off and
@@ -43,26 +48,25 @@ export const WAL_DB_NAME = 'wal';
 export const PROCESSED_DB_NAME = 'processed';
 export const SNAPSHOT_DB_NAME = 'snapshot';
 export const META_DB_NAME = 'meta';
-/** WAL records deleted per prune transaction: a few ms of B-tree work between two batches. */
+/**
+ * WAL records deleted per prune transaction: a few ms of B-tree work between two batches. Whole
+ * blocks are deleted, so a transaction may hold one block more than this.
+ */
 export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
-/** The `meta` key holding the highest sequence number deliberately pruned from `wal`. */
-const PRUNED_THROUGH_KEY = 'walPrunedThroughSeq';
-/** A meta sequence number: u32 high, u32 low, CRC-32C of those 8 bytes. */
-const META_SEQ_BYTES = 12;
 /** Snapshot keys: [seq, 0] is a snapshot's header, [seq, i] for i >= 1 its i-th chunk. */
 export type SnapshotKey = [seq: number, part: number];
 
-export type WalWrite = { readonly seq: number; readonly bytes: Buffer };
-export type ProcessedWrite = { readonly opKey: string; readonly bytes: Buffer };
-
 export type WalLog = {
   /** Writes a batch in one LMDB transaction; resolves only once it is durable on disk. */
-  appendBatch(records: readonly WalWrite[], processed: readonly ProcessedWrite[]): Promise<void>;
+  appendBatch(batch: WalBatch): Promise<void>;
   /** The durable processed-set entry for `opKey`. Throws on a corrupt entry (fatal corruption). */
   getProcessed(opKey: string): OpRecord | undefined;
+  /** How many processed-set entries are durable (LMDB keeps the count; nothing is read). */
+  processedCount(): number;
   /**
    * Every record from `fromSeq` (default 1) in order; throws an Error naming the first bad or
-   * missing sequence number. The record at `fromSeq` must be the first one visited.
+   * missing sequence number, after yielding every record before it. For tests and tools: it
+   * reads the whole log into memory first.
    */
   replay(fromSeq?: number): Iterable<WalRecord>;
   /**
@@ -72,13 +76,18 @@ export type WalLog = {
   replayInto(fromSeq: number, apply: (record: ReplayRecord) => void): number;
   /** The highest sequence number appended: the last record on disk, or the pruned-through seq. */
   lastSeq(): number;
+  /**
+   * The first record still on disk, or null when the log holds none. Pruning deletes whole blocks,
+   * so records up to the pruned-through seq may remain in the first block; replay skips them.
+   */
+  firstSeq(): number | null;
   /** Every record up to this one was deliberately deleted after a durable snapshot; 0 for none. */
   prunedThroughSeq(): number;
   /**
-   * Deletes the records after `prunedThroughSeq()` up to `throughSeq`, at most `recordsMax` of
-   * them, in one transaction that also moves the pruned-through mark; resolves the new mark once
-   * durable. The caller prunes only records a durable snapshot covers, and calls again until the
-   * mark reaches `throughSeq`.
+   * Deletes the blocks after `prunedThroughSeq()` that end by `throughSeq`, about `recordsMax`
+   * records of them (at least one block), in one transaction that also moves the pruned-through
+   * mark; resolves the new mark once durable. The caller prunes only records a durable snapshot
+   * covers, and calls again until the mark reaches `throughSeq`.
    */
   pruneThrough(throughSeq: number, recordsMax: number): Promise<number>;
   /** The LMDB databases, for the snapshot store that shares this environment. */
@@ -89,7 +98,8 @@ export type WalLog = {
 export type WalDatabases = {
   readonly env: RootDatabase<Buffer, string>;
   readonly wal: Database<Buffer, number>;
-  readonly processed: Database<Buffer, string>;
+  /** Keyed by wal/processed-key.ts: the op's code, then the key. */
+  readonly processed: Database<Buffer, Buffer>;
   readonly snapshot: Database<Buffer, SnapshotKey>;
   readonly meta: Database<Buffer, string>;
 };
@@ -129,34 +139,29 @@ export function openWalDatabases(dir: string): WalDatabases {
     throw error;
   }
   const wal = env.openDB<Buffer, number>({ name: WAL_DB_NAME, encoding: 'binary' });
-  const processed = env.openDB<Buffer, string>({ name: PROCESSED_DB_NAME, encoding: 'binary' });
+  const processed = env.openDB<Buffer, Buffer>({ name: PROCESSED_DB_NAME, encoding: 'binary', keyEncoding: 'binary' });
   const snapshot = env.openDB<Buffer, SnapshotKey>({ name: SNAPSHOT_DB_NAME, encoding: 'binary' });
   const meta = env.openDB<Buffer, string>({ name: META_DB_NAME, encoding: 'binary' });
   return { env, wal, processed, snapshot, meta };
 }
 
-function encodeMetaSeq(seq: number): Buffer {
-  if (!Number.isSafeInteger(seq) || seq < 0) throw new Error(`wal: meta seq out of range: ${seq}`);
-  const bytes = Buffer.alloc(META_SEQ_BYTES);
-  bytes.writeUInt32BE(Math.floor(seq / 2 ** 32), 0);
-  bytes.writeUInt32BE(seq >>> 0, 4);
-  bytes.writeUInt32BE(crc32c(bytes, 0, 8), 8);
-  return bytes;
-}
-
-/** Reads a meta sequence number back, checking the checksum it was written with. */
-function decodeMetaSeq(bytes: Uint8Array, name: string): number {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (buf.length !== META_SEQ_BYTES) throw new Error(`wal: meta ${name} is ${buf.length} bytes, expected ${META_SEQ_BYTES}`);
-  if (buf.readUInt32BE(8) !== crc32c(buf, 0, 8)) throw new Error(`wal: meta ${name} fails its checksum`);
-  const seq = buf.readUInt32BE(0) * 2 ** 32 + buf.readUInt32BE(4);
-  if (!Number.isSafeInteger(seq)) throw new Error(`wal: meta ${name} is above 2^53 - 1`);
-  return seq;
-}
-
 export function openWal(dir: string): WalLog {
-  return new LmdbWal(openWalDatabases(dir));
+  const databases = openWalDatabases(dir);
+  try {
+    checkFormatVersion(databases, dir);
+  } catch (error) {
+    void databases.env.close();
+    throw error;
+  }
+  return new LmdbWal(databases);
 }
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** Checks and uses one record of the log, buf[start, end) at `seq`; returns null, or why it is refused. */
+type RecordVisitor = (buf: Buffer, start: number, end: number, seq: number) => string | null;
 
 class LmdbWal implements WalLog {
   /** The last sequence number handed to `appendBatch`: the next batch must continue it. */
@@ -172,88 +177,124 @@ class LmdbWal implements WalLog {
     this.appendedSeq = this.lastSeq();
   }
 
-  appendBatch(records: readonly WalWrite[], processed: readonly ProcessedWrite[]): Promise<void> {
+  appendBatch(batch: WalBatch): Promise<void> {
     if (this.closed) throw new Error('wal: append after close');
-    records.forEach((record, index) => {
-      if (record.seq !== this.appendedSeq + 1 + index) {
-        throw new Error(`wal: batch seq ${record.seq} does not continue ${this.appendedSeq + index}`);
-      }
-    });
-    this.appendedSeq += records.length;
-    const { env, wal, processed: processedDb } = this.databases;
+    if (batch.firstSeq !== this.appendedSeq + 1) throw new Error(`wal: batch seq ${batch.firstSeq} does not continue ${this.appendedSeq}`);
+    // Pair assertion: every block header is checked where it is written, as replay checks it.
+    let next = batch.firstSeq;
+    for (const block of batch.blocks) {
+      const header = readBlockHeader(block.bytes, block.lastSeq);
+      if (!header.ok) throw new Error(`wal: the block ending at seq ${block.lastSeq} does not verify: ${header.reason}`);
+      if (header.record.firstSeq !== next) throw new Error(`wal: block seq ${header.record.firstSeq} does not continue ${next - 1}`);
+      next = block.lastSeq + 1;
+    }
+    if (next - 1 !== batch.lastSeq) throw new Error(`wal: the blocks of the batch end at seq ${next - 1}, not ${batch.lastSeq}`);
+    this.appendedSeq = batch.lastSeq;
+    const { env, wal, processed } = this.databases;
     // `batch` queues the puts as one conditional block for lmdb-js's write thread, which does
     // the B-tree work off this thread. A block is never split across transactions: the native
     // writer waits for the rest of an open block instead of committing (src/writer.cpp,
     // NO_INSTRUCTION_YET with conditionDepth > 0). Its promise settles after the synced commit.
-    const lastSeq = this.appendedSeq;
+    // LMDB reads the values in place until then: the batch's bytes must not change meanwhile.
     return env
       .batch(() => {
-        for (const record of records) void wal.put(record.seq, record.bytes);
-        for (const entry of processed) void processedDb.put(entry.opKey, entry.bytes);
+        for (const block of batch.blocks) void wal.put(block.lastSeq, block.bytes);
+        for (const entry of batch.processed) void processed.put(entry.key, entry.bytes);
       })
       .then((written) => {
-        if (!written) throw new Error(`wal: the batch ending at seq ${lastSeq} was not written`);
+        if (!written) throw new Error(`wal: the batch ending at seq ${batch.lastSeq} was not written`);
       });
   }
 
   getProcessed(opKey: string): OpRecord | undefined {
+    const key = processedKeyOf(opKey);
+    if (key === null) throw new Error(`wal: ${opKey} names no processed-set entry`);
     // The fast buffer is only valid until the next read; decode copies every field out of it.
-    const bytes = this.databases.processed.getBinaryFast(opKey);
+    const bytes = this.databases.processed.getBinaryFast(key);
     if (bytes === undefined) return undefined;
     const decoded = decodeProcessed(bytes, opKey);
     if (!decoded.ok) throw new Error(`wal: processed entry ${opKey} is corrupt: ${decoded.reason}`);
     return decoded.record;
   }
 
-  private assertReplayable(fromSeq: number): void {
+  processedCount(): number {
+    // lmdb-js types getStats() as {}; it returns LMDB's mdb_stat, entryCount included.
+    const count = (this.databases.processed.getStats() as { entryCount?: unknown }).entryCount;
+    if (typeof count !== 'number' || !Number.isSafeInteger(count)) throw new Error('wal: LMDB reported no entry count for the processed set');
+    return count;
+  }
+
+  /**
+   * Visits every record from `fromSeq` in order, and checks the framing on the way: each block's
+   * header against its key, each block continuing the one before, and its records filling it
+   * (walkRecords). The first block may start before `fromSeq`, since pruning deletes whole
+   * blocks. Throws an Error naming the first seq it cannot read; returns the records visited.
+   */
+  private walk(fromSeq: number, visit: RecordVisitor): number {
     if (!Number.isSafeInteger(fromSeq) || fromSeq < 1) throw new Error(`wal: replay from an invalid seq ${fromSeq}`);
     if (fromSeq <= this.prunedThrough) {
       throw new Error(`wal: replay from seq ${fromSeq} asked, but records through ${this.prunedThrough} were pruned`);
     }
-  }
-
-  replayInto(fromSeq: number, apply: (record: ReplayRecord) => void): number {
-    this.assertReplayable(fromSeq);
-    const reader = new RecordReader();
     let expected = fromSeq;
     for (const { key, value } of this.databases.wal.getRange({ start: fromSeq })) {
-      if (key !== expected) {
-        throw new Error(`wal: replay stopped at seq ${expected}: found key ${String(key)} instead`);
+      const buf = asBuffer(value);
+      const header = Number.isSafeInteger(key) ? readBlockHeader(buf, key) : { ok: false as const, reason: `key ${String(key)} is not a sequence number` };
+      if (!header.ok) throw new Error(`wal: replay stopped at seq ${expected}: corrupt block (${header.reason})`);
+      const { firstSeq } = header.record;
+      if (expected === fromSeq ? firstSeq > fromSeq : firstSeq !== expected) {
+        throw new Error(`wal: replay stopped at seq ${expected}: found the block of seqs ${firstSeq}..${key} instead`);
       }
-      const record = reader.read(value, expected);
-      if (record === null) {
-        throw new Error(`wal: replay stopped at seq ${expected}: corrupt record (${reader.reason})`);
-      }
-      apply(record);
-      expected++;
+      const failure = walkRecords(buf, header.record, fromSeq, (start, end, seq) => visit(buf, start, end, seq));
+      if (failure !== null) throw new Error(`wal: replay stopped at seq ${failure.seq}: ${failure.reason}`);
+      expected = key + 1;
     }
     return expected - fromSeq;
   }
 
+  replayInto(fromSeq: number, apply: (record: ReplayRecord) => void): number {
+    const reader = new RecordReader();
+    return this.walk(fromSeq, (buf, start, end, seq) => {
+      const record = reader.read(buf, start, end, seq);
+      if (record === null) return reader.reason;
+      apply(record);
+      return null;
+    });
+  }
+
   *replay(fromSeq = 1): Generator<WalRecord> {
-    this.assertReplayable(fromSeq);
-    let expected = fromSeq;
-    for (const { key, value } of this.databases.wal.getRange({ start: fromSeq })) {
-      if (key !== expected) {
-        throw new Error(`wal: replay stopped at seq ${expected}: found key ${String(key)} instead`);
-      }
-      const decoded = decode(value, expected);
-      if (!decoded.ok) {
-        throw new Error(`wal: replay stopped at seq ${expected}: corrupt record (${decoded.reason})`);
-      }
-      yield decoded.record;
-      expected++;
+    const records: WalRecord[] = [];
+    let failure: unknown = null;
+    try {
+      this.walk(fromSeq, (buf, start, end, seq) => {
+        const decoded = decode(buf.subarray(start, end), seq);
+        if (!decoded.ok) return decoded.reason;
+        records.push(decoded.record);
+        return null;
+      });
+    } catch (error) {
+      failure = error;
     }
+    yield* records;
+    if (failure !== null) throw failure;
   }
 
   lastSeq(): number {
     for (const key of this.databases.wal.getKeys({ reverse: true, limit: 1 })) {
       if (!Number.isSafeInteger(key) || key < 1) throw new Error(`wal: last key is not a sequence number: ${String(key)}`);
-      // A record at or below the mark would be one that pruning deleted and something rewrote.
+      // A block ending at or below the mark would be one that pruning deleted and something rewrote.
       if (key <= this.prunedThrough) throw new Error(`wal: last key ${key} is not above the pruned-through seq ${this.prunedThrough}`);
       return key;
     }
     return this.prunedThrough;
+  }
+
+  firstSeq(): number | null {
+    for (const { key, value } of this.databases.wal.getRange({ limit: 1 })) {
+      const header = readBlockHeader(asBuffer(value), key);
+      if (!header.ok) throw new Error(`wal: the first block, ending at seq ${key}, is corrupt: ${header.reason}`);
+      return header.record.firstSeq;
+    }
+    return null;
   }
 
   prunedThroughSeq(): number {
@@ -268,13 +309,12 @@ class LmdbWal implements WalLog {
       throw new Error(`wal: prune through ${throughSeq} asked, only ${this.appendedSeq} appended`);
     }
     if (throughSeq <= this.prunedThrough) return this.prunedThrough;
-    const mark = Math.min(throughSeq, this.prunedThrough + recordsMax);
+    const { keys, mark } = this.blocksToPrune(throughSeq, recordsMax);
     const { env, wal, meta } = this.databases;
     this.pruning = true;
     try {
-      // The records are contiguous above the mark, so their keys are known without a read.
       const written = await env.batch(() => {
-        for (let seq = this.prunedThrough + 1; seq <= mark; seq++) void wal.remove(seq);
+        for (const key of keys) void wal.remove(key);
         void meta.put(PRUNED_THROUGH_KEY, encodeMetaSeq(mark));
       });
       if (!written) throw new Error(`wal: the prune through seq ${mark} was not written`);
@@ -283,6 +323,22 @@ class LmdbWal implements WalLog {
     } finally {
       this.pruning = false;
     }
+  }
+
+  /**
+   * The keys of the blocks ending by `throughSeq`, about `recordsMax` records' worth, and the mark
+   * once they are gone: `throughSeq` when none such is left (a block that ends later stays, and
+   * replay skips its records up to the mark), else the last deleted block's end.
+   */
+  private blocksToPrune(throughSeq: number, recordsMax: number): { keys: number[]; mark: number } {
+    const keys: number[] = [];
+    let previous = this.prunedThrough;
+    for (const key of this.databases.wal.getKeys({ start: this.prunedThrough + 1, end: throughSeq + 1 })) {
+      if (keys.length > 0 && key - this.prunedThrough > recordsMax) return { keys, mark: previous };
+      keys.push(key);
+      previous = key;
+    }
+    return { keys, mark: throughSeq };
   }
 
   private readPrunedThrough(): number {

@@ -1,0 +1,41 @@
+// A helper thread of UBSCore: reads every durable processed-set key into a key filter and hands
+// the filter's bits back. Reading a key from LMDB costs one or two microseconds, so after a
+// restart with millions of keys the scan would take seconds of UBSCore's own thread; here it
+// takes none. It only reads: lmdb-js shares one environment between the threads of a process,
+// counting its users, so this thread's close leaves UBSCore's handle open.
+
+import { parentPort, workerData } from 'node:worker_threads';
+import { KeyFilter } from '../wal/key-filter.js';
+import { openWalDatabases } from '../wal/log.js';
+import { opKeyOfProcessedKey } from '../wal/processed-key.js';
+import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
+
+async function build(data: UbsFilterWorkerData): Promise<UbsFilterEvent> {
+  const { env, processed } = openWalDatabases(data.walDir);
+  try {
+    const filter = new KeyFilter(data.capacityKeys, data.keysMin);
+    let keys = 0;
+    for (const key of processed.getKeys()) {
+      // The filter holds the ledger's names of entries, the text every lookup asks about.
+      const opKey = opKeyOfProcessedKey(key);
+      if (opKey === null) throw new Error(`processed key ${key.toString('hex')} names no operation`);
+      filter.add(opKey);
+      keys++;
+    }
+    return { kind: 'filter.built', words: filter.bits, keys };
+  } finally {
+    await env.close();
+  }
+}
+
+function start(): void {
+  const parent = parentPort;
+  if (parent === null) throw new Error('ubscore-filter-worker must run in a worker thread');
+  const data = workerData as UbsFilterWorkerData;
+  build(data).then(
+    (event) => parent.postMessage(event, event.kind === 'filter.built' ? [event.words.buffer] : []),
+    (error: unknown) => parent.postMessage({ kind: 'filter.failed', message: String(error) } satisfies UbsFilterEvent),
+  );
+}
+
+start();

@@ -1,0 +1,136 @@
+// UBSCore's processed set as the ledger sees it: the durable entries in LMDB, the entries decided
+// but not yet durable (the overlay), and a Bloom filter of every key in either, which answers
+// "never processed" for a fresh key without reading LMDB.
+//
+// The filter is trusted only once it holds every key, so a filter answer "absent" is never wrong.
+// A helper thread (ubscore-filter-worker.ts) reads every durable key into a new filter; meanwhile
+// this thread puts into a second filter of the same size (the delta) every key decided since the
+// build began, and every key still pending when it began, because the helper may have read past
+// the place a pending key takes once it is committed. The two are then joined, bit by bit. Any
+// key committed before the build began is there for the helper to read: once a batch's commit
+// has resolved, a read of LMDB sees it (the lookup itself relies on the same).
+// Until the first build completes, and whenever the filter says "maybe", the overlay and then
+// LMDB answer, exactly as without a filter. Keys are never removed from the processed set.
+
+import { Worker } from 'node:worker_threads';
+import type { OpRecord } from '../src/ubscore/core.js';
+import type { ProcessedWrite } from '../wal/block.js';
+import { KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN, KeyFilter } from '../wal/key-filter.js';
+import type { WalLog } from '../wal/log.js';
+import { unreachable } from './protocol.js';
+import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
+
+/** A new filter is sized for this many times the keys it starts with, so it rebuilds rarely. */
+const FILTER_GROWTH = 2;
+
+/** A build under way: its helper thread, and the keys decided meanwhile, in a filter of its size. */
+type Build = { readonly worker: Worker; readonly capacityKeys: number; readonly delta: KeyFilter };
+
+export type ProcessedStats = { readonly filterReady: boolean; readonly filterKeys: number; readonly filterCapacityKeys: number; readonly lmdbReads: number };
+
+export class ProcessedSet {
+  /**
+   * Entries decided but not yet durable (the overlay), one map per batch, oldest first: the open
+   * batch's is last. A batch's map is dropped whole once the batch is durable, which costs
+   * nothing per entry. The lookup must see them before LMDB does.
+   */
+  private readonly pending: Map<string, OpRecord>[] = [new Map()];
+  /** Holds every key once built; null until the first build completes. */
+  private filter: KeyFilter | null = null;
+  private build: Build | null = null;
+  private closed = false;
+  private lmdbReads = 0;
+
+  /** `filterKeysMin` sizes the smallest filter (KEY_FILTER_KEYS_MIN); tests make it small to see rebuilds. */
+  constructor(
+    private readonly log: WalLog,
+    private readonly walDir: string,
+    private readonly filterKeysMin = KEY_FILTER_KEYS_MIN,
+  ) {
+    this.startBuild(log.processedCount());
+  }
+
+  /** The first outcome recorded for `opKey`, durable or not; undefined if it was never decided. */
+  readonly lookup = (opKey: string): OpRecord | undefined => {
+    const filter = this.filter;
+    if (filter !== null && !filter.mightContain(opKey)) return undefined;
+    for (const batch of this.pending) {
+      const record = batch.get(opKey);
+      if (record !== undefined) return record;
+    }
+    this.lmdbReads++;
+    return this.log.getProcessed(opKey);
+  };
+
+  /** A decided entry of the open batch: from now on it answers every lookup, before and after it is durable. */
+  add(opKey: string, record: OpRecord): void {
+    (this.pending[this.pending.length - 1] as Map<string, OpRecord>).set(opKey, record);
+    this.build?.delta.add(opKey);
+    const filter = this.filter;
+    if (filter === null) return;
+    filter.add(opKey);
+    // Past its capacity the filter still holds every key, but says "maybe" more often.
+    if (this.build === null && filter.count > filter.capacityKeys && filter.capacityKeys < KEY_FILTER_KEYS_MAX) this.startBuild(filter.count);
+  }
+
+  /** The open batch is sealed: the entries added from now on belong to the next one. */
+  seal(): void {
+    this.pending.push(new Map());
+  }
+
+  /**
+   * The oldest sealed batch is durable: LMDB answers for its entries from now on. Batches become
+   * durable in the order they were sealed; `entries` is what it wrote, checked against the map.
+   */
+  settle(entries: readonly ProcessedWrite[]): void {
+    const oldest = this.pending.length > 1 ? this.pending.shift() : undefined;
+    if (oldest === undefined || oldest.size !== entries.length) {
+      throw new Error(`ubscore: a durable batch wrote ${entries.length} processed entries, its pending map holds ${oldest?.size ?? 'none'}`);
+    }
+  }
+
+  /** Stops a build under way: called before the log closes. */
+  close(): void {
+    this.closed = true;
+    if (this.build !== null) void this.build.worker.terminate();
+    this.build = null;
+  }
+
+  stats(): ProcessedStats {
+    const filter = this.filter;
+    return { filterReady: filter !== null, filterKeys: filter?.count ?? 0, filterCapacityKeys: filter?.capacityKeys ?? 0, lmdbReads: this.lmdbReads };
+  }
+
+  private startBuild(keys: number): void {
+    const capacityKeys = FILTER_GROWTH * keys;
+    const delta = new KeyFilter(capacityKeys, this.filterKeysMin);
+    for (const batch of this.pending) for (const key of batch.keys()) delta.add(key);
+    const workerData: UbsFilterWorkerData = { walDir: this.walDir, capacityKeys, keysMin: this.filterKeysMin };
+    const worker = new Worker(new URL('./ubscore-filter-worker.js', import.meta.url), { workerData });
+    const build: Build = { worker, capacityKeys, delta };
+    worker.once('message', (event: UbsFilterEvent) => this.onBuilt(build, event));
+    worker.once('error', (error: Error) => this.onBuilt(build, { kind: 'filter.failed', message: error.message }));
+    // A helper still reading must not hold the process open when UBSCore stops.
+    worker.unref();
+    this.build = build;
+  }
+
+  private onBuilt(build: Build, event: UbsFilterEvent): void {
+    if (this.build !== build || this.closed) return;
+    this.build = null;
+    switch (event.kind) {
+      case 'filter.built': {
+        const filter = new KeyFilter(build.capacityKeys, this.filterKeysMin, event.words, event.keys);
+        filter.addAll(build.delta);
+        this.filter = filter;
+        break;
+      }
+      case 'filter.failed':
+        // Without a complete filter every lookup reads LMDB: slower, never wrong.
+        console.error(`ubscore: building the processed-set filter failed; lookups read LMDB: ${event.message}`);
+        break;
+      default:
+        unreachable(event);
+    }
+  }
+}
