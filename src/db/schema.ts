@@ -3,6 +3,7 @@
 
 import type { Sql } from './sql.js';
 import { TRANSFER_APPLY_FUNCTION } from './transfer-apply-sql.js';
+import { TRANSFER_APPLY_SET_FUNCTION } from './transfer-apply-set-sql.js';
 
 const MIGRATION_LOCK_KEY = 0x7472616e73666572n; // "transfer"
 /** Percent of each transfers_tb page filled by inserts (migration 2); the rest holds later row versions. */
@@ -167,6 +168,7 @@ const MIGRATIONS: readonly string[] = [
   CREATE UNIQUE INDEX transfers_client_order_idx ON transfers_tb (user_id, client_order_id) WHERE client_order_id IS NOT NULL;
   ALTER TABLE transfers_tb SET (fillfactor = ${TRANSFERS_FILLFACTOR_TWO_COMMITS});
   ${TRANSFER_APPLY_FUNCTION}
+  ${TRANSFER_APPLY_SET_FUNCTION}
   `,
 ];
 

@@ -1,7 +1,8 @@
 // Every write of a transfer, batched: creations, compare-and-swaps along a path of the FSM, and
 // Funding operations (with the moves they decide, or on their own) travel as items of one
-// `transfer_apply` call per batch (src/db/transfer-apply-sql.ts): one round trip and one commit
-// for everything a shard's drives asked for at the same time.
+// `transfer_apply` call per batch (src/db/transfer-apply-sql.ts, or its set-based form for large
+// batches, src/db/transfer-apply-set-sql.ts): one round trip and one commit for everything a
+// shard's drives asked for at the same time.
 
 import type { NewTransfer } from '../coordinator/types.js';
 import { assertTransition, isTerminal, STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
@@ -9,6 +10,14 @@ import { BALANCE_UNITS_MAX } from '../domain/money.js';
 import type { AccountKind, TransferOp } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
+
+/**
+ * Batches of at least this many rows go to the set-based form of the function (a fixed number of
+ * statements per batch), smaller ones to the per-item form (fewer statements for a few rows).
+ * Measured on 2 cores: the recovery scan's batches of hundreds ran about twice as fast set-based,
+ * the HTTP path's batches of 5 to 35 faster per item.
+ */
+export const SET_BASED_ROWS_MIN = 64;
 
 export const ACCOUNT_TYPE: Readonly<Record<AccountKind, number>> = { FUNDING: 1, SPOT: 2 };
 
@@ -78,7 +87,10 @@ export class TransferWrites {
 
   private async applyMany(items: readonly WriteItem[]): Promise<WriteResult[]> {
     const input = JSON.stringify(items.map(encode));
-    const rows = await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`;
+    const rows =
+      items.length >= SET_BASED_ROWS_MIN
+        ? await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply_set(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`
+        : await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`;
     const out = rows[0]?.out;
     if (out === undefined || out.length !== items.length) throw new Error(`transfer_apply answered ${out?.length} results for ${items.length} items`);
     return out.map(decode);
