@@ -121,7 +121,7 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
 }
 
 async function memoryRun(svc: BenchService, users: readonly BenchUser[], seconds: number, log: (line: string) => void): Promise<MemoryRun> {
-  log(`memory run: ${seconds} s at ${MEMORY_RUN_CONNECTIONS} connections, VmRSS every second`);
+  log(`memory run: ${seconds} s at ${MEMORY_RUN_CONNECTIONS} connections, RssAnon every second`);
   const sampler = sampleRss(svc.pid);
   const level = await driveTransfers(svc, users, MEMORY_RUN_CONNECTIONS, seconds);
   const mem = await sampler.stop();

@@ -93,8 +93,8 @@ function componentLines(r: BenchReport): string[] {
   const mem = figuresOf(r.memory);
   if (mem !== null) {
     out.push(
-      `- Memory (service VmRSS, ${mem.samples} samples over ${r.parameters.memoryS} s at ${mem.connections} connections, ${n(mem.committedPerSecond)} committed/s, p99 ${mem.latencyP99Ms} ms): ` +
-        `first ${mem.firstMiB} MiB, last ${mem.lastMiB} MiB, max ${mem.maxMiB} MiB; second-quarter mean ${mem.secondQuarterMeanMiB}, last-quarter mean ${mem.lastQuarterMeanMiB} (${(mem.growth * 100).toFixed(1)}%): ${mem.flat ? 'flat' : 'NOT flat'}.`,
+      `- Memory (service RssAnon, ${mem.samples} samples over ${r.parameters.memoryS} s at ${mem.connections} connections, ${n(mem.committedPerSecond)} committed/s, p99 ${mem.latencyP99Ms} ms): ` +
+        `first ${mem.firstMiB} MiB, last ${mem.lastMiB} MiB, max ${mem.maxMiB} MiB; second-quarter mean ${mem.secondQuarterMeanMiB}, last-quarter mean ${mem.lastQuarterMeanMiB} (${(mem.growth * 100).toFixed(1)}%): ${mem.flat ? 'flat' : 'NOT flat'}. At the end VmRSS ${mem.lastVmRssMiB ?? '?'} MiB, of which ${mem.lastRssFileMiB ?? '?'} MiB file-backed (LMDB's memory map, page cache that grows with the WAL and snapshots written).`,
     );
   }
   const ubs = figuresOf(r.ubscore);
