@@ -20,19 +20,14 @@
 //   26      1+n   asset: length u8, then n ASCII bytes
 //   ..      1+m   key (req_id or ref): length u8, then m ASCII bytes
 
-import type { UbsCommand, UbsOpName } from '../src/ubscore/types.js';
+import type { UbsCommand } from '../src/ubscore/types.js';
+// The WAL's op codes serve the wire too: one table of which number is which operation.
+import { OP_CODES } from '../wal/codec.js';
 import type { UbsPortMessage, UbsRequest } from './protocol.js';
 
 const TAG_TRANSFER_OP = 1;
 const TAG_EXTERNAL_OP = 2;
 const TAG_OBJECT = 3;
-const OP_CODES = {
-  WITHDRAW: 1,
-  DEPOSIT: 2,
-  REFUND: 3,
-  EXTERNAL_DEPOSIT: 4,
-  EXTERNAL_WITHDRAW: 5,
-} as const satisfies Record<UbsOpName, number>;
 const CODE_BY_OP: ReadonlyMap<unknown, number> = new Map(Object.entries(OP_CODES));
 const OP_BY_CODE: ReadonlyMap<number, string> = new Map(Object.entries(OP_CODES).map(([name, code]) => [code, name]));
 

@@ -19,6 +19,8 @@
 // fail with unique_violation, and the caller splits it (src/db/batch.ts); alone, the creation
 // then finds the twin in A.
 
+import { WRITE_HISTORY_AND_UNFINISHED } from './transfer-apply-sql.js';
+
 export const TRANSFER_APPLY_SET_FUNCTION = `
 CREATE OR REPLACE FUNCTION transfer_apply_set(p_items jsonb, p_balance_max bigint) RETURNS jsonb
 LANGUAGE plpgsql AS $fn$
@@ -237,19 +239,11 @@ BEGIN
       FROM unnest(b_u, b_a, b_avail, b_dirty[1:nb]) AS x(u, a, v, dirty)
      WHERE f.user_id = ANY (b_u) AND f.user_id = x.u AND f.asset = x.a AND x.dirty;
   END IF;
-  IF cardinality(h_r) > 0 THEN
-    INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
-    SELECT x.r, x.f, x.t, x.e, x.d FROM unnest(h_r, h_f, h_t, h_e, h_d) WITH ORDINALITY AS x(r, f, t, e, d, i) ORDER BY x.i;
-  END IF;
+${WRITE_HISTORY_AND_UNFINISHED}
+  -- The history of the compare-and-swaps that won (other transfers than the rows above).
   IF cardinality(v_moved) > 0 THEN
     INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
     SELECT x.r, x.f, x.t, x.e, x.d FROM unnest(ph_r, ph_f, ph_t, ph_e, ph_d) WITH ORDINALITY AS x(r, f, t, e, d, i) WHERE x.r = ANY (v_moved) ORDER BY x.i;
-  END IF;
-  IF cardinality(a_r) > 0 THEN
-    INSERT INTO transfers_active (req_id, user_id) SELECT * FROM unnest(a_r, a_u);
-  END IF;
-  IF cardinality(d_r) > 0 THEN
-    DELETE FROM transfers_active WHERE req_id = ANY (d_r);
   END IF;
 
   -- The answers, in input order.

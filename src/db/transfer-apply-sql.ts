@@ -24,6 +24,23 @@
 // refused refund, or the same (req_id, op) recorded with other parameters: "CONFLICT"), and
 // {"k":"op","oc","code"} for an operation asked on its own.
 
+/**
+ * The last writes of both forms of the function (this one and transfer_apply_set): every history
+ * row gathered in h_*, in the order gathered, then the transfers that became unfinished (a_r,
+ * a_u) and finished (d_r). Both functions declare these arrays under these names.
+ */
+export const WRITE_HISTORY_AND_UNFINISHED = `
+  IF cardinality(h_r) > 0 THEN
+    INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail)
+    SELECT x.r, x.f, x.t, x.e, x.d FROM unnest(h_r, h_f, h_t, h_e, h_d) WITH ORDINALITY AS x(r, f, t, e, d, i) ORDER BY x.i;
+  END IF;
+  IF cardinality(a_r) > 0 THEN
+    INSERT INTO transfers_active (req_id, user_id) SELECT * FROM unnest(a_r, a_u);
+  END IF;
+  IF cardinality(d_r) > 0 THEN
+    DELETE FROM transfers_active WHERE req_id = ANY (d_r);
+  END IF;`;
+
 export const TRANSFER_APPLY_FUNCTION = `
 CREATE OR REPLACE FUNCTION transfer_apply(p_items jsonb, p_balance_max bigint) RETURNS jsonb
 LANGUAGE plpgsql AS $fn$
@@ -171,15 +188,7 @@ BEGIN
 
   IF b_dirty THEN UPDATE funding_balances SET available = b_avail, updated_at = v_at WHERE user_id = b_u AND asset = b_a; END IF;
   -- 5. One statement each for every history row, new unfinished transfer and finished one.
-  IF cardinality(h_r) > 0 THEN
-    INSERT INTO transfer_state_history (req_id, from_state, to_state, event, detail) SELECT * FROM unnest(h_r, h_f, h_t, h_e, h_d);
-  END IF;
-  IF cardinality(a_r) > 0 THEN
-    INSERT INTO transfers_active (req_id, user_id) SELECT * FROM unnest(a_r, a_u);
-  END IF;
-  IF cardinality(d_r) > 0 THEN
-    DELETE FROM transfers_active WHERE req_id = ANY (d_r);
-  END IF;
+${WRITE_HISTORY_AND_UNFINISHED}
   RETURN to_jsonb(v_out);
 END
 $fn$;

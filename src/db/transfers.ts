@@ -103,12 +103,12 @@ export class TransferStore {
 
   /** Creates the transfer in INIT; `dueNow` marks it due at once for the recovery scan. */
   async create(t: NewTransferRow, dueNow = false): Promise<CreateOutcome> {
-    return this.createWith({ kind: 'create', transfer: t, op: null, paths: { ok: [], ko: [] }, code: null, checkFundingTarget: false, dueNow });
+    return this.createWith(initItem(t, dueNow));
   }
 
   /** Creates the transfer in INIT, or answers null when its req_id or client_order_id is taken. */
   async insert(t: NewTransferRow, dueNow = false): Promise<TransferView | null> {
-    const result = await this.writes.write({ kind: 'create', transfer: t, op: null, paths: { ok: [], ko: [] }, code: null, checkFundingTarget: false, dueNow });
+    const result = await this.writes.write(initItem(t, dueNow));
     return result.kind === 'moved' ? createdView(t, result) : null;
   }
 
@@ -251,6 +251,11 @@ export class TransferStore {
 
 function sameRequest(v: TransferView, t: NewTransferRow): boolean {
   return v.userId === t.userId && v.from === t.from && v.to === t.to && v.asset === t.asset && v.amount === t.amount;
+}
+
+/** A creation that leaves the transfer in INIT, with no operation and no move. */
+function initItem(t: NewTransferRow, dueNow: boolean): CreateItem {
+  return { kind: 'create', transfer: t, op: null, paths: { ok: [], ko: [] }, code: null, checkFundingTarget: false, dueNow };
 }
 
 /** The view of a transfer this process just created, from what the creating statement answered. */

@@ -46,7 +46,7 @@ export class FaultPlan {
 }
 
 export function faulty(inner: AccountAdapter, plan: FaultPlan): AccountAdapter {
-  /** The injected answer for account.op, or null to let the real call through. */
+  /** The answer a fault gives in place of account.op; `real` is the real call, made only by a lost reply. */
   const inject = async (op: TransferOp, fault: Fault, real: () => Promise<unknown>): Promise<OpOutcome> => {
     switch (fault.kind) {
       case 'timeout':
