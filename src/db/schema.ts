@@ -2,7 +2,7 @@
 // that several processes starting together do not race. Amounts are BIGINT smallest units.
 
 import type { Sql } from './sql.js';
-import { TRANSFER_APPLY_FUNCTION } from './transfer-apply-sql.js';
+import { FUNDING_REFUSAL_FUNCTION, TRANSFER_APPLY_FUNCTION } from './transfer-apply-sql.js';
 import { TRANSFER_APPLY_SET_FUNCTION } from './transfer-apply-set-sql.js';
 
 const MIGRATION_LOCK_KEY = 0x7472616e73666572n; // "transfer"
@@ -167,6 +167,7 @@ const MIGRATIONS: readonly string[] = [
   ALTER TABLE transfers_tb DROP CONSTRAINT transfers_tb_user_id_client_order_id_key;
   CREATE UNIQUE INDEX transfers_client_order_idx ON transfers_tb (user_id, client_order_id) WHERE client_order_id IS NOT NULL;
   ALTER TABLE transfers_tb SET (fillfactor = ${TRANSFERS_FILLFACTOR_TWO_COMMITS});
+  ${FUNDING_REFUSAL_FUNCTION}
   ${TRANSFER_APPLY_FUNCTION}
   ${TRANSFER_APPLY_SET_FUNCTION}
   `,

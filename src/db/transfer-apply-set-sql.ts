@@ -61,6 +61,11 @@ BEGIN
            AS (k text, r text, u bigint, a text, m bigint, o text, e smallint, c text, p jsonb, q jsonb, tf int, coid text, st smallint, tt smallint, due int))
          WITH ORDINALITY AS x(k, r, u, a, m, o, e, c, p, q, tf, coid, st, tt, due, i);
 
+  -- The users' locks first, in user order (as transfer_apply takes them): each guards every lock
+  -- taken below on that user's rows, so two batches of either form cannot deadlock.
+  PERFORM pg_advisory_xact_lock(hashtextextended('transfer_apply:user:' || y.u, 0))
+     FROM (SELECT DISTINCT z.u FROM unnest(i_u, i_o, i_coid) AS z(u, o, coid) WHERE z.o IS NOT NULL OR z.coid IS NOT NULL ORDER BY z.u) AS y;
+
   -- A. Reads and locks, each only when the batch needs it.
   s_exists := '{}'; s_notarget := '{}'; v_locked := '{}'; v_recs := '{}'; b_u := '{}'; b_a := '{}'; b_avail := '{}'; b_status := '{}';
   IF 'c' = ANY (i_k) THEN
@@ -124,22 +129,11 @@ BEGIN
         v_outcome := v_rec->>3;
         v_code := v_rec->>4;
       ELSE
-        IF o = 'WITHDRAW' THEN
-          v_code := CASE WHEN NOT v_found THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN b_status[bp] = 'FROZEN' THEN 'ACCOUNT_FROZEN'
-                         WHEN b_status[bp] = 'DISABLED' THEN 'ACCOUNT_DISABLED' WHEN b_avail[bp] < m THEN 'INSUFFICIENT_BALANCE' END;
-          v_delta := -m;
-        ELSIF o = 'DEPOSIT' THEN
-          v_code := CASE WHEN NOT v_found THEN 'TARGET_ACCOUNT_NOT_FOUND' WHEN b_avail[bp] > p_balance_max - m THEN 'OVERFLOW' END;
-          v_delta := m;
-        ELSIF o = 'REFUND' THEN
-          -- Only a withdraw applied here, with the same parameters, is ever credited back.
-          v_rec := v_recs->(r || '/WITHDRAW');
-          v_code := CASE WHEN v_rec IS NULL OR v_rec->>3 <> 'APPLIED' OR (v_rec->>0)::bigint <> u OR v_rec->>1 <> a OR (v_rec->>2)::bigint <> m OR NOT v_found
-                         THEN 'REFUND_WITHOUT_WITHDRAW' END;
-          v_delta := m;
-        ELSE
-          RAISE EXCEPTION 'transfer_apply: unknown operation %', o USING ERRCODE = '22023';
-        END IF;
+        -- The rules: funding_refusal (src/db/transfer-apply-sql.ts), shared with the per-item form.
+        v_rec := CASE WHEN o = 'REFUND' THEN v_recs->(r || '/WITHDRAW') END;
+        v_code := funding_refusal(o, v_found, b_status[bp], b_avail[bp], m, p_balance_max,
+                                  v_rec IS NOT NULL AND v_rec->>3 = 'APPLIED' AND (v_rec->>0)::bigint = u AND v_rec->>1 = a AND (v_rec->>2)::bigint = m);
+        v_delta := CASE WHEN o = 'WITHDRAW' THEN -m ELSE m END;
         v_outcome := CASE WHEN v_code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END;
         IF v_code IS NULL THEN
           b_avail[bp] := b_avail[bp] + v_delta;

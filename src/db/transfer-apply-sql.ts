@@ -8,8 +8,10 @@
 // they are sent (src/db/transfer-writes.ts); this function only follows them, so the state
 // machine has one home. Every step of a path becomes one history row.
 //
-// Items are applied in (user_id, asset, req_id) order, so every batch takes balance and transfer
-// row locks in the same order and two batches cannot deadlock. Each balance row is locked and read
+// Items are applied in (user_id, asset, req_id) order. Before the first item of a user that has an
+// operation or a client_order_id, the batch takes that user's transaction lock (an advisory lock),
+// which guards every lock it then takes on that user's rows: balance and transfer rows, and the
+// wait on a twin's client_order_id entry. Users come in order, so two batches cannot deadlock. Each balance row is locked and read
 // once per batch, the operations on it are decided in order against its running balance, and it
 // is written once: a busy account costs one row version per batch, not one per operation. An operation already recorded
 // for (req_id, op) answers its first outcome and changes nothing (idempotency); the transfer row
@@ -23,6 +25,31 @@
 // client_order_id is taken), {"k":"held","oc","code"} (an operation answered without a move: a
 // refused refund, or the same (req_id, op) recorded with other parameters: "CONFLICT"), and
 // {"k":"op","oc","code"} for an operation asked on its own.
+
+/**
+ * The FUNDING rules, in one place for both forms of the function: the refusal code of an operation
+ * on an account (found or not, its status and available balance), or NULL when it applies. A
+ * refund applies only when this adapter applied the withdraw of the same req_id with the same
+ * user, asset and amount (`p_withdrawn`). An unknown operation is an error, never an "applied".
+ */
+export const FUNDING_REFUSAL_FUNCTION = `
+CREATE OR REPLACE FUNCTION funding_refusal(p_op text, p_found boolean, p_status text, p_available bigint, p_amount bigint, p_balance_max bigint, p_withdrawn boolean)
+RETURNS text LANGUAGE plpgsql IMMUTABLE AS $fn$
+BEGIN
+  CASE p_op
+    WHEN 'WITHDRAW' THEN
+      RETURN CASE WHEN NOT p_found THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN p_status = 'FROZEN' THEN 'ACCOUNT_FROZEN'
+                  WHEN p_status = 'DISABLED' THEN 'ACCOUNT_DISABLED' WHEN p_available < p_amount THEN 'INSUFFICIENT_BALANCE' END;
+    WHEN 'DEPOSIT' THEN
+      RETURN CASE WHEN NOT p_found THEN 'TARGET_ACCOUNT_NOT_FOUND' WHEN p_available > p_balance_max - p_amount THEN 'OVERFLOW' END;
+    WHEN 'REFUND' THEN
+      RETURN CASE WHEN NOT p_withdrawn OR NOT p_found THEN 'REFUND_WITHOUT_WITHDRAW' END;
+    ELSE
+      RAISE EXCEPTION 'funding_refusal: unknown operation %', p_op USING ERRCODE = '22023';
+  END CASE;
+END
+$fn$;
+`;
 
 /**
  * The last writes of both forms of the function (this one and transfer_apply_set): every history
@@ -48,7 +75,7 @@ DECLARE
   v_out jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(p_items)]);
   v_at timestamptz := now();
   v_ms bigint := floor(extract(epoch FROM now()) * 1000);
-  it jsonb; idx bigint; st jsonb; j int;
+  it jsonb; idx bigint; st jsonb; j int; v_user_locked bigint;
   k text; r text; u bigint; a text; m bigint; o text; e smallint;
   v_outcome text; v_code text; v_path jsonb; v_rec record; v_status text;
   v_final smallint; v_terminal boolean; v_id bigint; v_n int;
@@ -70,6 +97,12 @@ BEGIN
       b_loaded := false; b_dirty := false;
     END IF;
     v_outcome := NULL; v_code := it->>'c'; v_path := it->'p'; v_delta := 0; v_record := false;
+    -- The user's lock guards every lock this batch takes on the user's rows (balances, transfers,
+    -- client_order_id entries), and users come in order: no two batches wait on each other.
+    IF (o IS NOT NULL OR it->>'coid' IS NOT NULL) AND u IS DISTINCT FROM v_user_locked THEN
+      PERFORM pg_advisory_xact_lock(hashtextextended('transfer_apply:user:' || u, 0));
+      v_user_locked := u;
+    END IF;
 
     -- 1. A move with an operation locks its transfer first, in the state it expects.
     IF k = 'm' AND o IS NOT NULL THEN
@@ -105,22 +138,14 @@ BEGIN
       END IF;
       IF v_outcome IS NULL THEN
         v_record := true;
-        IF o = 'WITHDRAW' THEN
-          v_code := CASE WHEN NOT b_found THEN 'SOURCE_ACCOUNT_NOT_FOUND' WHEN b_status = 'FROZEN' THEN 'ACCOUNT_FROZEN'
-                         WHEN b_status = 'DISABLED' THEN 'ACCOUNT_DISABLED' WHEN b_avail < m THEN 'INSUFFICIENT_BALANCE' END;
-          v_delta := -m;
-        ELSIF o = 'DEPOSIT' THEN
-          v_code := CASE WHEN NOT b_found THEN 'TARGET_ACCOUNT_NOT_FOUND' WHEN b_avail > p_balance_max - m THEN 'OVERFLOW' END;
-          v_delta := m;
-        ELSIF o = 'REFUND' THEN
-          -- Only a withdraw applied here, with the same parameters, is ever credited back.
+        IF o = 'REFUND' THEN
           SELECT f.user_id, f.asset, f.amount, f.outcome INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = 'WITHDRAW';
-          v_code := CASE WHEN NOT FOUND OR v_rec.outcome <> 'APPLIED' OR v_rec.user_id <> u OR v_rec.asset <> a OR v_rec.amount <> m OR NOT b_found
-                         THEN 'REFUND_WITHOUT_WITHDRAW' END;
-          v_delta := m;
+          v_code := funding_refusal(o, b_found, b_status, b_avail, m, p_balance_max,
+                                    FOUND AND v_rec.outcome = 'APPLIED' AND v_rec.user_id = u AND v_rec.asset = a AND v_rec.amount = m);
         ELSE
-          RAISE EXCEPTION 'transfer_apply: unknown operation %', o USING ERRCODE = '22023';
+          v_code := funding_refusal(o, b_found, b_status, b_avail, m, p_balance_max, false);
         END IF;
+        v_delta := CASE WHEN o = 'WITHDRAW' THEN -m ELSE m END;
         v_outcome := CASE WHEN v_code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END;
         IF v_code IS NOT NULL THEN v_delta := 0; END IF;
       END IF;
