@@ -34,6 +34,7 @@ export type PoolOptions = {
 
 export class CoordinatorPools {
   private readonly mailboxes: readonly TransferMailbox[];
+  private stopping = false;
 
   private constructor(
     private readonly pools: readonly Piscina[],
@@ -70,6 +71,15 @@ export class CoordinatorPools {
         if (result.kind !== 'coord.ready') throw new Error(`coordinator ${shard} did not start: ${JSON.stringify(result)}`);
       }),
     );
+    // A thread that dies (an uncaught exception, memory) is replaced by piscina with a fresh one
+    // that never got coord.init: every transfer of the shard would answer 500 from then on.
+    // A shard's thread is its state (timers, retry schedule, UBSCore port), so the process
+    // stops instead, and a supervisor restarts it: start-up recovery finishes every transfer.
+    pools.forEach((pool, shard) => {
+      pool.on('workerDestroy', () => {
+        if (!self.stopping) opts.onFatal(new Error(`the thread of coordinator shard ${shard} exited`));
+      });
+    });
     opts.log.info('coordinators ready', { shards: opts.shards });
     return self;
   }
@@ -119,6 +129,7 @@ export class CoordinatorPools {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await Promise.all(this.pools.map((pool) => this.run(this.pools.indexOf(pool), { kind: 'coord.stop' })));
     await Promise.all(this.pools.map((pool) => pool.destroy()));
   }

@@ -71,7 +71,7 @@ async function submitMany(transfers: readonly NewTransfer[]): Promise<Coordinato
 
 function init(port: MessagePort): CoordinatorResult {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
-  const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}` });
+  const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}`, timeouts: config.pgTimeouts });
   const ubs = new UbsClient(port, {});
   const { shard, assets, metrics } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
   shard.start();

@@ -2,6 +2,7 @@
 // Limits carry their unit or `_max` in the name and are checked once, at startup.
 
 import path from 'node:path';
+import type { PgTimeouts } from './db/sql.js';
 import { CRASH_POINTS, isCrashPoint, type CrashPoint } from './faults/crash-points.js';
 
 export type Config = {
@@ -16,6 +17,12 @@ export type Config = {
   readonly jwtSecretIsDevDefault: boolean;
   readonly coordinators: number;
   readonly pgPoolMax: number;
+  /** How long a stop waits for the requests in flight before closing their connections. */
+  readonly shutdownDrainMs: number;
+  /** The whole stop (drain included) after which the process exits anyway, non-zero. */
+  readonly shutdownTimeoutMs: number;
+  /** Statement, lock and idle-in-transaction timeouts of every PostgreSQL connection of the service. */
+  readonly pgTimeouts: PgTimeouts;
   readonly mainPgPoolMax: number;
   readonly adapterTimeoutMs: number;
   readonly happyPathDeadlineMs: number;
@@ -68,8 +75,15 @@ export function loadConfig(env: Env = process.env): Config {
     embeddedPgSharedBuffersMb: intVar(env, 'EMBEDDED_PG_SHARED_BUFFERS_MB', 256, 16, 1_048_576),
     jwtSecret: secret ?? DEV_JWT_SECRET,
     jwtSecretIsDevDefault: secret === undefined,
-    coordinators: intVar(env, 'COORDINATORS', 2, 1, 64),
+    coordinators: intVar(env, 'COORDINATORS', COORDINATORS_DEFAULT, 1, 64),
     pgPoolMax: intVar(env, 'PG_POOL_MAX', 8, 1, 200),
+    shutdownDrainMs: intVar(env, 'SHUTDOWN_DRAIN_MS', 10_000, 0, 600_000),
+    shutdownTimeoutMs: intVar(env, 'SHUTDOWN_TIMEOUT_MS', 30_000, 1_000, 3_600_000),
+    pgTimeouts: {
+      statementMs: intVar(env, 'PG_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
+      lockMs: intVar(env, 'PG_LOCK_TIMEOUT_MS', 5_000, 10, 3_600_000),
+      idleInTransactionMs: intVar(env, 'PG_IDLE_IN_TRANSACTION_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    },
     mainPgPoolMax: intVar(env, 'MAIN_PG_POOL_MAX', 4, 1, 200),
     adapterTimeoutMs: intVar(env, 'ADAPTER_TIMEOUT_MS', 5_000, 10, 600_000),
     happyPathDeadlineMs: intVar(env, 'HAPPY_PATH_DEADLINE_MS', 500, 0, 60_000),
@@ -99,9 +113,18 @@ export function loadConfig(env: Env = process.env): Config {
     logFormat: logFormatVar(env),
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');
+  if (config.shutdownTimeoutMs <= config.shutdownDrainMs) throw new ConfigError('SHUTDOWN_TIMEOUT_MS must be greater than SHUTDOWN_DRAIN_MS');
   if (config.jwtSecret.length < 32) throw new ConfigError('JWT_SECRET must be at least 32 characters');
   return config;
 }
+
+/**
+ * Coordinator shards by default. Measured on 2 CPUs: one shard makes batches twice as big (about
+ * a fifth less PostgreSQL CPU per transfer, more transfers/s at 16 connections), but its one
+ * thread then does all the recovery scan's work: 100,000 stuck transfers took 14.7 s to finish
+ * instead of 11.5 s, against spec 004's 15 s. Two keep recovery well inside it.
+ */
+const COORDINATORS_DEFAULT = 2;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -3,6 +3,7 @@
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { signJwt } from './http/jwt.js';
 import { createLogger } from './log.js';
+import { OwnershipError } from './ownership/errors.js';
 import { startService } from './service.js';
 
 const DEV_TOKEN_LIFETIME_S = 24 * 3600;
@@ -22,10 +23,19 @@ async function main(): Promise<void> {
   if (config.jwtSecretIsDevDefault) log.warn('JWT_SECRET is not set: using the development secret; never do this in production');
   const service = await startService(config, log);
   let stopping = false;
+  // The first signal drains and stops in order, within SHUTDOWN_TIMEOUT_MS; a second one, or the
+  // deadline, exits at once (the stores recover whatever was cut off, as after a crash).
   const shutdown = (signal: string): void => {
-    if (stopping) return;
+    if (stopping) {
+      log.critical('second signal: exiting now, without finishing the stop', { signal });
+      process.exit(130);
+    }
     stopping = true;
-    log.info('stopping', { signal });
+    log.info('stopping: draining requests in flight, then stopping in order', { signal, shutdown_drain_ms: config.shutdownDrainMs });
+    setTimeout(() => {
+      log.critical('the stop did not finish in time: exiting now', { shutdown_timeout_ms: config.shutdownTimeoutMs });
+      process.exit(1);
+    }, config.shutdownTimeoutMs).unref();
     service.stop().then(
       () => process.exit(0),
       (error: unknown) => {
@@ -65,6 +75,10 @@ curl -s ${base}/api/v1/internal_transfer/REQ_ID -H 'Authorization: Bearer ${user
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof OwnershipError) {
+    process.stderr.write(`refused to start: ${error.message}\n`);
+    process.exit(3);
+  }
   process.stderr.write(`failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
 });

@@ -16,6 +16,7 @@ import { openSql, type Sql } from './db/sql.js';
 import { TransferStore } from './db/transfers.js';
 import { TransferWrites } from './db/transfer-writes.js';
 import { createApp } from './http/app.js';
+import { Drain } from './http/drain.js';
 import type { Logger } from './log.js';
 import { AdminService } from './services/admin.js';
 import { BalanceReader } from './services/balances.js';
@@ -26,6 +27,9 @@ import { collectMetrics } from './metrics/collect.js';
 import { Registry } from './metrics/registry.js';
 import { HaltSwitch } from './services/halt.js';
 import { InvariantService } from './services/invariant.js';
+import { lockDataDir } from './ownership/data-dir-lock.js';
+import { checkLedgerIdentity } from './ownership/ledger-identity.js';
+import { ownDatabase } from './ownership/pg-owner.js';
 import { AlertSink } from './alerts/alerts.js';
 
 export const DATABASE_NAME = 'transfer';
@@ -49,12 +53,21 @@ export async function startService(config: Config, log: Logger): Promise<Service
     for (const undo of stack.reverse()) await undo().catch((e: unknown) => log.error('stop step failed', { error: String(e) }));
   };
   try {
+    // Rule 7, exactly one owner: DATA_DIR first (before its embedded PostgreSQL is touched), then
+    // the database, then the check that both hold the same ledger; only then anything is written.
+    const dirLock = await lockDataDir(config.dataDir);
+    stack.push(() => dirLock.release());
     const databaseUrl = await database(config, log, stack);
-    const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main' });
+    const owner = await ownDatabase(databaseUrl, (reason) => {
+      if (!stopping) fatal(log, reason);
+    });
+    stack.push(() => owner.release());
+    const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
     stack.push(() => sql.end({ timeout: 5 }));
     const { applied } = await migrate(sql);
+    const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
     await seedDemoAssets(sql);
-    log.info('schema ready', { migrations_applied: applied });
+    log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
 
     const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax, snapshotEveryRecords: config.ubsSnapshotEveryRecords });
     stack.push(async () => {
@@ -105,6 +118,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log });
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
+    const drain = new Drain();
     const app = createApp({
       jwtSecret: config.jwtSecret,
       bodyBytesMax: config.bodyBytesMax,
@@ -143,8 +157,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
       balances: new BalanceReader({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
       log,
       isReady: () => true,
+      drain,
     });
-    const port = await listen(app.fetch, config, stack);
+    const port = await listen(app.fetch, config, stack, drain, log);
     log.info('service ready', { port, coordinators: config.coordinators, data_dir: config.dataDir });
     return { port, databaseUrl, stop };
   } catch (error) {
@@ -176,6 +191,7 @@ function coordinatorBase(config: Config, databaseUrl: string) {
   return {
     databaseUrl,
     pgPoolMax: config.pgPoolMax,
+    pgTimeouts: config.pgTimeouts,
     adapterTimeoutMs: config.adapterTimeoutMs,
     happyPathDeadlineMs: config.happyPathDeadlineMs,
     retryBaseMs: config.retryBaseMs,
@@ -197,17 +213,24 @@ function coordinatorBase(config: Config, databaseUrl: string) {
   };
 }
 
-function listen(fetch: (req: Request) => Response | Promise<Response>, config: Config, stack: (() => Promise<void>)[]): Promise<number> {
+/**
+ * Listens, and registers the first step of every stop: new requests are answered 503 while the
+ * ones in flight finish, for at most SHUTDOWN_DRAIN_MS; then the listener and every connection
+ * close. The listener stays open while draining, so a new connection gets a 503, not a refusal.
+ */
+function listen(fetch: (req: Request) => Response | Promise<Response>, config: Config, stack: (() => Promise<void>)[], drain: Drain, log: Logger): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = serve({ fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => resolve(info.port));
     server.once('error', reject);
-    stack.push(
-      () =>
-        new Promise<void>((done) => {
-          server.close(() => done());
-          if ('closeAllConnections' in server) server.closeAllConnections();
-        }),
-    );
+    stack.push(async () => {
+      drain.start();
+      const idle = await drain.idle(config.shutdownDrainMs);
+      if (!idle) log.error('requests still in flight when the drain time ran out: their connections are closed', { in_flight: drain.requestsInFlight, shutdown_drain_ms: config.shutdownDrainMs });
+      await new Promise<void>((done) => {
+        server.close(() => done());
+        if ('closeAllConnections' in server) server.closeAllConnections();
+      });
+    });
   });
 }
 

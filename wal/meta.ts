@@ -36,19 +36,43 @@ export function decodeMetaSeq(bytes: Uint8Array, name: string): number {
  * Refuses an environment written in another format, and stamps a new one with this format. A
  * directory without the stamp is new only if it holds nothing: version 1 wrote no stamp.
  */
-export function checkFormatVersion({ wal, processed, snapshot, meta }: WalDatabases, dir: string): void {
+export function checkFormatVersion(databases: WalDatabases, dir: string): void {
+  const { meta } = databases;
   const stored = meta.getBinary(FORMAT_VERSION_KEY);
   if (stored !== undefined) {
     const version = decodeMetaSeq(stored, FORMAT_VERSION_KEY);
     if (version !== WAL_FORMAT_VERSION) throw new Error(`wal: ${dir} holds format version ${version}; this build reads only version ${WAL_FORMAT_VERSION}`);
     return;
   }
-  const used = [wal, processed, snapshot].some((db) => db.getKeysCount({ limit: 1 }) > 0);
-  if (used) {
+  if (holdsLedgerState(databases)) {
     throw new Error(
       `wal: ${dir} holds a UBSCore log of format version 1 (one WAL entry per record); this build reads only version ${WAL_FORMAT_VERSION} (one block per batch). ` +
         'Replay it with the build that wrote it, or start from an empty directory',
     );
   }
   meta.putSync(FORMAT_VERSION_KEY, encodeMetaSeq(WAL_FORMAT_VERSION));
+}
+
+/** The `meta` key naming the ledger this environment belongs to (the same id is in PostgreSQL). */
+export const LEDGER_ID_KEY = 'ledgerId';
+const LEDGER_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The ledger id stamped on the environment, or null if none is. */
+export function readLedgerId({ meta }: WalDatabases): string | null {
+  const stored = meta.getBinary(LEDGER_ID_KEY);
+  if (stored === undefined) return null;
+  const text = Buffer.from(stored.buffer, stored.byteOffset, stored.byteLength).toString('utf8');
+  if (!LEDGER_ID_PATTERN.test(text)) throw new Error(`wal: meta ${LEDGER_ID_KEY} is not a ledger id: ${JSON.stringify(text.slice(0, 40))}`);
+  return text;
+}
+
+/** Stamps the environment with its ledger id, durably, before UBSCore writes anything. */
+export function writeLedgerId({ meta }: WalDatabases, id: string): void {
+  if (!LEDGER_ID_PATTERN.test(id)) throw new Error(`wal: not a ledger id: ${JSON.stringify(id)}`);
+  meta.putSync(LEDGER_ID_KEY, Buffer.from(id, 'utf8'));
+}
+
+/** Whether the environment holds any ledger state: WAL records, processed operations or snapshots. */
+export function holdsLedgerState({ wal, processed, snapshot }: WalDatabases): boolean {
+  return [wal, processed, snapshot].some((db) => db.getKeysCount({ limit: 1 }) > 0);
 }

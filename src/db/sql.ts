@@ -6,13 +6,28 @@ import postgres from 'postgres';
 export type Sql = postgres.Sql<{ bigint: bigint }>;
 export type Tx = postgres.TransactionSql<{ bigint: bigint }>;
 
-export function openSql(url: string, opts: { max: number; application: string }): Sql {
+/**
+ * How long any wait on PostgreSQL may last (issue 12: bounded waits), set on every connection of
+ * the service's pools. A statement or lock wait cut short is an error of SQLSTATE class 57 or 55:
+ * an unknown outcome, retried like a lost connection, never taken as a refusal (src/db/batch.ts).
+ */
+export type PgTimeouts = {
+  readonly statementMs: number;
+  readonly lockMs: number;
+  readonly idleInTransactionMs: number;
+};
+
+export function openSql(url: string, opts: { max: number; application: string; timeouts?: PgTimeouts }): Sql {
+  const t = opts.timeouts;
   return postgres(url, {
     max: opts.max,
     types: { bigint: postgres.BigInt },
     onnotice: () => undefined,
     idle_timeout: 0,
     connect_timeout: 10,
-    connection: { application_name: opts.application },
+    connection: {
+      application_name: opts.application,
+      ...(t === undefined ? {} : { statement_timeout: t.statementMs, lock_timeout: t.lockMs, idle_in_transaction_session_timeout: t.idleInTransactionMs }),
+    },
   });
 }

@@ -61,10 +61,13 @@ BEGIN
            AS (k text, r text, u bigint, a text, m bigint, o text, e smallint, c text, p jsonb, q jsonb, tf int, coid text, st smallint, tt smallint, due int))
          WITH ORDINALITY AS x(k, r, u, a, m, o, e, c, p, q, tf, coid, st, tt, due, i);
 
-  -- The users' locks first, in user order (as transfer_apply takes them): each guards every lock
-  -- taken below on that user's rows, so two batches of either form cannot deadlock.
+  -- The users' locks first, in user order (as transfer_apply takes them), for every item that
+  -- may wait or be waited on: an operation, a client_order_id, or a move (a plain move locks its
+  -- transfer row, and a twin's insert waits on it). Each guards every lock taken below on that
+  -- user's rows, so two batches of either form cannot deadlock. A bare creation (a new req_id,
+  -- no operation, no client_order_id) neither waits nor is waited on, and goes without.
   PERFORM pg_advisory_xact_lock(hashtextextended('transfer_apply:user:' || y.u, 0))
-     FROM (SELECT DISTINCT z.u FROM unnest(i_u, i_o, i_coid) AS z(u, o, coid) WHERE z.o IS NOT NULL OR z.coid IS NOT NULL ORDER BY z.u) AS y;
+     FROM (SELECT DISTINCT z.u FROM unnest(i_k, i_u, i_o, i_coid) AS z(k, u, o, coid) WHERE z.k = 'm' OR z.o IS NOT NULL OR z.coid IS NOT NULL ORDER BY z.u) AS y;
 
   -- A. Reads and locks, each only when the batch needs it.
   s_exists := '{}'; s_notarget := '{}'; v_locked := '{}'; v_recs := '{}'; b_u := '{}'; b_a := '{}'; b_avail := '{}'; b_status := '{}';

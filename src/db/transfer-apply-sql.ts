@@ -8,8 +8,8 @@
 // they are sent (src/db/transfer-writes.ts); this function only follows them, so the state
 // machine has one home. Every step of a path becomes one history row.
 //
-// Items are applied in (user_id, asset, req_id) order. Before the first item of a user that has an
-// operation or a client_order_id, the batch takes that user's transaction lock (an advisory lock),
+// Items are applied in (user_id, asset, req_id) order. Before the first item of a user that moves a
+// transfer, has an operation or a client_order_id, the batch takes that user's transaction lock (an advisory lock),
 // which guards every lock it then takes on that user's rows: balance and transfer rows, and the
 // wait on a twin's client_order_id entry. Users come in order, so two batches cannot deadlock. Each balance row is locked and read
 // once per batch, the operations on it are decided in order against its running balance, and it
@@ -98,8 +98,11 @@ BEGIN
     END IF;
     v_outcome := NULL; v_code := it->>'c'; v_path := it->'p'; v_delta := 0; v_record := false;
     -- The user's lock guards every lock this batch takes on the user's rows (balances, transfers,
-    -- client_order_id entries), and users come in order: no two batches wait on each other.
-    IF (o IS NOT NULL OR it->>'coid' IS NOT NULL) AND u IS DISTINCT FROM v_user_locked THEN
+    -- client_order_id entries), and users come in order: no two batches wait on each other. A
+    -- plain move takes it too: its update locks a transfer row that a twin's insert may wait on
+    -- (ATK-010 deadlocked when moves went without it). A bare creation (a new req_id, no
+    -- operation, no client_order_id) neither waits nor is waited on, and goes without.
+    IF (k = 'm' OR o IS NOT NULL OR it->>'coid' IS NOT NULL) AND u IS DISTINCT FROM v_user_locked THEN
       PERFORM pg_advisory_xact_lock(hashtextextended('transfer_apply:user:' || u, 0));
       v_user_locked := u;
     END IF;

@@ -72,17 +72,25 @@ type RawResult = { k: string; s?: number; at?: number; id?: string; oc?: string 
 
 export class TransferWrites {
   private readonly batcher: Batcher<WriteItem, WriteResult>;
+  /**
+   * Creations in INIT with nothing else (no operation, no client_order_id, no path) take no
+   * lock, so they have a batch of their own: a transfer whose debit waits on a locked row and is
+   * cut short by lock_timeout can still be recorded in INIT and answered 202, instead of failing
+   * again beside the rows that wait.
+   */
+  private readonly lockFree: Batcher<WriteItem, WriteResult>;
 
   constructor(
     private readonly sql: Sql,
     batch: BatchSettings,
   ) {
     this.batcher = new Batcher((items) => this.applyMany(items), { ...batch, key: keyOf });
+    this.lockFree = new Batcher((items) => this.applyMany(items), { ...batch, key: keyOf, inFlightMax: 1 });
   }
 
   write(item: WriteItem): Promise<WriteResult> {
     assertPaths(item);
-    return this.batcher.call(item);
+    return (takesNoLock(item) ? this.lockFree : this.batcher).call(item);
   }
 
   private async applyMany(items: readonly WriteItem[]): Promise<WriteResult[]> {
@@ -95,6 +103,10 @@ export class TransferWrites {
     if (out === undefined || out.length !== items.length) throw new Error(`transfer_apply answered ${out?.length} results for ${items.length} items`);
     return out.map(decode);
   }
+}
+
+function takesNoLock(item: WriteItem): boolean {
+  return item.kind === 'create' && item.op === null && item.transfer.clientOrderId === null && !item.checkFundingTarget && item.paths.ok.length === 0 && item.paths.ko.length === 0;
 }
 
 /** One item per req_id per batch: each is decided against what the batch read before it. */

@@ -1,6 +1,8 @@
 // Named crash points for recovery tests (CRA-001..006): when CRASH_POINT names one, the process
 // kills itself with SIGKILL the first time execution reaches it, exactly as a power cut would.
-// With CRASH_POINT unset (every real deployment) each call is one comparison and does nothing.
+// One point kills only the thread that reaches it, with an uncaught exception thrown from a
+// timer, as a bug would. With CRASH_POINT unset (every real deployment) each call is one
+// comparison and does nothing.
 
 import { writeSync } from 'node:fs';
 
@@ -28,6 +30,8 @@ export const CRASH_POINTS = [
   'target_credited_before_committed',
   /** SPOT → FUNDING: UBSCore's debit is durable; the credit transaction not yet run. */
   'source_debited_before_credit_txn',
+  /** FUNDING → SPOT, after the create-and-debit commit: the coordinator thread dies of an uncaught exception (the process lives). */
+  'coordinator_thread_uncaught',
 ] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];
 
@@ -38,8 +42,17 @@ export function isCrashPoint(value: string): value is CrashPoint {
 /** Returns the function the driver calls at each point; a no-op unless `armed` names one. */
 export function crashHook(armed: CrashPoint | null): (point: CrashPoint) => void {
   if (armed === null) return () => undefined;
+  let thrown = false;
   return (point) => {
     if (point !== armed) return;
+    if (point === 'coordinator_thread_uncaught') {
+      if (thrown) return;
+      thrown = true;
+      setTimeout(() => {
+        throw new Error('injected uncaught exception in a coordinator thread (CRASH_POINT=coordinator_thread_uncaught)');
+      }, 0);
+      return;
+    }
     // Written synchronously to fd 2: in a worker thread process.stderr is forwarded to the main
     // thread later, and the kill would win that race.
     writeSync(2, `${JSON.stringify({ level: 'critical', msg: 'crash point reached: killing the process', crash_point: point })}\n`);

@@ -16,6 +16,7 @@ import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
 import { adminRoutes } from './admin-routes.js';
 import { bodyLimit } from './body.js';
+import type { Drain } from './drain.js';
 import { errorBody, fail } from './errors.js';
 import { mountDocs } from './openapi.js';
 import { transferRoutes } from './transfer-routes.js';
@@ -54,10 +55,13 @@ export type AppDeps = {
   readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
+  /** Turns new requests away once a stop begins, and counts the ones in flight. */
+  readonly drain: Drain;
 };
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
+  app.use('*', deps.drain.middleware);
   app.use('*', async function httpMetrics(c, next) {
     const started = performance.now();
     await next();

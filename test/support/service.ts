@@ -33,6 +33,8 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     PORT: '0',
     JWT_SECRET: TEST_JWT_SECRET,
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'error',
+    // Two shards whatever the machine's default, so routing across shards is always exercised.
+    COORDINATORS: '2',
     ...env,
   });
   const service = await startService(config, createLogger({ level: config.logLevel, name: 'test' }));

@@ -1,0 +1,274 @@
+// Proves rule 7, exactly one owner of a SPOT ledger: a second process on the same database or the
+// same DATA_DIR exits non-zero within seconds, names the owner and changes nothing; of processes
+// starting at once on one DATA_DIR exactly one owns it; a start whose database and WAL are not one
+// ledger is refused; and a restart after SIGKILL (even before the killed owner is reaped) takes over.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { OwnershipError } from '../src/ownership/errors.js';
+import { lockDataDir } from '../src/ownership/data-dir-lock.js';
+import { decide } from '../src/ownership/ledger-identity.js';
+import { createTestDatabase } from './support/database.js';
+import { PROJECT_ROOT, pollUntil, withHarness, type ChildService, type Harness } from './support/process.js';
+
+const REFUSED_EXIT_CODE = 3;
+const REFUSAL_WITHIN_MS = 10_000;
+
+async function fund(h: Harness, svc: ChildService, userId: number, ref: string): Promise<void> {
+  const r = await svc.call('POST', '/admin/v1/deposit', { token: h.adminToken(), body: { user_id: String(userId), account: 'FUNDING', asset: 'USDT', amount: '10', ref } });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  const t = await svc.call('POST', '/api/v1/internal_transfer', { token: h.userToken(userId), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '4' } });
+  assert.is(t.body.state, 'COMMITTED', JSON.stringify(t.body));
+}
+
+async function ledgerRows(h: Harness): Promise<string> {
+  const rows = await h.sql`
+    SELECT (SELECT count(*) FROM transfers_tb)::int AS transfers, (SELECT coalesce(sum(available), 0) FROM funding_balances)::text AS funding,
+           (SELECT count(*) FROM schema_migrations)::int AS migrations, (SELECT ledger_id::text FROM ledger_identity) AS ledger`;
+  return JSON.stringify(rows[0]);
+}
+
+/** Starts a service expected to be refused; answers its exit and stderr. */
+async function refusedStart(h: Harness, env: Record<string, string>): Promise<{ code: number | null; stderr: string; ms: number }> {
+  const started = Date.now();
+  const svc = await h.startToDie(env);
+  const exit = await svc.waitForExit(REFUSAL_WITHIN_MS);
+  return { code: exit.code, stderr: svc.stderrTail(), ms: Date.now() - started };
+}
+
+async function tempDir(prefix: string): Promise<string> {
+  return fs.mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+test('rule 7: a second process on the same database exits non-zero within seconds, names the owner, changes nothing', async () => {
+  await withHarness(async (h) => {
+    const first = await h.start();
+    await fund(h, first, 31, 'own-db-1');
+    const before = await ledgerRows(h);
+    const otherDir = await tempDir('transfer-own-dir-');
+    try {
+      const second = await refusedStart(h, { DATA_DIR: otherDir });
+      assert.is(second.code, REFUSED_EXIT_CODE, second.stderr);
+      assert.ok(second.ms < REFUSAL_WITHIN_MS, `refused after ${second.ms} ms`);
+      assert.match(second.stderr, /refused to start: the database is owned by another process/);
+      assert.match(second.stderr, new RegExp(`transfer owner pid ${first.pid} on `), 'names the owner');
+      assert.equal(await fs.readdir(otherDir), [], 'nothing written in its DATA_DIR, and its lock released');
+    } finally {
+      await fs.rm(otherDir, { recursive: true, force: true });
+    }
+    assert.is(await ledgerRows(h), before, 'the ledger is unchanged');
+    await fund(h, first, 32, 'own-db-2');
+  });
+});
+
+test('rule 7: a second process on the same DATA_DIR exits non-zero, names the owner, and never touches its own database', async () => {
+  await withHarness(async (h) => {
+    const first = await h.start();
+    await fund(h, first, 33, 'own-dir-1');
+    const other = await createTestDatabase();
+    try {
+      const second = await refusedStart(h, { DATABASE_URL: other.url });
+      assert.is(second.code, REFUSED_EXIT_CODE, second.stderr);
+      assert.match(second.stderr, new RegExp(`DATA_DIR \\S+ is owned by another process: pid ${first.pid} on `));
+      const { openSql } = await import('../src/db/sql.js');
+      const sql = openSql(other.url, { max: 1, application: 'own-test' });
+      try {
+        const tables = await sql`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = 'public'`;
+        assert.is(tables[0]?.n, 0, 'not even migrated');
+      } finally {
+        await sql.end({ timeout: 5 });
+      }
+    } finally {
+      await other.drop();
+    }
+    await fund(h, first, 34, 'own-dir-2');
+  });
+});
+
+test('ledger identity: a WAL from another database, a fresh WAL against a used database, a used WAL against a fresh one are refused', async () => {
+  await withHarness(async (h) => {
+    const first = await h.start();
+    await fund(h, first, 35, 'own-id-1');
+    await first.stop();
+    const ledger = String((await h.sql`SELECT ledger_id::text AS id FROM ledger_identity`)[0]?.id);
+
+    const freshDir = await tempDir('transfer-own-fresh-');
+    try {
+      const r = await refusedStart(h, { DATA_DIR: freshDir });
+      assert.is(r.code, REFUSED_EXIT_CODE, r.stderr);
+      assert.match(r.stderr, new RegExp(`the WAL is empty but the database of ledger ${ledger} holds transfers and balances`));
+      assert.equal(await fs.readdir(freshDir), [], 'no WAL environment created, and the DATA_DIR lock released');
+    } finally {
+      await fs.rm(freshDir, { recursive: true, force: true });
+    }
+
+    const empty = await createTestDatabase();
+    try {
+      const r = await refusedStart(h, { DATABASE_URL: empty.url });
+      assert.is(r.code, REFUSED_EXIT_CODE, r.stderr);
+      assert.match(r.stderr, new RegExp(`the database is empty but the WAL of ledger ${ledger} holds SPOT state`));
+    } finally {
+      await empty.drop();
+    }
+
+    await withHarness(async (other) => {
+      const svc = await other.start();
+      await fund(other, svc, 36, 'own-id-2');
+      await svc.stop();
+      const otherLedger = String((await other.sql`SELECT ledger_id::text AS id FROM ledger_identity`)[0]?.id);
+      const r = await refusedStart(h, { DATABASE_URL: other.databaseUrl });
+      assert.is(r.code, REFUSED_EXIT_CODE, r.stderr);
+      assert.match(r.stderr, new RegExp(`the WAL belongs to ledger ${ledger} and the database to ledger ${otherLedger}`));
+    });
+
+    const again = await h.start();
+    await fund(h, again, 37, 'own-id-3');
+  });
+});
+
+test('rule 7: after the owner is killed with SIGKILL, a restart on the same DATA_DIR and database takes over', async () => {
+  await withHarness(async (h) => {
+    const first = await h.start();
+    await fund(h, first, 38, 'own-kill-1');
+    await first.kill9();
+    const next = await h.start();
+    await fund(h, next, 39, 'own-kill-2');
+  });
+});
+
+test('rule 7: an owner that loses the connection holding its lock stops at once (another process may own the ledger now)', async () => {
+  await withHarness(async (h) => {
+    const first = await h.start();
+    await fund(h, first, 40, 'own-lost-1');
+    const killed = await h.sql`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = ${`transfer owner pid ${first.pid} on ${os.hostname()}`.slice(0, 63)}`;
+    assert.equal(killed.map((r) => r.ok), [true], 'the owner connection was found and ended');
+    const exit = await first.waitForExit(REFUSAL_WITHIN_MS);
+    assert.is(exit.code, 70, first.stderrTail());
+    assert.match(first.stderrTail(), /the connection holding the owner lock closed/);
+    const next = await h.start();
+    await fund(h, next, 41, 'own-lost-2');
+  });
+});
+
+/**
+ * Starts `count` processes that each try to take DATA_DIR's lock at one instant. Each prints
+ * OWNED or REFUSED, and an owner holds the lock until its stdin closes: answers the lines once all
+ * have printed, with every owner still holding.
+ */
+async function raceForDataDir(dataDir: string, count: number): Promise<string[]> {
+  const lockModule = pathToFileURL(path.join(PROJECT_ROOT, 'dist', 'src', 'ownership', 'data-dir-lock.js')).href;
+  const at = Date.now() + 1_500;
+  const script = `
+    const { lockDataDir } = await import(${JSON.stringify(lockModule)});
+    await new Promise((resolve) => setTimeout(resolve, ${at} - Date.now()));
+    try {
+      const lock = await lockDataDir(${JSON.stringify(dataDir)});
+      process.stdout.write('OWNED\\n');
+      process.stdin.resume();
+      process.stdin.on('end', () => lock.release().then(() => process.exit(0)));
+    } catch (error) {
+      process.stdout.write((error.name === 'OwnershipError' ? 'REFUSED ' : 'ERROR ') + error.message + '\\n');
+      process.exit(0);
+    }`;
+  const children: ChildProcess[] = [];
+  try {
+    const lines = await Promise.all(
+      Array.from({ length: count }, () => {
+        const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+        children.push(child);
+        return new Promise<string>((resolve, reject) => {
+          let out = '';
+          child.stdout?.on('data', (chunk: Buffer) => {
+            out += chunk.toString('utf8');
+            if (out.includes('\n')) resolve(out.trim());
+          });
+          child.on('exit', (code) => reject(new Error(`racer exited (${code}) before answering: ${out}`)));
+        });
+      }),
+    );
+    return lines;
+  } finally {
+    for (const child of children) child.stdin?.end();
+    await Promise.all(children.map((child) => (child.exitCode !== null ? undefined : new Promise((resolve) => child.once('exit', resolve)))));
+  }
+}
+
+test('rule 7: of processes starting at once on one DATA_DIR, a stale lock in it from a SIGKILLed owner, exactly one owns it', async () => {
+  const dead = spawn(process.execPath, ['-e', '']);
+  const deadPid = dead.pid;
+  await new Promise((resolve) => dead.once('exit', resolve));
+  assert.ok(deadPid !== undefined);
+  for (let round = 0; round < 4; round++) {
+    const dataDir = await tempDir('transfer-own-race-');
+    try {
+      await fs.writeFile(path.join(dataDir, 'owner.lock'), `${JSON.stringify({ pid: deadPid, host: os.hostname(), startedAt: 'killed', procStart: '1' })}\n`);
+      const lines = await raceForDataDir(dataDir, 6);
+      assert.is(lines.filter((l) => l === 'OWNED').length, 1, `round ${round}: ${lines.join(' | ')}`);
+      assert.is(lines.filter((l) => l.startsWith('REFUSED DATA_DIR')).length, 5, lines.join(' | '));
+    } finally {
+      await fs.rm(dataDir, { recursive: true, force: true });
+    }
+  }
+});
+
+test('rule 7: an owner killed but not yet reaped by its parent (a zombie) does not block a restart', async () => {
+  const dataDir = await tempDir('transfer-own-zombie-');
+  const lockModule = pathToFileURL(path.join(PROJECT_ROOT, 'dist', 'src', 'ownership', 'data-dir-lock.js')).href;
+  const owner = `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); await lockDataDir(${JSON.stringify(dataDir)}); process.kill(process.pid, 'SIGKILL');`;
+  // The shell starts the owner, then becomes a sleep that never reaps it.
+  const parent = spawn('sh', ['-c', `"${process.execPath}" --input-type=module -e "$OWNER" & exec sleep 60`], { env: { ...process.env, OWNER: owner }, stdio: 'ignore' });
+  try {
+    const zombie = await pollUntil(async () => {
+      const lock = await fs.readFile(path.join(dataDir, 'owner.lock'), 'utf8').catch(() => null);
+      if (lock === null) return undefined;
+      const pid = (JSON.parse(lock) as { pid: number }).pid;
+      const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z') ? pid : undefined;
+    }, { timeoutMs: 15_000, describe: () => 'no zombie owner in the lock file' });
+    const lock = await lockDataDir(dataDir);
+    assert.is(lock.owner.pid, process.pid);
+    assert.ok(zombie !== process.pid);
+    await lock.release();
+  } finally {
+    parent.kill('SIGKILL');
+    await new Promise((resolve) => (parent.exitCode !== null || parent.signalCode !== null ? resolve(null) : parent.once('exit', resolve)));
+    await fs.rm(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('ledger identity: every pair of ids and contents, decided', () => {
+  const A = '11111111-1111-4111-8111-111111111111';
+  const B = '22222222-2222-4222-8222-222222222222';
+  const rows: Array<[{ id: string | null; used: boolean }, { id: string | null; used: boolean }, string]> = [
+    [{ id: null, used: false }, { id: null, used: false }, 'new both'],
+    [{ id: null, used: true }, { id: null, used: true }, 'new both'],
+    [{ id: null, used: true }, { id: null, used: false }, 'refused'],
+    [{ id: null, used: false }, { id: null, used: true }, 'refused'],
+    [{ id: A, used: true }, { id: A, used: true }, 'ok'],
+    [{ id: A, used: true }, { id: B, used: true }, 'refused'],
+    [{ id: A, used: false }, { id: null, used: false }, 'stamp WAL'],
+    [{ id: A, used: true }, { id: null, used: false }, 'refused'],
+    [{ id: A, used: false }, { id: null, used: true }, 'refused'],
+    [{ id: null, used: false }, { id: A, used: false }, 'stamp database'],
+    [{ id: null, used: false }, { id: A, used: true }, 'refused'],
+    [{ id: null, used: true }, { id: A, used: false }, 'refused'],
+  ];
+  for (const [pg, wal, expected] of rows) {
+    let got: string;
+    try {
+      const d = decide(pg, wal, '/data/ubscore');
+      got = d.writePostgres && d.writeWal ? 'new both' : d.writeWal ? 'stamp WAL' : d.writePostgres ? 'stamp database' : 'ok';
+    } catch (error) {
+      assert.ok(error instanceof OwnershipError);
+      got = 'refused';
+    }
+    assert.is(got, expected, `${JSON.stringify(pg)} / ${JSON.stringify(wal)}`);
+  }
+});
+
+test.run();
