@@ -88,6 +88,21 @@ test('ATK-009: a non-existent asset (999999) is refused with INVALID_ASSET', asy
   await refused({ ...valid, asset: 'usdt' }, 'INVALID_ASSET', 400);
 });
 
+test('spec 001 §1.5.8: format (3), then account types (4), then asset (5), then amount (6): the first failing step answers', async () => {
+  // Format of a later field comes first: amount is not a string.
+  await refused({ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: 5 }, 'INVALID_AMOUNT', 400);
+  await refused({ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: '1', client_order_id: 'bad id!' }, 'INVALID_REQUEST', 400);
+  await refused({ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: '1', surprise: 1 }, 'INVALID_REQUEST', 400);
+  // Account types before the asset and the amount's value.
+  await refused({ from: 'SPOT', to: 'SPOT', asset: 'bad asset!', amount: '-1' }, 'SAME_ACCOUNT', 400);
+  await refused({ from: 'INVALID', to: 'SPOT', asset: 'NOPE', amount: '0' }, 'INVALID_ACCOUNT_TYPE', 400);
+  await refused({ from: 'FUNDING', to: 'FUTURE', asset: 'bad asset!', amount: '0' }, 'UNSUPPORTED_ACCOUNT_TYPE', 400);
+  // The asset before the amount's value.
+  await refused({ from: 'FUNDING', to: 'SPOT', asset: 'bad asset!', amount: '-1' }, 'INVALID_ASSET', 400);
+  await refused({ from: 'FUNDING', to: 'SPOT', asset: 'NOPE', amount: '0.000000001' }, 'INVALID_ASSET', 400);
+  await refused({ from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '0.000000001' }, 'PRECISION_OVERFLOW', 400);
+});
+
 test('ATK-010: the same client_order_id twice returns the first result; with another body DUPLICATE_REQUEST', async () => {
   const body = { ...valid, client_order_id: 'atk-010' };
   const first = await transfer(svc, A, body);

@@ -94,7 +94,7 @@ test('missing accounts: no FUNDING source or target, no SPOT source, each FAILED
   assert.is(status.status, 404);
 });
 
-test('a suspended asset is ASSET_SUSPENDED, a non-transferable one TRANSFER_NOT_ALLOWED, both recorded FAILED', async () => {
+test('a suspended asset is ASSET_SUSPENDED, a non-transferable one TRANSFER_NOT_ALLOWED, both refused before any transfer exists', async () => {
   const admin = svc.adminToken();
   const spec = { precision: 6, min_transfer_amount: '0.01', max_transfer_amount: '1000', status: 'ACTIVE', internal_transfer_enabled: true };
   const created = await svc.call('PUT', '/admin/v1/assets/SOL', { token: admin, body: spec });
@@ -105,9 +105,16 @@ test('a suspended asset is ASSET_SUSPENDED, a non-transferable one TRANSFER_NOT_
   const large = await transfer(svc, 207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '1000.000001' });
   assert.is(large.body.code, 'AMOUNT_TOO_LARGE');
   assert.is((await svc.call('PUT', '/admin/v1/assets/SOL', { token: admin, body: { ...spec, status: 'SUSPENDED' } })).status, 200);
-  await failedWith(207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '1' }, 'ASSET_SUSPENDED');
+  const rowsBefore = await svc.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE user_id = 207`;
+  const suspended = await transfer(svc, 207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '1' });
+  assert.equal([suspended.status, suspended.body.code, suspended.body.req_id], [422, 'ASSET_SUSPENDED', undefined]);
   await svc.call('PUT', '/admin/v1/assets/SOL', { token: admin, body: { ...spec, internal_transfer_enabled: false } });
-  await failedWith(207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '1' }, 'TRANSFER_NOT_ALLOWED');
+  const closed = await transfer(svc, 207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '1' });
+  assert.equal([closed.status, closed.body.code, closed.body.req_id], [422, 'TRANSFER_NOT_ALLOWED', undefined]);
+  // Spec 001 §1.5.8: the asset (step 5) comes before the amount (step 6).
+  assert.is((await transfer(svc, 207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '0.0000001' })).body.code, 'TRANSFER_NOT_ALLOWED');
+  const rowsAfter = await svc.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE user_id = 207`;
+  assert.is(rowsAfter[0]?.n, rowsBefore[0]?.n, 'no transfer row for a closed asset');
   const precision = await svc.call('PUT', '/admin/v1/assets/SOL', { token: admin, body: { ...spec, precision: 8 } });
   assert.is(precision.status, 400, 'the precision of an existing asset never changes');
   // The helper reads decimal strings at 8 places: "5.000000" is 5 whole SOL.

@@ -82,29 +82,82 @@ test('CON-003: transfers racing external SPOT withdrawals never spend more than 
   assert.is(await total(L, user, 'USDT'), 10n * COIN - BigInt(withdrawn) * 2n * COIN);
 });
 
-test('CON-004: concurrent withdraws of the whole FUNDING balance: the row lock lets exactly one through', async () => {
-  const user = await fundedUser(L, 5n * COIN, 0n);
-  const outcomes = await Promise.all(Array.from({ length: 6 }, () => L.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN })));
-  assert.is(outcomes.filter((o) => o.kind === 'SUCCESS').length, 1);
-  assert.is(outcomes.filter((o) => o.kind === 'FAILED' && o.code === 'INSUFFICIENT_BALANCE').length, 5);
-  assert.equal(await balances(L, user, 'USDT'), { funding: 0n, spot: 0n });
+test('CON-004: two transactions racing on one FUNDING balance row never both spend it (a balance read without its lock would)', async () => {
+  // Two stores, each with its own batcher and connections: two transactions, not one batch
+  // decided in memory. Each pair withdraws the whole balance at the same instant.
+  const other = secondShard();
+  const pairs = 12;
+  const users = await Promise.all(Array.from({ length: pairs }, () => fundedUser(L, 5n * COIN, 0n)));
+  const outcomes = await Promise.all(
+    users.map((user) =>
+      Promise.all([
+        L.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN }),
+        other.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN }),
+      ]),
+    ),
+  );
+  for (const [i, pair] of outcomes.entries()) {
+    const kinds = pair.map((o) => (o.kind === 'FAILED' ? o.code : o.kind)).sort();
+    assert.equal(kinds, ['INSUFFICIENT_BALANCE', 'SUCCESS'], `pair ${i}: ${JSON.stringify(pair)}`);
+    const user = users[i] as bigint;
+    assert.equal(await balances(L, user, 'USDT'), { funding: 0n, spot: 0n });
+    const debits = await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE user_id = ${user} AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
+    assert.is(debits[0]?.n, 1, `pair ${i}: one applied withdraw`);
+  }
 });
 
-test('IDP-001 / IDP-002 / IDP-003: withdraw, deposit and refund twice (and concurrently) apply once, both adapters', async () => {
-  const user = await fundedUser(L);
-  for (const adapter of [L.funding, L.trading]) {
+// IDP-001..003: the same (req_id, operation) twice answers SUCCESS both times and moves funds
+// once. Each step is followed by the balance, so an operation applied twice (11 − 2, 9 + 2, …)
+// fails at that step, whichever operation it is; a withdraw, a refund and a deposit never share
+// a req_id, so no mix of them can hide another.
+for (const side of ['FUNDING', 'SPOT'] as const) {
+  const adapterOf = () => (side === 'FUNDING' ? L.funding : L.trading);
+  const balanceOf = async (user: bigint) => {
+    const b = await balances(L, user, 'USDT');
+    return side === 'FUNDING' ? b.funding : b.spot;
+  };
+
+  test(`IDP-001: ${side} withdraw twice with one req_id, in turn and at once: SUCCESS each time, deducted once`, async () => {
+    const user = await fundedUser(L);
+    const before = await balanceOf(user);
     const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
-    const ws = await Promise.all([adapter.withdraw(req), adapter.withdraw(req), adapter.withdraw(req)]);
-    assert.equal(ws.map((o) => o.kind), ['SUCCESS', 'SUCCESS', 'SUCCESS'], `${adapter.account} withdraw`);
-    const rs = await Promise.all([adapter.refund(req), adapter.refund(req)]);
-    assert.equal(rs.map((o) => o.kind), ['SUCCESS', 'SUCCESS'], `${adapter.account} refund`);
-    const dep = { ...req, reqId: ulid() };
-    assert.is((await adapter.deposit(dep)).kind, 'SUCCESS');
-    assert.is((await adapter.deposit(dep)).kind, 'SUCCESS');
-  }
-  // Each side: withdrew 1, refunded 1 (once), deposited 1 (once).
-  assert.equal(await balances(L, user, 'USDT'), { funding: 11n * COIN, spot: 11n * COIN });
-});
+    assert.is((await adapterOf().withdraw(req)).kind, 'SUCCESS');
+    assert.is((await adapterOf().withdraw(req)).kind, 'SUCCESS', 'the second call answers SUCCESS');
+    assert.is(await balanceOf(user), before - COIN, 'deducted once');
+    const twin = { ...req, reqId: ulid() };
+    const both = await Promise.all([adapterOf().withdraw(twin), adapterOf().withdraw(twin), adapterOf().withdraw(twin)]);
+    assert.equal(both.map((o) => o.kind), ['SUCCESS', 'SUCCESS', 'SUCCESS']);
+    assert.is(await balanceOf(user), before - 2n * COIN, 'concurrent calls deducted once');
+  });
+
+  test(`IDP-002: ${side} deposit twice with one req_id, in turn and at once: SUCCESS each time, credited once`, async () => {
+    const user = await fundedUser(L);
+    const before = await balanceOf(user);
+    const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
+    assert.is((await adapterOf().deposit(req)).kind, 'SUCCESS');
+    assert.is((await adapterOf().deposit(req)).kind, 'SUCCESS', 'the second call answers SUCCESS');
+    assert.is(await balanceOf(user), before + COIN, 'credited once');
+    const twin = { ...req, reqId: ulid() };
+    const both = await Promise.all([adapterOf().deposit(twin), adapterOf().deposit(twin)]);
+    assert.equal(both.map((o) => o.kind), ['SUCCESS', 'SUCCESS']);
+    assert.is(await balanceOf(user), before + 2n * COIN, 'concurrent calls credited once');
+  });
+
+  test(`IDP-003: ${side} refund twice with one req_id, in turn and at once: SUCCESS each time, credited once`, async () => {
+    const user = await fundedUser(L);
+    const before = await balanceOf(user);
+    for (const concurrent of [false, true]) {
+      const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
+      assert.is((await adapterOf().withdraw(req)).kind, 'SUCCESS');
+      assert.is(await balanceOf(user), before - COIN);
+      const refunds = concurrent
+        ? await Promise.all([adapterOf().refund(req), adapterOf().refund(req)])
+        : [await adapterOf().refund(req), await adapterOf().refund(req)];
+      assert.equal(refunds.map((o) => o.kind), ['SUCCESS', 'SUCCESS'], 'the second call answers SUCCESS');
+      assert.is(await balanceOf(user), before, `refunded once (${concurrent ? 'at once' : 'in turn'})`);
+    }
+  });
+}
 
 test('IDP-004 / FND-001 / FND-003 / FND-005: lost replies on every operation; retries end consistent, each effect once', async () => {
   const user = await fundedUser(L);

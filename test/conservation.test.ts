@@ -1,35 +1,52 @@
-// Proves the fund conservation check: exact on every judgement of a transfer between the two cuts, silent under concurrent load (INV-001..003), and halting new transfers when a balance changes behind the service's back in PostgreSQL or in UBSCore (MON-003).
+// Proves the fund conservation check: exact on every judgement of a transfer between the two cuts and by its state, silent under concurrent load (INV-001), catching a final state whose effects are wrong at the first check after the fault (INV-002, INV-003), and halting new transfers when a balance changes behind the service's back in PostgreSQL or in UBSCore (MON-003).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import type { TransferStateName } from '../src/domain/fsm.js';
+import { STATE_IDS } from '../src/domain/fsm.js';
 import { checkConservation, keyOf, type TransferFacts } from '../src/invariant/conservation.js';
+import { newReqId } from '../src/http/req-ids.js';
 import { deposit, transfer } from './support/funds.js';
 import { startTestService, type TestService } from './support/service.js';
 
 const K = keyOf(1n, 'USDT');
-const facts = (fromFunding: boolean, f: string, s: string, ever = s.includes('w')): TransferFacts => ({
-  reqId: 'R', userId: 1n, asset: 'USDT', amount: 10n, fromFunding,
+/** f: FUNDING effects in PostgreSQL's cut; s: SPOT effects by P; ever: SPOT effects applied at all (s when absent). */
+const facts = (fromFunding: boolean, state: TransferStateName, f: string, s: string, ever = s): TransferFacts => ({
+  reqId: 'R', userId: 1n, asset: 'USDT', amount: 10n, fromFunding, state,
   funding: { withdraw: f.includes('w'), deposit: f.includes('d'), refund: f.includes('r') },
   spotByCut: { withdraw: s.includes('w'), deposit: s.includes('d'), refund: s.includes('r') },
-  spotWithdrawEver: ever,
+  spotEver: { withdraw: ever.includes('w'), deposit: ever.includes('d'), refund: ever.includes('r') },
 });
 
-test('table: each combination of effects across the two cuts is settled, in flight, crossing, or a violation', () => {
+test('table: each combination of state and effects across the two cuts is settled, in flight, crossing, or a violation', () => {
   // [facts, funding, spot, external, differences expected]
   const rows: Array<[TransferFacts, bigint, bigint, number, string]> = [
-    [facts(true, '', ''), 100n, 0n, 0, 'F→S not started'],
-    [facts(true, 'w', ''), 90n, 0n, 0, 'F→S debited, credit after P: in flight'],
-    [facts(true, 'w', 'd'), 90n, 10n, 0, 'F→S committed'],
-    [facts(true, 'wr', ''), 100n, 0n, 0, 'F→S rolled back'],
-    [facts(true, '', 'd'), 100n, 10n, 2, 'F→S credit without debit'],
-    [facts(true, 'wr', 'd'), 100n, 10n, 2, 'F→S credited and refunded'],
-    [facts(false, '', '', false), 0n, 100n, 0, 'S→F not started'],
-    [facts(false, '', 'w'), 0n, 90n, 0, 'S→F debited: in flight'],
-    [facts(false, 'd', 'w'), 10n, 90n, 0, 'S→F committed'],
-    [facts(false, 'd', '', true), 10n, 100n, 0, 'S→F crossing: SPOT debit after P'],
-    [facts(false, 'd', '', false), 10n, 100n, 2, 'S→F credit without any SPOT debit'],
-    [facts(false, '', 'wr'), 0n, 100n, 0, 'S→F rolled back'],
-    [facts(false, 'w', 'w'), 0n, 90n, 2, 'wrong-direction operation (and its account)'],
+    [facts(true, 'INIT', '', ''), 100n, 0n, 0, 'F→S not started'],
+    [facts(true, 'TARGET_PENDING', 'w', ''), 90n, 0n, 0, 'F→S debited, credit after P: in flight'],
+    [facts(true, 'TARGET_PENDING', 'w', 'd'), 90n, 10n, 0, 'F→S credited, COMMITTED not yet written'],
+    [facts(true, 'COMMITTED', 'w', 'd'), 90n, 10n, 0, 'F→S committed'],
+    [facts(true, 'COMMITTED', 'w', '', 'd'), 90n, 0n, 0, 'F→S committed, credit after P: in flight at P'],
+    [facts(true, 'ROLLED_BACK', 'wr', ''), 100n, 0n, 0, 'F→S rolled back'],
+    [facts(true, 'FAILED', '', ''), 100n, 0n, 0, 'F→S failed'],
+    [facts(true, 'TARGET_PENDING', '', 'd'), 100n, 10n, 2, 'F→S credit without debit'],
+    [facts(true, 'ROLLED_BACK', 'wr', 'd'), 100n, 10n, 2, 'F→S credited and refunded'],
+    // By state: each of these balances out if taken as in flight, so only the state can tell.
+    [facts(true, 'COMMITTED', 'w', ''), 90n, 0n, 2, 'INV-002: F→S COMMITTED without its SPOT credit'],
+    [facts(true, 'ROLLED_BACK', 'w', ''), 90n, 0n, 2, 'INV-003: F→S ROLLED_BACK without its FUNDING refund'],
+    [facts(true, 'FAILED', 'w', ''), 90n, 0n, 2, 'F→S FAILED with a FUNDING debit'],
+    [facts(true, 'COMPENSATING', 'w', '', 'd'), 90n, 0n, 2, 'F→S COMPENSATING though SPOT credited after P'],
+    [facts(false, 'SOURCE_PENDING', '', ''), 0n, 100n, 0, 'S→F not started'],
+    [facts(false, 'SOURCE_PENDING', '', 'w'), 0n, 90n, 0, 'S→F debited: in flight'],
+    [facts(false, 'COMMITTED', 'd', 'w'), 10n, 90n, 0, 'S→F committed'],
+    [facts(false, 'COMMITTED', 'd', '', 'w'), 10n, 100n, 0, 'S→F crossing: SPOT debit after P'],
+    [facts(false, 'SOURCE_PENDING', 'd', ''), 10n, 100n, 2, 'S→F credit without any SPOT debit'],
+    [facts(false, 'ROLLED_BACK', '', 'wr'), 0n, 100n, 0, 'S→F rolled back'],
+    [facts(false, 'ROLLED_BACK', '', 'w', 'wr'), 0n, 90n, 0, 'S→F rolled back, refund after P: in flight at P'],
+    [facts(false, 'FAILED', '', ''), 0n, 100n, 0, 'S→F failed'],
+    [facts(false, 'SOURCE_PENDING', 'w', 'w'), 0n, 90n, 2, 'wrong-direction operation (and its account)'],
+    [facts(false, 'ROLLED_BACK', '', 'w'), 0n, 90n, 2, 'INV-003: S→F ROLLED_BACK without its SPOT refund'],
+    [facts(false, 'COMMITTED', '', 'w'), 0n, 90n, 2, 'INV-002: S→F COMMITTED without its FUNDING credit'],
+    [facts(false, 'FAILED', '', 'w'), 0n, 90n, 2, 'S→F FAILED with a SPOT debit'],
   ];
   for (const [t, funding, spot, differences, name] of rows) {
     const result = checkConservation({ funding: new Map([[K, funding]]), spot: new Map([[K, spot]]), external: new Map([[K, 100n]]), transfers: [t] });
@@ -49,7 +66,7 @@ test.after(async () => {
 
 const invariant = () => svc.call('GET', '/admin/v1/invariant', { token: svc.adminToken() });
 
-test('INV-001 / INV-002 / INV-003: after committed, failed and rolled-back transfers the check finds no difference', async () => {
+test('INV-001: after committed, failed and rolled-back transfers the check finds no difference (no false alarm on any final state)', async () => {
   await deposit(svc, 1201n, 'FUNDING', 'USDT', '100', 'inv-f');
   await deposit(svc, 1201n, 'SPOT', 'USDT', '100', 'inv-s');
   assert.is((await transfer(svc, 1201n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '30' })).body.state, 'COMMITTED');
@@ -65,6 +82,52 @@ test('INV-001 / INV-002 / INV-003: after committed, failed and rolled-back trans
   assert.is(r.body.ok, true);
   assert.is(r.body.accounts_checked, 2, 'one (user, asset) pair per user');
 });
+
+/**
+ * A transfer written behind the service in a final state with the FUNDING side exactly as that
+ * state's path leaves it up to the fault: the funds it lacks then look like funds in flight, so
+ * only a judgement by state finds it, and it must be found by the first check. Its updated_at is
+ * a minute ahead, as if it were written while the check ran: the check then judges it on its own
+ * (one written before the check began is also caught, by its account's totals).
+ */
+async function injectFinal(userId: bigint, state: TransferStateName, ops: readonly ('WITHDRAW' | 'REFUND')[]): Promise<string> {
+  const reqId = newReqId();
+  const amount = 700_000_000n;
+  await svc.sql.begin(async (tx) => {
+    await tx`INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state) VALUES (${reqId}, ${userId}, 'USDT', ${amount}, 1, 1, 2, ${STATE_IDS[state]})`;
+    await tx`UPDATE transfers_tb SET updated_at = now() + interval '1 minute' WHERE req_id = ${reqId}`;
+    for (const op of ops) {
+      await tx`INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome) VALUES (${reqId}, ${op}, ${userId}, 'USDT', ${amount}, 'APPLIED')`;
+      await tx`UPDATE funding_balances SET available = available + ${op === 'WITHDRAW' ? -amount : amount} WHERE user_id = ${userId} AND asset = 'USDT'`;
+    }
+  });
+  return reqId;
+}
+
+const faults: Array<[string, bigint, TransferStateName, ('WITHDRAW' | 'REFUND')[]]> = [
+  ['INV-002: a COMMITTED transfer missing its SPOT credit', 1231n, 'COMMITTED', ['WITHDRAW']],
+  ['INV-003: a ROLLED_BACK transfer missing its FUNDING refund', 1232n, 'ROLLED_BACK', ['WITHDRAW']],
+  ['INV-003: a FAILED transfer that debited FUNDING', 1233n, 'FAILED', ['WITHDRAW']],
+];
+for (const [name, userId, state, ops] of faults) {
+  test(`${name} is a difference at the first check after it, and halts`, async () => {
+    await deposit(svc, userId, 'FUNDING', 'USDT', '10', `inv-fault-${userId}`);
+    assert.is((await invariant()).body.ok, true, 'clean before the fault');
+    const reqId = await injectFinal(userId, state, ops);
+    const r = await invariant();
+    assert.is(r.body.ok, false, JSON.stringify(r.body));
+    const differences = r.body.differences as { account: string; detail: string }[];
+    assert.ok(differences.length > 0 && differences.every((d) => d.account === `${userId}/USDT`), JSON.stringify(differences));
+    assert.ok(differences.some((d) => d.detail.startsWith(`${reqId}: ${state}`)), `the transfer is named with its state: ${JSON.stringify(differences)}`);
+    assert.is(r.body.halted, true);
+    // Put it right (the transfer becomes what its effects say) and resume for the next case.
+    await svc.sql`DELETE FROM funding_operations WHERE req_id = ${reqId}`;
+    await svc.sql`UPDATE funding_balances SET available = available + 700000000 WHERE user_id = ${userId} AND asset = 'USDT'`;
+    await svc.sql`UPDATE transfers_tb SET state = ${STATE_IDS.FAILED} WHERE req_id = ${reqId}`;
+    assert.is((await invariant()).body.ok, true, 'clean once put right');
+    await svc.call('POST', '/admin/v1/resume', { token: svc.adminToken() });
+  });
+}
 
 test('no false alarm: checks during a concurrent load of transfers in both directions find no difference', async () => {
   const users = [1211n, 1212n, 1213n, 1214n];

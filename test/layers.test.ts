@@ -51,10 +51,30 @@ test('coordinator: refuses every malformed transfer with its code and records no
     [{ amount: AMOUNT_UNITS_MAX + 1n }, 'OVERFLOW'],
     [{ amount: 1_000_001n * COIN }, 'AMOUNT_TOO_LARGE'],
     [{ clientOrderId: 'has space' }, 'INVALID_REQUEST'],
+    // Spec 001 §1.5.8 order: the format of a later field, then account types, then the asset.
+    [{ to: 'FUNDING', from: 'FUNDING', clientOrderId: 'has space' }, 'INVALID_REQUEST'],
+    [{ to: 'FUNDING', asset: 'usdt' }, 'SAME_ACCOUNT'],
+    [{ from: 'FUTURE', asset: 'usdt' }, 'INVALID_ACCOUNT_TYPE'],
   ];
   for (const [change, code] of rows) {
     const outcome = await L.shard.submit({ ...good, ...change } as NewTransfer);
     assert.equal(outcome, { kind: 'refused', code }, JSON.stringify(change, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
+  }
+  const created = await L.sql`SELECT count(*)::int AS n FROM transfers_tb`;
+  assert.is(created[0]?.n, 0);
+  await unchanged();
+});
+
+test('coordinator: a suspended or non-transferable asset is refused before any transfer exists', async () => {
+  for (const [change, code] of [["status = 'SUSPENDED'", 'ASSET_SUSPENDED'], ['internal_transfer_enabled = false', 'TRANSFER_NOT_ALLOWED']] as const) {
+    await L.sql.unsafe(`UPDATE assets SET ${change} WHERE symbol = 'USDT'`);
+    L.assets.invalidate();
+    try {
+      assert.equal(await L.shard.submit({ ...good, reqId: ulid() }), { kind: 'refused', code });
+    } finally {
+      await L.sql`UPDATE assets SET status = 'ACTIVE', internal_transfer_enabled = true WHERE symbol = 'USDT'`;
+      L.assets.invalidate();
+    }
   }
   const created = await L.sql`SELECT count(*)::int AS n FROM transfers_tb`;
   assert.is(created[0]?.n, 0);

@@ -22,7 +22,7 @@ test('backpressure: with a full mailbox every transfer is still recorded, answer
     await deposit(svc, 901n, 'FUNDING', 'USDT', '100', 'bp-seed');
     const replies = await Promise.all(Array.from({ length: 30 }, () => transfer(svc, 901n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })));
     assert.ok(replies.every((r) => r.status === 200 || r.status === 202), JSON.stringify(replies.map((r) => r.status)));
-    const parked = replies.filter((r) => r.status === 202 && r.body.state === 'INIT');
+    const parked = replies.filter((r) => r.status === 202 && r.body.state === 'PENDING' && r.body.internal_state === 'INIT');
     assert.ok(parked.length > 0, 'some requests found the mailbox full');
     const deadline = Date.now() + 15_000;
     for (;;) {
@@ -48,7 +48,7 @@ test('operators: stuck transfers are listed with their history, retry drives one
     const admin = svc.adminToken();
     await deposit(svc, 902n, 'FUNDING', 'USDT', '100', 'op-seed');
     const replies = await Promise.all(Array.from({ length: 12 }, () => transfer(svc, 902n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })));
-    const parked = replies.filter((r) => r.body.state === 'INIT').map((r) => String(r.body.req_id));
+    const parked = replies.filter((r) => r.body.internal_state === 'INIT').map((r) => String(r.body.req_id));
     assert.ok(parked.length > 0);
     const stuck = await svc.call('GET', '/admin/v1/transfers?stuck=true', { token: admin });
     assert.is(stuck.status, 200);

@@ -2,13 +2,14 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { TRANSFER_APPLY_FUNCTION } from '../src/db/transfer-apply-sql.js';
 import { startTestService, type TestService } from './support/service.js';
 
 let svc: TestService;
 const USER = 7n;
 
 test.before(async () => {
-  svc = await startTestService();
+  svc = await startTestService({ RATE_LIMIT_PER_SECOND: '0' });
   const deposit = await svc.call('POST', '/admin/v1/deposit', {
     token: svc.adminToken(),
     body: { user_id: USER.toString(), account: 'FUNDING', asset: 'USDT', amount: '1000', ref: 'flow-seed-1' },
@@ -105,6 +106,37 @@ test('a deposit repeated with the same ref is applied once', async () => {
   assert.is(second.body.duplicate, true);
   const r = await svc.call('GET', '/api/v1/balances', { token: svc.userToken(8) });
   assert.equal(r.body.spot, [{ asset: 'BTC', available: '2.00000000', status: 'ACTIVE' }]);
+});
+
+test('spec 001 §8.1: a transfer still moving answers "PENDING" with its machine state in internal_state', async () => {
+  // The transfer is put back in TARGET_PENDING behind the service, as it is while UBSCore's
+  // credit is outstanding, and read through the GET a client would use.
+  const r = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+  assert.is(r.status, 200);
+  const reqId = String(r.body.req_id);
+  await svc.sql`UPDATE transfers_tb SET state = 30 WHERE req_id = ${reqId}`;
+  const mid = await svc.call('GET', `/api/v1/internal_transfer/${reqId}`, { token: svc.userToken(USER) });
+  assert.equal([mid.body.state, mid.body.internal_state], ['PENDING', 'TARGET_PENDING']);
+  await svc.sql`UPDATE transfers_tb SET state = 40 WHERE req_id = ${reqId}`;
+  const done = await svc.call('GET', `/api/v1/internal_transfer/${reqId}`, { token: svc.userToken(USER) });
+  assert.equal([done.body.state, done.body.internal_state], ['COMMITTED', 'COMMITTED']);
+});
+
+test('spec 001 §8.1: a 500 after the request got its req_id names it, and the client can ask what became of it', async () => {
+  // A real fault: the statement every transfer write uses is gone, so the shard cannot record it.
+  await svc.sql.unsafe('DROP FUNCTION transfer_apply(jsonb, bigint)');
+  try {
+    const r = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+    assert.is(r.status, 500, JSON.stringify(r.body));
+    assert.is(r.body.code, 'SYSTEM_ERROR');
+    assert.match(String(r.body.req_id), /^[0-9A-HJKMNP-TV-Z]{26}$/);
+    const asked = await svc.call('GET', `/api/v1/internal_transfer/${String(r.body.req_id)}`, { token: svc.userToken(USER) });
+    assert.is(asked.status, 404, 'nothing was recorded under it');
+  } finally {
+    await svc.sql.unsafe(TRANSFER_APPLY_FUNCTION);
+  }
+  const after = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+  assert.is(after.body.state, 'COMMITTED');
 });
 
 test.run();

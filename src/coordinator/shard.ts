@@ -43,10 +43,10 @@ export class Shard {
   ) {}
 
   /**
-   * Re-checks the request in spec 001 §1.5.8 order. A malformed request is refused before any
-   * state exists. Otherwise the driver creates the transfer with its first step in the creating
-   * transaction, and it is driven until the deadline; a business rejection known up front (asset
-   * closed, FUNDING target missing) is recorded as FAILED, so the client still gets its req_id.
+   * Re-checks the request in spec 001 §1.5.8 order. A malformed request, or one for a suspended
+   * or non-transferable asset, is refused before any state exists. Otherwise the driver creates
+   * the transfer with its first step in the creating transaction, and it is driven until the
+   * deadline; a missing FUNDING target is recorded as FAILED, so the client still gets its req_id.
    */
   async submit(t: NewTransfer): Promise<SubmitOutcome> {
     const invalid = checkNewTransfer(t);
@@ -54,11 +54,12 @@ export class Shard {
     const asset = await this.deps.assets.get(t.asset);
     if (asset === null) return { kind: 'refused', code: 'INVALID_ASSET' };
     const closed = checkAssetOpen(asset);
-    const range = closed === null ? checkAmountRange(asset, t.amount) : null;
+    if (closed !== null) return { kind: 'refused', code: closed };
+    const range = checkAmountRange(asset, t.amount);
     if (range !== null) return { kind: 'refused', code: range };
     const limited = this.deps.limits === undefined ? null : await this.deps.limits.check(t);
     if (limited !== null) return { kind: 'refused', code: limited };
-    const created = await this.deps.driver.start(t, closed);
+    const created = await this.deps.driver.start(t);
     if (created.kind === 'duplicate') return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
     if (created.kind === 'existing') return { kind: 'transfer', view: created.view };
     this.deps.limits?.record(t);

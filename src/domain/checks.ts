@@ -62,11 +62,9 @@ export function checkNewTransfer(t: {
 }): ValidationCode | null {
   if (!isReqId(t.reqId)) return 'INVALID_REQUEST';
   if (!isUserId(t.userId)) return 'INVALID_USER';
-  if (!isAccountKind(t.from) || !isAccountKind(t.to)) return 'INVALID_ACCOUNT_TYPE';
-  if (t.from === t.to) return 'SAME_ACCOUNT';
-  if (!isAssetSymbol(t.asset)) return 'INVALID_ASSET';
-  const amount = amountCode(t.amount);
-  if (amount !== null) return amount;
   if (t.clientOrderId !== null && !isClientOrderId(t.clientOrderId)) return 'INVALID_REQUEST';
-  return null;
+  if (t.from === t.to) return 'SAME_ACCOUNT';
+  if (!isAccountKind(t.from) || !isAccountKind(t.to)) return 'INVALID_ACCOUNT_TYPE';
+  if (!isAssetSymbol(t.asset)) return 'INVALID_ASSET';
+  return amountCode(t.amount);
 }

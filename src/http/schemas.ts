@@ -2,37 +2,49 @@
 // listed in the check order of spec 001 §1.5.8, so the first issue is the code to answer.
 
 import * as v from 'valibot';
-import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS } from '../domain/types.js';
+import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS, type AccountKind } from '../domain/types.js';
+import { isAssetSymbol, isClientOrderId } from '../domain/checks.js';
+import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 
-const accountKind = v.pipe(
-  v.string('INVALID_ACCOUNT_TYPE'),
-  v.check((s) => !(FUTURE_ACCOUNT_KINDS as readonly string[]).includes(s), 'UNSUPPORTED_ACCOUNT_TYPE'),
-  v.picklist(ACCOUNT_KINDS, 'INVALID_ACCOUNT_TYPE'),
-);
-
-const assetSymbol = v.pipe(v.string('INVALID_ASSET'), v.regex(/^[A-Z0-9]{1,16}$/, 'INVALID_ASSET'));
+const assetSymbol = v.pipe(v.string('INVALID_ASSET'), v.check((s: string) => isAssetSymbol(s), 'INVALID_ASSET'));
 
 /** A plain decimal string; its value is parsed against the asset's precision afterwards. */
 const amountText = v.string('INVALID_AMOUNT');
 
-const clientOrderId = v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'INVALID_REQUEST'));
+const clientOrderId = v.pipe(v.string('INVALID_REQUEST'), v.check((s: string) => isClientOrderId(s), 'INVALID_REQUEST'));
 
+/** The code for an account type that is not one of ours: a later one, or none at all. */
+function accountKindCode(kind: string): 'UNSUPPORTED_ACCOUNT_TYPE' | 'INVALID_ACCOUNT_TYPE' | null {
+  if ((FUTURE_ACCOUNT_KINDS as readonly string[]).includes(kind)) return 'UNSUPPORTED_ACCOUNT_TYPE';
+  return (ACCOUNT_KINDS as readonly string[]).includes(kind) ? null : 'INVALID_ACCOUNT_TYPE';
+}
+
+/**
+ * Spec 001 §1.5.8, steps 3 to 5 in order: the format of every field (from and to are strings,
+ * amount a string, client_order_id well formed, nothing unknown), then the account types (from
+ * differs from to, each one supported), then the asset symbol. The asset's own checks and the
+ * amount's value come after, against the asset.
+ */
 export const TransferBody = v.pipe(
   v.strictObject(
     {
       user_id: v.optional(v.unknown()),
-      from: accountKind,
-      to: accountKind,
-      asset: assetSymbol,
+      from: v.string('INVALID_ACCOUNT_TYPE'),
+      to: v.string('INVALID_ACCOUNT_TYPE'),
+      asset: v.string('INVALID_ASSET'),
       amount: amountText,
       client_order_id: v.optional(clientOrderId),
     },
     'INVALID_REQUEST',
   ),
-  v.forward(
-    v.partialCheck([['from'], ['to']], (b) => b.from !== b.to, 'SAME_ACCOUNT'),
-    ['to'],
-  ),
+  v.check((b) => b.from !== b.to, 'SAME_ACCOUNT'),
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const code = accountKindCode(dataset.value.from) ?? accountKindCode(dataset.value.to);
+    if (code !== null) addIssue({ message: code });
+  }),
+  v.check((b) => isAssetSymbol(b.asset), 'INVALID_ASSET'),
+  v.transform((b) => ({ ...b, from: b.from as AccountKind, to: b.to as AccountKind })),
 );
 export type TransferBody = v.InferOutput<typeof TransferBody>;
 
@@ -82,7 +94,9 @@ export function firstCode(issues: readonly { message: string }[]): string {
 // Answers, described with the same library so the OpenAPI document has one source.
 
 const decimalText = v.pipe(v.string(), v.description('Decimal string in the asset\'s units'));
-const stateName = v.picklist(['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED', 'FAILED', 'COMPENSATING', 'ROLLED_BACK']);
+const stateName = v.picklist(STATE_NAMES as TransferStateName[]);
+/** What a client is told (spec 001 §8.1): a final state, or PENDING while the transfer moves. */
+const clientState = v.pipe(v.picklist(['COMMITTED', 'FAILED', 'ROLLED_BACK', 'PENDING']), v.description('A final state, or PENDING while the transfer is still moving; internal_state says where'));
 
 export const TransferAnswer = v.object({
   transfer_id: v.string(),
@@ -91,7 +105,8 @@ export const TransferAnswer = v.object({
   to: v.picklist(ACCOUNT_KINDS),
   asset: v.string(),
   amount: decimalText,
-  state: stateName,
+  state: clientState,
+  internal_state: v.pipe(stateName, v.description('The state of the transfer machine (spec 001 §2)')),
   message: v.string(),
   created_at: v.string(),
   updated_at: v.string(),

@@ -35,14 +35,19 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
     const body = parsed.output;
     const asset = await deps.assets.get(body.asset);
     if (asset === null) return fail(c, 'INVALID_ASSET');
+    // A suspended or non-transferable asset is refused before any transfer exists (step 5).
+    const closed = checkAssetOpen(asset);
+    if (closed !== null) return fail(c, closed);
     const amount = parseAmount(body.amount, asset.precision);
     if (!amount.ok) return fail(c, amount.code);
-    // A closed asset is a business rejection the coordinator records as a FAILED transfer.
-    const range = checkAssetOpen(asset) === null ? checkAmountRange(asset, amount.units) : null;
+    const range = checkAmountRange(asset, amount.units);
     if (range !== null) return fail(c, range);
 
+    // From here on the transfer may exist: every answer names its req_id, so a client without a
+    // client_order_id can ask what became of it instead of sending it again.
+    const reqId = newReqId();
     const reply = await deps.submit({
-      reqId: newReqId(),
+      reqId,
       userId: claims.userId,
       from: body.from,
       to: body.to,
@@ -54,10 +59,10 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
       case 'refused':
         return fail(c, reply.code);
       case 'busy':
-        return fail(c, 'SERVICE_UNAVAILABLE');
+        return fail(c, 'SERVICE_UNAVAILABLE', { req_id: reqId });
       case 'error':
-        deps.log.error('coordinator error', { user_id: claims.userId, error: reply.message });
-        return fail(c, 'SYSTEM_ERROR');
+        deps.log.error('coordinator error', { user_id: claims.userId, req_id: reqId, error: reply.message });
+        return fail(c, 'SYSTEM_ERROR', { req_id: reqId });
       case 'transfer':
         if (reply.view.state === 'FAILED') {
           return fail(c, reply.view.errorCode ?? 'SYSTEM_ERROR', { req_id: reply.view.reqId, state: 'FAILED', transfer_id: reply.view.transferId });

@@ -11,6 +11,10 @@ const MESSAGE_BY_STATE: Readonly<Record<string, string>> = {
   ROLLED_BACK: 'Transfer rolled back; funds returned to the source',
 };
 
+/**
+ * Spec 001 §8.1: `state` is a final state or "PENDING"; where the transfer is in the machine is
+ * `internal_state`, for operators and for clients that want the detail.
+ */
 export function transferJson(view: TransferView, precision: number): Record<string, unknown> {
   return {
     transfer_id: view.transferId,
@@ -19,7 +23,8 @@ export function transferJson(view: TransferView, precision: number): Record<stri
     to: view.to,
     asset: view.asset,
     amount: formatAmount(view.amount, precision),
-    state: view.state,
+    state: isTerminal(view.state) ? view.state : 'PENDING',
+    internal_state: view.state,
     message: MESSAGE_BY_STATE[view.state] ?? (isTerminal(view.state) ? view.state : 'Transfer is processing'),
     created_at: view.createdAt,
     updated_at: view.updatedAt,

@@ -1,18 +1,22 @@
 // Runs the conservation check on a consistent pair of cuts while transfers keep running:
 // 1. UBSCore answers its balances at WAL position P (one command, so one instant of its state).
 // 2. PostgreSQL is read in one REPEATABLE READ snapshot, taken after that.
-// 3. For every transfer or SPOT movement touched since shortly before step 1, UBSCore tells at
-//    which WAL position each operation was applied, so "applied by P" is known exactly.
-// Anything last touched before that window had all its SPOT effects applied before P.
+// 3. For every unfinished transfer, and every transfer or SPOT movement last written at or after
+//    T0 (PostgreSQL's own clock, read just before step 1), UBSCore tells at which WAL position
+//    each operation was applied, so "applied by P" is known exactly, and whether it was applied
+//    at all.
+// A transfer or movement finished by a transaction that began before T0 had all its SPOT effects
+// answered before that transaction began, so before P: the balances hold them. T0 and every
+// updated_at come from the same clock, so no grace window is needed, and none is used.
 
 import type { UbsSend } from '../adapters/trading.js';
 import type { Sql } from '../db/sql.js';
 import type { UbsOpName } from '../ubscore/types.js';
+import { STATE_IDS, stateName, TERMINAL_STATES } from '../domain/fsm.js';
 import { checkConservation, keyOf, type Difference, type Key, type TransferFacts } from './conservation.js';
 
-/** How far before the UBSCore cut an entity must have been last touched to be taken as settled. */
-const WINDOW_MARGIN_MS = 10_000;
 const OP_SEQS_BATCH_MAX = 5_000;
+const TERMINAL_STATE_IDS = [...TERMINAL_STATES].map((name) => STATE_IDS[name]);
 const CUT_TIMEOUT_MS = 60_000;
 
 export type InvariantReport = {
@@ -28,22 +32,24 @@ type OpKey = { readonly op: UbsOpName; readonly key: string };
 
 export async function runConservationCheck(sql: Sql, ubs: UbsSend): Promise<InvariantReport> {
   const startedAt = new Date();
+  const [clock] = await sql<{ t0: Date }[]>`SELECT clock_timestamp() AS t0`;
+  if (clock === undefined) throw new Error('PostgreSQL did not answer its clock');
   const cut = await ubs({ kind: 'audit_cut' }, CUT_TIMEOUT_MS);
   if (cut === null || cut.kind !== 'audit_cut') throw new Error('UBSCore did not answer the audit cut');
   const spot = new Map<Key, bigint>(cut.accounts.map((a) => [keyOf(a.userId, a.asset), a.available]));
-  const since = new Date(startedAt.getTime() - WINDOW_MARGIN_MS);
-  const pg = await readPostgres(sql, since);
+  const pg = await readPostgres(sql, clock.t0);
   const seqs = await opSeqs(ubs, [...pg.spotMovements.map((m) => ({ op: m.op, key: m.ref })), ...pg.transfers.flatMap(spotOps)]);
   const byCut = (op: UbsOpName, key: string) => {
     const seq = seqs.get(`${op}:${key}`);
     return seq !== undefined && seq !== null && seq <= cut.seq;
   };
+  const ever = (op: UbsOpName, key: string) => (seqs.get(`${op}:${key}`) ?? null) !== null;
   const external = new Map(pg.externalFunding);
   for (const m of pg.spotMovements) if (m.settled || byCut(m.op, m.ref)) external.set(m.k, (external.get(m.k) ?? 0n) + m.signed);
   const transfers: TransferFacts[] = pg.transfers.map((t) => ({
     ...t,
     spotByCut: { withdraw: byCut('WITHDRAW', t.reqId), deposit: byCut('DEPOSIT', t.reqId), refund: byCut('REFUND', t.reqId) },
-    spotWithdrawEver: (seqs.get(`WITHDRAW:${t.reqId}`) ?? null) !== null,
+    spotEver: { withdraw: ever('WITHDRAW', t.reqId), deposit: ever('DEPOSIT', t.reqId), refund: ever('REFUND', t.reqId) },
   }));
   const result = checkConservation({ funding: pg.funding, spot, external, transfers });
   return {
@@ -60,10 +66,10 @@ type PgCut = {
   funding: Map<Key, bigint>;
   externalFunding: Map<Key, bigint>;
   spotMovements: { k: Key; ref: string; op: UbsOpName; signed: bigint; settled: boolean }[];
-  transfers: Omit<TransferFacts, 'spotByCut' | 'spotWithdrawEver'>[];
+  transfers: Omit<TransferFacts, 'spotByCut' | 'spotEver'>[];
 };
 
-async function readPostgres(sql: Sql, since: Date): Promise<PgCut> {
+async function readPostgres(sql: Sql, t0: Date): Promise<PgCut> {
   return sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
     const funding = await tx<{ user_id: bigint; asset: string; available: bigint }[]>`SELECT user_id, asset, available FROM funding_balances`;
     const ext = await tx<{ user_id: bigint; asset: string; net: bigint }[]>`
@@ -71,11 +77,11 @@ async function readPostgres(sql: Sql, since: Date): Promise<PgCut> {
         FROM external_movements WHERE account = 'FUNDING' AND state = 'DONE' GROUP BY user_id, asset`;
     const spot = await tx<{ ref: string; user_id: bigint; asset: string; kind: string; amount: bigint; state: string; updated_at: Date }[]>`
       SELECT ref, user_id, asset, kind, amount, state, updated_at FROM external_movements WHERE account = 'SPOT' AND state <> 'REJECTED'`;
-    const rows = await tx<{ req_id: string; user_id: bigint; asset: string; amount: bigint; source_type: number; ops: string | null }[]>`
-      SELECT t.req_id, t.user_id, t.asset, t.amount, t.source_type, string_agg(o.op, ',') AS ops
+    const rows = await tx<{ req_id: string; user_id: bigint; asset: string; amount: bigint; source_type: number; state: number; ops: string | null }[]>`
+      SELECT t.req_id, t.user_id, t.asset, t.amount, t.source_type, t.state, string_agg(o.op, ',') AS ops
         FROM transfers_tb t LEFT JOIN funding_operations o ON o.req_id = t.req_id AND o.outcome = 'APPLIED'
-       WHERE t.state NOT IN (40, -10, -30) OR t.updated_at >= ${since}
-       GROUP BY t.req_id, t.user_id, t.asset, t.amount, t.source_type`;
+       WHERE t.state <> ALL (${tx.array(TERMINAL_STATE_IDS)}::smallint[]) OR t.updated_at >= ${t0}
+       GROUP BY t.req_id, t.user_id, t.asset, t.amount, t.source_type, t.state`;
     return {
       funding: new Map(funding.map((r) => [keyOf(r.user_id, r.asset), r.available])),
       externalFunding: new Map(ext.map((r) => [keyOf(r.user_id, r.asset), r.net])),
@@ -84,12 +90,14 @@ async function readPostgres(sql: Sql, since: Date): Promise<PgCut> {
         ref: r.ref,
         op: r.kind === 'DEPOSIT' ? 'EXTERNAL_DEPOSIT' : 'EXTERNAL_WITHDRAW',
         signed: r.kind === 'DEPOSIT' ? r.amount : -r.amount,
-        settled: r.state === 'DONE' && r.updated_at < since,
+        settled: r.state === 'DONE' && r.updated_at < t0,
       })),
       transfers: rows.map((r) => {
         const ops = new Set((r.ops ?? '').split(','));
+        const state = stateName(r.state);
+        if (state === null) throw new Error(`transfer ${r.req_id} has unknown state ${r.state}`);
         return {
-          reqId: r.req_id, userId: r.user_id, asset: r.asset, amount: r.amount, fromFunding: r.source_type === 1,
+          reqId: r.req_id, userId: r.user_id, asset: r.asset, amount: r.amount, fromFunding: r.source_type === 1, state,
           funding: { withdraw: ops.has('WITHDRAW'), deposit: ops.has('DEPOSIT'), refund: ops.has('REFUND') },
         };
       }),

@@ -1,6 +1,7 @@
 // The layers below the HTTP edge, assembled on a fresh database and a fresh UBSCore, so a test
 // can call the coordinator, an adapter or UBSCore directly, bypassing the layer above.
 
+import { loadConfig } from '../../src/config.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +24,7 @@ export const LAYER_CONFIG: CoordinatorConfig = {
   shards: 1,
   databaseUrl: '',
   pgPoolMax: 4,
+  pgTimeouts: loadConfig({}).pgTimeouts,
   adapterTimeoutMs: 5_000,
   happyPathDeadlineMs: 2_000,
   retryBaseMs: 50,
@@ -45,7 +47,7 @@ export const LAYER_CONFIG: CoordinatorConfig = {
 
 export async function startLayers(config: Partial<CoordinatorConfig> = {}, hooks: TestHooks = {}): Promise<Layers> {
   const db = await createTestDatabase();
-  const sql = openSql(db.url, { max: 4, application: 'test-layers' });
+  const sql = openSql(db.url, { max: 4, application: 'test-layers', timeouts: { ...LAYER_CONFIG.pgTimeouts, ...config.pgTimeouts } });
   await migrate(sql);
   await seedDemoAssets(sql);
   const walDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-layers-wal-'));
