@@ -7,6 +7,7 @@ import { workerData } from 'piscina';
 import { composeShard } from '../src/coordinator/compose.js';
 import type { Shard } from '../src/coordinator/shard.js';
 import type { AssetCache } from '../src/db/assets.js';
+import type { DailyLimits } from '../src/coordinator/daily-limits.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import type { Registry } from '../src/metrics/registry.js';
@@ -17,7 +18,7 @@ import { UbsClient } from './ubscore-client.js';
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
 const log = createLogger({ level: logLevel, format: logFormat, name: `coordinator-${config.shard}` });
 
-type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient; readonly assets: AssetCache; readonly metrics: Registry };
+type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient; readonly assets: AssetCache; readonly limits: DailyLimits; readonly metrics: Registry };
 let running: Running | null = null;
 
 export default async function coordinatorTask(task: CoordinatorTask): Promise<CoordinatorResult> {
@@ -43,6 +44,8 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       return { kind: 'coord.metrics', metrics: runningOf().metrics.snapshot() };
     case 'coord.assets_changed':
       runningOf().assets.invalidate();
+      // An asset's daily amount limit may have changed: every tally is reloaded when next needed.
+      runningOf().limits.reset();
       return { kind: 'coord.done' };
     case 'coord.stop':
       return stop();
@@ -73,9 +76,9 @@ function init(port: MessagePort): CoordinatorResult {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
   const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}`, timeouts: config.pgTimeouts });
   const ubs = new UbsClient(port, {});
-  const { shard, assets, metrics } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
+  const { shard, assets, limits, metrics } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
   shard.start();
-  running = { shard, sql, ubs, assets, metrics };
+  running = { shard, sql, ubs, assets, limits, metrics };
   return { kind: 'coord.ready' };
 }
 

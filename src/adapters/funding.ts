@@ -7,7 +7,7 @@
 
 import { checkOpRequest } from '../domain/checks.js';
 import { failed, pending, SUCCESS, type OpOutcome, type TransferOp } from '../domain/types.js';
-import { Batcher, type BatchSettings } from '../db/batch.js';
+import { Batcher, isConstraintRefusal, type BatchSettings } from '../db/batch.js';
 import type { Sql } from '../db/sql.js';
 import type { OpAnswer, TransferWrites, WriteItem } from '../db/transfer-writes.js';
 import { describeError, OperationAdapter, type LocalAccountAdapter, type MovedOutcome, type OpRequest, type QueryOutcome, type TransferMove } from './types.js';
@@ -51,8 +51,7 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
       if (result.kind === 'op' || result.kind === 'held') return outcomeOf(op, req.reqId, result.op);
       return pending(`funding ${op}: answered ${result.kind}`);
     } catch (error) {
-      // The transaction may or may not have committed (a lost connection on COMMIT): unknown.
-      return pending(`funding ${op}: ${describeError(error)}`);
+      return caught(op, error);
     }
   }
 
@@ -77,7 +76,7 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
           return { kind: 'unmoved', outcome: pending(`funding ${op}: answered ${result.kind} to a move`) };
       }
     } catch (error) {
-      return { kind: 'unmoved', outcome: pending(`funding ${op}: ${describeError(error)}`) };
+      return { kind: 'unmoved', outcome: caught(op, error) };
     }
   }
 
@@ -90,6 +89,16 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
     const found = new Set(rows.map((r) => accountKey({ userId: r.user_id, asset: r.asset })));
     return keys.map((k) => found.has(accountKey(k)));
   }
+}
+
+/**
+ * A write that threw. A constraint refusing the operation's own row is an explicit failure (a
+ * refund never is: it stays for an operator); anything else may or may not have committed (a
+ * lost connection on COMMIT, a timeout): unknown.
+ */
+function caught(op: TransferOp, error: unknown): OpOutcome {
+  if (isConstraintRefusal(error) && op !== 'REFUND') return failed('CONSTRAINT_VIOLATION');
+  return pending(`funding ${op}: ${describeError(error)}`);
 }
 
 function accountKey(k: AccountKey): string {

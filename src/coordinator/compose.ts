@@ -29,6 +29,7 @@ export type ShardParts = {
   readonly alerts: AlertSink;
   readonly watchdog: Watchdog;
   readonly metrics: Registry;
+  readonly limits: DailyLimits;
 };
 
 /**
@@ -55,6 +56,11 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
   const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
   const metrics = new Registry();
   const watchdog = new Watchdog({ alerts, store, config });
+  const limits = new DailyLimits(sql, {
+    transfersPerDayMax: config.dailyTransferLimit,
+    amountLimits: config.dailyAmountLimits,
+    amountPerDayUnitsMax: async (symbol) => (await assets.get(symbol))?.dailyAmountLimitUnits ?? null,
+  });
   const driver = new TransferDriver({
     store,
     adapters: opts.hooks?.wrapAdapters?.({ FUNDING: funding, SPOT: trading }) ?? { FUNDING: funding, SPOT: trading },
@@ -64,14 +70,14 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     precheck: async (t) => {
       const asset = await assets.get(t.asset);
       if (asset === null) return 'INVALID_ASSET';
-      return checkAssetOpen(asset) ?? (t.to === 'FUNDING' && !(await funding.accountExists(t.userId, t.asset)) ? 'TARGET_ACCOUNT_NOT_FOUND' : null);
+      const closed = checkAssetOpen(asset);
+      if (closed !== null) return closed;
+      if (t.to === 'FUNDING' && !(await funding.accountExists(t.userId, t.asset))) return 'TARGET_ACCOUNT_NOT_FOUND';
+      // A transfer recorded outside this shard (a full mailbox) is held to the limits here.
+      return limits.admit(t);
     },
     watch: (t, reason) => watchdog.onStay(t, reason),
     metrics,
-  });
-  const limits = new DailyLimits(sql, {
-    transfersPerDayMax: config.dailyTransferLimit,
-    amountPerDayUnitsMax: async (symbol) => (config.dailyAmountLimits ? ((await assets.get(symbol))?.dailyAmountLimitUnits ?? null) : null),
   });
   const shard = new Shard({
     driver,
@@ -82,5 +88,5 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     watchdog,
     limits,
   });
-  return { shard, driver, store, assets, funding, trading, alerts, watchdog, metrics };
+  return { shard, driver, store, assets, funding, trading, alerts, watchdog, metrics, limits };
 }

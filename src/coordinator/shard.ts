@@ -57,12 +57,21 @@ export class Shard {
     if (closed !== null) return { kind: 'refused', code: closed };
     const range = checkAmountRange(asset, t.amount);
     if (range !== null) return { kind: 'refused', code: range };
-    const limited = this.deps.limits === undefined ? null : await this.deps.limits.check(t);
+    const limits = this.deps.limits;
+    const limited = limits === undefined ? null : await limits.reserve(t);
     if (limited !== null) return { kind: 'refused', code: limited };
+    // A creation whose outcome is unknown (a throw) keeps its place: counting one too many is
+    // the safe side, and the transfer, if it exists, is found held when it leaves INIT. One that
+    // ends FAILED or ROLLED_BACK gives its place back when the drive sees it final.
     const created = await this.deps.driver.start(t);
-    if (created.kind === 'duplicate') return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
-    if (created.kind === 'existing') return { kind: 'transfer', view: created.view };
-    this.deps.limits?.record(t);
+    if (created.kind === 'duplicate') {
+      limits?.release(t);
+      return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
+    }
+    if (created.kind === 'existing') {
+      limits?.release(t);
+      return { kind: 'transfer', view: created.view };
+    }
     const view = await this.driveUntil(created.view.reqId, Date.now() + this.deps.config.happyPathDeadlineMs, created.view);
     return { kind: 'transfer', view: view ?? created.view };
   }
@@ -118,7 +127,10 @@ export class Shard {
         const result = await this.safeStep(reqId, known);
         if (result.kind !== 'error') this.stepFailures.delete(reqId);
         if (result.kind === 'not_found') return null;
-        if (result.kind === 'terminal') return result.view;
+        if (result.kind === 'terminal') {
+          this.deps.limits?.settled(result.view);
+          return result.view;
+        }
         if (result.kind === 'stayed') {
           this.scheduleRetry(reqId, result.view.retryCount);
           return result.view;

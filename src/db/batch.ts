@@ -130,3 +130,18 @@ export function isDataError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(22|23|P0)/.test(code);
 }
+
+/**
+ * Whether PostgreSQL refused one operation's own row with a constraint: a CHECK or NOT NULL
+ * violation (23514, 23502) or a value out of range (22003, 22001). Only a batch of one row sees
+ * such an error (a larger one is split first), so it names that row: its transaction rolled back
+ * and nothing was applied, and spec 001 §4.1 makes it an explicit failure. A unique or foreign-key
+ * violation (23505, 23503) is not one of them: it can be a race with a twin that did apply the
+ * operation, so it stays unknown and is retried. So do errors raised by our own functions (P0).
+ */
+export function isConstraintRefusal(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && CONSTRAINT_REFUSALS.has(code);
+}
+
+const CONSTRAINT_REFUSALS: ReadonlySet<string> = new Set(['23514', '23502', '22003', '22001']);

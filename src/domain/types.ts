@@ -26,6 +26,11 @@ export const BUSINESS_CODES = [
   'TRANSFER_NOT_ALLOWED',
   'SOURCE_ACCOUNT_NOT_FOUND',
   'TARGET_ACCOUNT_NOT_FOUND',
+  /**
+   * PostgreSQL refused the Funding operation's own row with a constraint (spec 001 §4.1, "DB
+   * constraint" is an explicit failure): its transaction rolled back, so nothing was applied.
+   */
+  'CONSTRAINT_VIOLATION',
 ] as const;
 export type BusinessCode = (typeof BUSINESS_CODES)[number];
 

@@ -43,6 +43,7 @@ const MESSAGES: Readonly<Record<string, string>> = {
   TRANSFER_NOT_ALLOWED: 'Internal transfers are not allowed for this asset',
   SOURCE_ACCOUNT_NOT_FOUND: 'Source account does not exist',
   TARGET_ACCOUNT_NOT_FOUND: 'Target account does not exist',
+  CONSTRAINT_VIOLATION: 'The FUNDING ledger refused the operation (a database constraint); nothing was applied',
   SERVICE_UNAVAILABLE: 'The service is not ready or is overloaded; retry later',
   SERVICE_HALTED: 'New transfers are halted after a fund conservation check failed; an operator must resume',
   RATE_LIMIT_EXCEEDED: 'Too many requests this second',

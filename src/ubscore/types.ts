@@ -43,7 +43,8 @@ export type UbsCommand =
  * OVERFLOW: a credit that would take the balance beyond BIGINT. It is recorded, so a late repeat
  * of the same DEPOSIT can never be applied after the transfer was compensated.
  */
-export type UbsRejectCode = BusinessCode | 'REFUND_WITHOUT_WITHDRAW' | 'OVERFLOW';
+/** What UBSCore may refuse with: the business codes of an account it holds (a constraint is PostgreSQL's). */
+export type UbsRejectCode = Exclude<BusinessCode, 'CONSTRAINT_VIOLATION'> | 'REFUND_WITHOUT_WITHDRAW' | 'OVERFLOW';
 
 export type SpotBalance = {
   readonly asset: string;
