@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test drill build install clean
+.PHONY: run test test-external drill build install clean
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
 run: build
@@ -13,6 +13,11 @@ run: build
 ## make test: the whole suite (uvu), on an embedded PostgreSQL the runner starts and stops
 test: build
 	node dist/test/run.js $(FILTER)
+
+## make test-external: the suite and a short drill on Debian's system PostgreSQL (installed when missing) through DATABASE_URL
+test-external: build
+	bash test/system-pg.sh node dist/test/run.js $(FILTER)
+	bash test/system-pg.sh sh -c 'psql -q "$$TEST_PG_ADMIN_URL" -c "CREATE DATABASE drill" && DATABASE_URL="$${TEST_PG_ADMIN_URL%/postgres}/drill" DRILL_CYCLES=$${DRILL_CYCLES:-3} node dist/bench/drill.js'
 
 ## make drill: kill the service with SIGKILL under load DRILL_CYCLES times (default 10), then verify every transfer and balance
 drill: build

@@ -50,7 +50,11 @@ export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
     ...process.env, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: SECRET,
     PRINT_BANNER: '0', LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0', RETRY_BASE_MS: '50', RETRY_CAP_MS: '1000',
   };
-  delete (env as Record<string, string | undefined>).DATABASE_URL;
+  // With DATABASE_URL (an empty database of its own: `make test-external`) the drill runs on that
+  // server, which outlives every kill; without it, on the service's embedded PostgreSQL.
+  const databaseUrl = process.env.DATABASE_URL === '' ? undefined : process.env.DATABASE_URL;
+  if (databaseUrl === undefined) delete (env as Record<string, string | undefined>).DATABASE_URL;
+  const storesUrl = async (): Promise<string> => databaseUrl ?? (await embeddedUrl(dataDir, pgPort));
   const committed = new Set<string>();
   const recoveryMs: number[] = [];
   let svc = await start(env, port);
@@ -66,12 +70,12 @@ export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
       await load.stop();
       const started = Date.now();
       svc = await start(env, port);
-      sql ??= openSql(await embeddedUrl(dataDir, pgPort), { max: 2, application: 'drill' });
+      sql ??= openSql(await storesUrl(), { max: 2, application: 'drill' });
       await waitAllTerminal(sql);
       recoveryMs.push(Date.now() - started);
       opts.log(`cycle ${cycle}/${opts.cycles}: killed after ${Math.round(runFor)} ms, recovered in ${recoveryMs[recoveryMs.length - 1]} ms, ${committed.size} commits seen`);
     }
-    sql ??= openSql(await embeddedUrl(dataDir, pgPort), { max: 2, application: 'drill' });
+    sql ??= openSql(await storesUrl(), { max: 2, application: 'drill' });
     const violations = await verifyDrill({ sql, base: svc.base, token: (u) => token(u), adminToken: token('admin'), users: userIds(opts.users), assets: ASSETS, committed });
     const transfers = Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb`)[0]?.n ?? 0);
     return { cycles: opts.cycles, transfers, committedSeenByClients: committed.size, recoveryMs, violations };

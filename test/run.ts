@@ -19,15 +19,12 @@ async function main(): Promise<void> {
   // Matched against the path under the test directory: a checkout whose own path holds the
   // filter word (a worktree named wt-bench) must not select every file.
   const files = (await listTests(here)).filter((f) => filter === undefined || path.relative(here, f).includes(filter));
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-test-pg-'));
-  await fs.chmod(dir, 0o755);
-  const pg = await startEmbeddedPg({ dir, port: await freePort(), log: () => undefined });
+  const server = await testServer();
   const results: FileResult[] = [];
   try {
-    for (const file of files) results.push(await runFile(file, pg.url('postgres')));
+    for (const file of files) results.push(await runFile(file, server.adminUrl));
   } finally {
-    await pg.stop();
-    await fs.rm(dir, { recursive: true, force: true });
+    await server.stop();
   }
   const passed = results.reduce((n, r) => n + r.passed, 0);
   const failed = results.reduce((n, r) => n + r.failed + (r.code !== 0 && r.failed === 0 ? 1 : 0), 0);
@@ -37,6 +34,28 @@ async function main(): Promise<void> {
   }
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
   process.exit(failed === 0 && results.length > 0 ? 0 : 1);
+}
+
+/**
+ * The PostgreSQL server every file's databases are made on: the one TEST_PG_ADMIN_URL names
+ * (`make test-external` passes a system server's), else an embedded one started for the run.
+ */
+async function testServer(): Promise<{ adminUrl: string; stop: () => Promise<void> }> {
+  const given = process.env.TEST_PG_ADMIN_URL;
+  if (given !== undefined && given !== '') {
+    process.stdout.write(`tests on the PostgreSQL server of TEST_PG_ADMIN_URL (${new URL(given).host})\n`);
+    return { adminUrl: given, stop: async () => undefined };
+  }
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-test-pg-'));
+  await fs.chmod(dir, 0o755);
+  const pg = await startEmbeddedPg({ dir, port: await freePort(), log: () => undefined });
+  return {
+    adminUrl: pg.url('postgres'),
+    stop: async () => {
+      await pg.stop();
+      await fs.rm(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Compiled tests whose TypeScript source still exists (a deleted test leaves its .js behind). */
