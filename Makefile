@@ -35,9 +35,9 @@ install: $(INSTALL_STAMP)
 
 $(INSTALL_STAMP): package.json package-lock.json
 	@node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 20) { console.error("Node 20 or newer is required, found " + process.version); process.exit(1) }'
-	@# Not `npm ci`: the registry here lacks some optional platform binaries that npm still
-	@# names in the lockfile check, so `npm ci` refuses a lockfile `npm install` honours exactly.
-	npm install --no-audit --no-fund
+	@# npm ci installs exactly the committed lockfile. package.json pins msgpackr-extract through
+	@# `overrides` to 3.0.4, the last version whose optional platform binaries are all published.
+	npm ci --no-audit --no-fund
 	@touch $@
 
 clean:
