@@ -7,6 +7,7 @@ import { shardOfUser } from '../src/domain/shard.js';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js';
+import type { HaltState } from '../src/db/halt-state.js';
 import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
 import type { MetricSnapshot } from '../src/metrics/registry.js';
@@ -126,6 +127,23 @@ export class CoordinatorPools {
   /** Makes every shard forget its cached assets; resolves once all have. */
   async assetsChanged(): Promise<void> {
     await Promise.all(this.pools.map((_pool, shard) => this.run(shard, { kind: 'coord.assets_changed' })));
+  }
+
+  /**
+   * Tells every shard the service was halted or resumed; resolves once all have taken it. It
+   * skips the busy check of other control tasks: a halt must reach a shard under load. A shard
+   * it cannot reach re-reads the stored halt on its own timer.
+   */
+  async haltChanged(state: HaltState): Promise<void> {
+    const failed: string[] = [];
+    await Promise.all(
+      this.pools.map(async (pool, shard) => {
+        const task: CoordinatorTask = { kind: 'coord.halt', state };
+        const result = (await pool.run(task).catch((error: unknown) => ({ kind: 'coord.error', message: String(error) }))) as CoordinatorResult;
+        if (result.kind !== 'coord.done') failed.push(`shard ${shard}: ${result.kind === 'coord.error' ? result.message : result.kind}`);
+      }),
+    );
+    if (failed.length > 0) throw new Error(`halt not delivered to ${failed.join('; ')}`);
   }
 
   async stop(): Promise<void> {

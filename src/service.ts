@@ -68,6 +68,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
     await seedDemoAssets(sql);
     log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
+    const halt = await HaltSwitch.load(sql, log);
+    if (halt.current !== null) log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', { reason: halt.current.reason });
 
     const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax, snapshotEveryRecords: config.ubsSnapshotEveryRecords });
     stack.push(async () => {
@@ -101,9 +103,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
     });
     stack.push(() => pools.stop());
 
+    halt.onChange((state) => pools.haltChanged(state));
     const mainUbs = new UbsClient(ubs.connect(), {});
     stack.push(async () => mainUbs.close());
-    const external = new ExternalMovements({ sql, ubs: (cmd, ms) => mainUbs.send(cmd, ms), ubsTimeoutMs: config.adapterTimeoutMs, log });
+    const external = new ExternalMovements({ sql, ubs: (cmd, ms) => mainUbs.send(cmd, ms), ubsTimeoutMs: config.adapterTimeoutMs, log, halt });
     const resumed = await external.resumePending();
     if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
 
@@ -113,8 +116,6 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const batch = { batchMax: config.pgBatchMax };
     const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
     const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
-    const halt = await HaltSwitch.load(sql);
-    if (halt.current !== null) log.critical('starting HALTED: new transfers are refused until an operator resumes', { reason: halt.current.reason });
     const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log });
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
@@ -131,22 +132,27 @@ export async function startService(config: Config, log: Logger): Promise<Service
         },
       }),
       transfers,
+      // Every entry of a new transfer passes here; each shard checks the halt again on its own.
       submit: async (t) => {
+        if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
         const reply = await pools.submit(t);
-        return reply.kind === 'busy' ? recordForScan(t, transfers, log) : reply;
+        return reply.kind === 'busy' ? recordForScan(t, transfers, log, halt) : reply;
       },
       drive: (userId, reqId) => pools.drive(userId, reqId),
       alerts,
       halt,
       invariant,
       registry,
-      metrics: () =>
-        collectMetrics({
+      metrics: () => {
+        // The reason is in /readyz and the log, never a label: a label per reason is a new series.
+        registry.set('service_halted', 'Whether the service is halted (1): new transfers and external movements refused until an operator resumes', {}, halt.current === null ? 0 : 1);
+        return collectMetrics({
           main: registry,
           sql,
           shards: () => pools.metrics(),
           ubs: () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]),
-        }),
+        });
+      },
       probe: async () => ({
         postgres: await sql`SELECT 1`.then(() => true, () => false),
         ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,

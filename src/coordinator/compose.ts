@@ -14,6 +14,7 @@ import { crashHook, type CrashPoint } from '../faults/crash-points.js';
 import { backoffMs } from './backoff.js';
 import { DailyLimits } from './daily-limits.js';
 import { TransferDriver } from './driver.js';
+import { HaltFlag } from './halt-flag.js';
 import { Shard } from './shard.js';
 import { Watchdog } from './watchdog.js';
 import { Registry } from '../metrics/registry.js';
@@ -29,6 +30,7 @@ export type ShardParts = {
   readonly alerts: AlertSink;
   readonly watchdog: Watchdog;
   readonly metrics: Registry;
+  readonly halt: HaltFlag;
 };
 
 /**
@@ -73,8 +75,10 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     transfersPerDayMax: config.dailyTransferLimit,
     amountPerDayUnitsMax: async (symbol) => (config.dailyAmountLimits ? ((await assets.get(symbol))?.dailyAmountLimitUnits ?? null) : null),
   });
+  const halt = new HaltFlag();
   const shard = new Shard({
     driver,
+    halt,
     store,
     assets,
     config,
@@ -82,5 +86,5 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     watchdog,
     limits,
   });
-  return { shard, driver, store, assets, funding, trading, alerts, watchdog, metrics };
+  return { shard, driver, store, assets, funding, trading, alerts, watchdog, metrics, halt };
 }

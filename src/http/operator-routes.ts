@@ -1,15 +1,18 @@
 // Operator routes for transfers that need attention: alerts, stuck transfers with their
 // history, and a retry that drives one transfer now. No route here sets a state: a retry runs
-// the same step() as everything else, so a transfer only ever moves where its funds allow.
+// the same step() as everything else, so a transfer only ever moves where its funds allow. The
+// halt (MON-003) is set by the conservation check or here by an operator, and lifted here.
 
 import type { Hono } from 'hono';
 import { isReqId } from '../domain/checks.js';
 import type { AppDeps } from './app.js';
 import type { AuthEnv } from './auth.js';
+import { jsonObject } from './body.js';
 import { fail } from './errors.js';
 import { historyJson } from './views.js';
 
 const LIST_LIMIT_MAX = 500;
+const HALT_REASON_CHARS_MAX = 200;
 
 export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void {
   routes.get('/alerts', async (c) => {
@@ -60,6 +63,17 @@ export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void 
         halt_reason: halted?.reason ?? null,
       },
     );
+  });
+
+  routes.post('/halt', async (c) => {
+    const raw = await jsonObject(c, deps.bodyBytesMax);
+    if (!raw.ok) return fail(c, raw.code);
+    const reason = raw.value.reason;
+    if (Object.keys(raw.value).some((k) => k !== 'reason') || typeof reason !== 'string' || reason.length < 1 || reason.length > HALT_REASON_CHARS_MAX) return fail(c, 'INVALID_REQUEST', { field: 'reason' });
+    const halted = await deps.halt.halt(`operator: ${reason}`);
+    deps.log.critical('service halted by an operator: new transfers and external movements refused', { reason, was_halted: !halted });
+    const now = deps.halt.current;
+    return c.json({ halted: true, was_halted: !halted, reason: now?.reason ?? null, since: now?.since ?? null });
   });
 
   routes.post('/resume', async (c) => {
