@@ -31,6 +31,7 @@ import { lockDataDir } from './ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from './ownership/ledger-identity.js';
 import { ownDatabase } from './ownership/pg-owner.js';
 import { AlertSink } from './alerts/alerts.js';
+import { AuditLog } from './audit/audit-log.js';
 
 export const DATABASE_NAME = 'transfer';
 
@@ -140,6 +141,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       },
       drive: (userId, reqId) => pools.drive(userId, reqId),
       alerts,
+      audit: new AuditLog(sql),
       halt,
       invariant,
       registry,

@@ -3,18 +3,19 @@
 // the same step() as everything else, so a transfer only ever moves where its funds allow. The
 // halt (MON-003) is set by the conservation check or here by an operator, and lifted here.
 
-import type { Hono } from 'hono';
+import type { Hono, MiddlewareHandler } from 'hono';
+import type { AdminAction } from '../audit/audit-log.js';
 import { isReqId } from '../domain/checks.js';
 import type { AppDeps } from './app.js';
 import type { AuthEnv } from './auth.js';
-import { jsonObject } from './body.js';
+import { auditedJson } from './audit.js';
 import { fail } from './errors.js';
 import { historyJson } from './views.js';
 
 const LIST_LIMIT_MAX = 500;
 const HALT_REASON_CHARS_MAX = 200;
 
-export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void {
+export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps, audit: (action: AdminAction) => MiddlewareHandler<AuthEnv>): void {
   routes.get('/alerts', async (c) => {
     const limit = listLimit(c.req.query('limit'));
     if (limit === null) return fail(c, 'INVALID_REQUEST');
@@ -65,8 +66,8 @@ export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void 
     );
   });
 
-  routes.post('/halt', async (c) => {
-    const raw = await jsonObject(c, deps.bodyBytesMax);
+  routes.post('/halt', audit('service.halt'), async (c) => {
+    const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const reason = raw.value.reason;
     if (Object.keys(raw.value).some((k) => k !== 'reason') || typeof reason !== 'string' || reason.length < 1 || reason.length > HALT_REASON_CHARS_MAX) return fail(c, 'INVALID_REQUEST', { field: 'reason' });
@@ -76,13 +77,13 @@ export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void 
     return c.json({ halted: true, was_halted: !halted, reason: now?.reason ?? null, since: now?.since ?? null });
   });
 
-  routes.post('/resume', async (c) => {
+  routes.post('/resume', audit('service.resume'), async (c) => {
     const was = await deps.halt.resume();
     deps.log.warn('halt lifted by an operator', { was_halted: was !== null, reason: was?.reason ?? null });
     return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
   });
 
-  routes.post('/transfers/:req_id/retry', async (c) => {
+  routes.post('/transfers/:req_id/retry', audit('transfer.retry'), async (c) => {
     const reqId = c.req.param('req_id');
     if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');
     const view = await deps.transfers.get(reqId);
