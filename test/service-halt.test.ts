@@ -46,6 +46,8 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
     assert.ok(parked.length > 0, 'some transfers were parked for the scan');
     const halt = await svc.call('POST', '/admin/v1/halt', { token: admin, body: { reason: 'drill' } });
     assert.equal([halt.status, halt.body.halted, halt.body.was_halted], [200, true, false]);
+    const stored = await svc.sql<{ t: string; reason: string }[]>`SELECT jsonb_typeof(value) AS t, value->>'reason' AS reason FROM service_state WHERE key = 'halt'`;
+    assert.equal([stored[0]?.t, stored[0]?.reason], ['object', 'operator: drill'], 'stored as an object, so a restart reads its reason');
 
     const transfers = await count(svc, 'transfers_tb');
     const movements = await count(svc, 'external_movements');
@@ -85,7 +87,7 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
 test('MON-003: a coordinator shard reads a halt stored behind it (a restart, a missed message) and refuses new transfers', async () => {
   const svc = await startTestService({ COORDINATORS: '1', SCAN_INTERVAL_MS: '200', RATE_LIMIT_PER_SECOND: '0' });
   try {
-    await svc.sql`INSERT INTO service_state (key, value) VALUES ('halt', ${JSON.stringify(HALTED)}::jsonb)`;
+    await svc.sql`INSERT INTO service_state (key, value) VALUES ('halt', ${JSON.stringify(HALTED)}::text::jsonb)`;
     await until('the shard to read the stored halt', async () => (await metric(svc, 'coordinator_halted{shard="0"}')) === 1);
     await svc.sql`DELETE FROM service_state WHERE key = 'halt'`;
     await until('the shard to read the resume', async () => (await metric(svc, 'coordinator_halted{shard="0"}')) === 0);

@@ -8,7 +8,11 @@ export type HaltState = { readonly reason: string; readonly since: string } | nu
 export const HALT_KEY = 'halt';
 
 export async function readHalt(sql: Sql): Promise<HaltState> {
-  const rows = await sql<{ value: { reason: string; since: string } }[]>`SELECT value FROM service_state WHERE key = ${HALT_KEY}`;
-  const value = rows[0]?.value;
-  return value === undefined ? null : { reason: value.reason, since: value.since };
+  const rows = await sql<{ value: unknown }[]>`SELECT value FROM service_state WHERE key = ${HALT_KEY}`;
+  if (rows.length === 0) return null;
+  // Halts stored before it was written as JSON text hold a JSON string of the object.
+  const raw = rows[0]?.value;
+  const value: unknown = typeof raw === 'string' ? JSON.parse(raw) : raw;
+  const { reason, since } = (typeof value === 'object' && value !== null ? value : {}) as { reason?: unknown; since?: unknown };
+  return { reason: typeof reason === 'string' ? reason : 'halted (no reason stored)', since: typeof since === 'string' ? since : new Date(0).toISOString() };
 }

@@ -41,7 +41,7 @@ export class HaltSwitch {
     if (this.state !== null) return false;
     const state = { reason, since: new Date().toISOString() };
     // Stored first, so a restart keeps it even if a listener never hears of it.
-    await this.sql`INSERT INTO service_state (key, value) VALUES (${HALT_KEY}, ${JSON.stringify(state)}::jsonb)
+    await this.sql`INSERT INTO service_state (key, value) VALUES (${HALT_KEY}, ${JSON.stringify(state)}::text::jsonb)
                    ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`;
     this.state = state;
     await this.tell(state);
