@@ -10,6 +10,7 @@ import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js
 import type { HaltState } from '../src/db/halt-state.js';
 import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
+import { finishedTotals } from '../src/metrics/collect.js';
 import type { MetricSnapshot } from '../src/metrics/registry.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
 import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
@@ -122,6 +123,26 @@ export class CoordinatorPools {
       }),
     );
     return out;
+  }
+
+  /**
+   * Transfers the shards moved into a final state since they started, and of those FAILED or
+   * ROLLED_BACK (spec 002's failure rate); null when a shard did not answer.
+   */
+  async finishedCounts(): Promise<{ finished: number; failed: number } | null> {
+    const results = await Promise.all(this.pools.map((_pool, shard) => this.run(shard, { kind: 'coord.metrics' })));
+    const snapshots: MetricSnapshot[] = [];
+    for (const r of results) {
+      if (r.kind !== 'coord.metrics') return null;
+      snapshots.push(...r.metrics);
+    }
+    let finished = 0;
+    let failed = 0;
+    for (const s of finishedTotals(snapshots).series) {
+      finished += Number(s.value);
+      if (s.labels.state !== 'COMMITTED') failed += Number(s.value);
+    }
+    return { finished, failed };
   }
 
   /** Makes every shard forget its cached assets; resolves once all have. */

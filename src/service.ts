@@ -31,6 +31,8 @@ import { lockDataDir } from './ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from './ownership/ledger-identity.js';
 import { ownDatabase } from './ownership/pg-owner.js';
 import { AlertSink } from './alerts/alerts.js';
+import { readUnfinished } from './alerts/measures.js';
+import { AlertMonitor } from './alerts/monitor.js';
 import { AuditLog } from './audit/audit-log.js';
 
 export const DATABASE_NAME = 'transfer';
@@ -120,6 +122,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log });
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
+    const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
+    stack.push(async () => monitor.stop());
     const drain = new Drain();
     const app = createApp({
       jwtSecret: config.jwtSecret,
@@ -141,6 +145,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       },
       drive: (userId, reqId) => pools.drive(userId, reqId),
       alerts,
+      monitor,
       audit: new AuditLog(sql),
       halt,
       invariant,
@@ -174,6 +179,25 @@ export async function startService(config: Config, log: Logger): Promise<Service
     await stop();
     throw error;
   }
+}
+
+/** Per-row measures of the alert table read at most this many unfinished transfers, oldest first. */
+const ALERT_ROWS_MAX = 10_000;
+
+function startAlertMonitor(config: Config, deps: { sql: Sql; alerts: AlertSink; registry: Registry; log: Logger; pools: CoordinatorPools }): AlertMonitor {
+  const { alertRules: r } = config;
+  const monitor = new AlertMonitor({
+    sql: deps.sql,
+    alerts: deps.alerts,
+    registry: deps.registry,
+    log: deps.log,
+    thresholds: r,
+    failureWindowMs: r.failureWindowMs,
+    unfinished: () => readUnfinished(deps.sql, { stuckRetriesMax: config.stuckRetriesMax, stuckAgeMs: config.stuckAgeMs, rowsMax: ALERT_ROWS_MAX }),
+    finishedCounts: () => deps.pools.finishedCounts(),
+  });
+  monitor.start(r.evalIntervalMs);
+  return monitor;
 }
 
 async function database(config: Config, log: Logger, stack: (() => Promise<void>)[]): Promise<string> {

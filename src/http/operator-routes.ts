@@ -4,6 +4,7 @@
 // halt (MON-003) is set by the conservation check or here by an operator, and lifted here.
 
 import type { Hono, MiddlewareHandler } from 'hono';
+import { ALERT_KINDS } from '../alerts/alerts.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { isReqId } from '../domain/checks.js';
 import type { AppDeps } from './app.js';
@@ -20,7 +21,11 @@ export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps, audit:
     const limit = listLimit(c.req.query('limit'));
     if (limit === null) return fail(c, 'INVALID_REQUEST');
     const alerts = await deps.alerts.list(limit);
-    return c.json({ alerts: alerts.map((a) => ({ id: a.id, kind: a.kind, severity: a.severity, req_id: a.reqId, user_id: a.userId?.toString() ?? null, message: a.message, details: a.details, created_at: a.createdAt })) });
+    const conditions = await deps.monitor.conditions();
+    return c.json({
+      alerts: alerts.map((a) => ({ id: a.id, kind: a.kind, severity: a.severity, req_id: a.reqId, user_id: a.userId?.toString() ?? null, message: a.message, details: a.details, created_at: a.createdAt })),
+      conditions: conditions.map((k) => ({ kind: k.kind, severity: ALERT_KINDS[k.kind], firing: k.firing, value: k.value, threshold: k.threshold, since: k.since })),
+    });
   });
 
   routes.get('/transfers', async (c) => {
