@@ -7,8 +7,10 @@ import { shardOfUser } from '../src/domain/shard.js';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js';
+import type { HaltState } from '../src/db/halt-state.js';
 import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
+import { finishedTotals } from '../src/metrics/collect.js';
 import type { MetricSnapshot } from '../src/metrics/registry.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
 import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
@@ -123,9 +125,46 @@ export class CoordinatorPools {
     return out;
   }
 
+  /**
+   * Transfers the shards moved into a final state since they started, and of those FAILED or
+   * ROLLED_BACK (spec 002's failure rate); null when a shard did not answer.
+   */
+  async finishedCounts(): Promise<{ finished: number; failed: number } | null> {
+    const results = await Promise.all(this.pools.map((_pool, shard) => this.run(shard, { kind: 'coord.metrics' })));
+    const snapshots: MetricSnapshot[] = [];
+    for (const r of results) {
+      if (r.kind !== 'coord.metrics') return null;
+      snapshots.push(...r.metrics);
+    }
+    let finished = 0;
+    let failed = 0;
+    for (const s of finishedTotals(snapshots).series) {
+      finished += Number(s.value);
+      if (s.labels.state !== 'COMMITTED') failed += Number(s.value);
+    }
+    return { finished, failed };
+  }
+
   /** Makes every shard forget its cached assets; resolves once all have. */
   async assetsChanged(): Promise<void> {
     await Promise.all(this.pools.map((_pool, shard) => this.run(shard, { kind: 'coord.assets_changed' })));
+  }
+
+  /**
+   * Tells every shard the service was halted or resumed; resolves once all have taken it. It
+   * skips the busy check of other control tasks: a halt must reach a shard under load. A shard
+   * it cannot reach re-reads the stored halt on its own timer.
+   */
+  async haltChanged(state: HaltState): Promise<void> {
+    const failed: string[] = [];
+    await Promise.all(
+      this.pools.map(async (pool, shard) => {
+        const task: CoordinatorTask = { kind: 'coord.halt', state };
+        const result = (await pool.run(task).catch((error: unknown) => ({ kind: 'coord.error', message: String(error) }))) as CoordinatorResult;
+        if (result.kind !== 'coord.done') failed.push(`shard ${shard}: ${result.kind === 'coord.error' ? result.message : result.kind}`);
+      }),
+    );
+    if (failed.length > 0) throw new Error(`halt not delivered to ${failed.join('; ')}`);
   }
 
   async stop(): Promise<void> {

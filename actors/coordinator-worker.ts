@@ -5,6 +5,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { workerData } from 'piscina';
 import { composeShard } from '../src/coordinator/compose.js';
+import type { HaltFlag } from '../src/coordinator/halt-flag.js';
 import type { Shard } from '../src/coordinator/shard.js';
 import type { AssetCache } from '../src/db/assets.js';
 import type { DailyLimits } from '../src/coordinator/daily-limits.js';
@@ -18,7 +19,17 @@ import { UbsClient } from './ubscore-client.js';
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
 const log = createLogger({ level: logLevel, format: logFormat, name: `coordinator-${config.shard}` });
 
-type Running = { readonly shard: Shard; readonly sql: Sql; readonly ubs: UbsClient; readonly assets: AssetCache; readonly limits: DailyLimits; readonly metrics: Registry };
+type Running = {
+  readonly shard: Shard;
+  readonly sql: Sql;
+  readonly ubs: UbsClient;
+  readonly assets: AssetCache;
+  readonly limits: DailyLimits;
+  readonly metrics: Registry;
+  readonly halt: HaltFlag;
+  /** Re-reads the stored halt, for a control message this thread missed. */
+  readonly haltTimer: NodeJS.Timeout;
+};
 let running: Running | null = null;
 
 export default async function coordinatorTask(task: CoordinatorTask): Promise<CoordinatorResult> {
@@ -41,7 +52,11 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       return view === null ? { kind: 'coord.not_found' } : { kind: 'coord.transfer', view };
     }
     case 'coord.metrics':
-      return { kind: 'coord.metrics', metrics: runningOf().metrics.snapshot() };
+      return metricsOf(runningOf());
+    case 'coord.halt':
+      runningOf().halt.set(task.state);
+      log.warn(task.state === null ? 'service resumed: new transfers accepted' : 'service halted: new transfers refused', { shard: config.shard, reason: task.state?.reason ?? null });
+      return { kind: 'coord.done' };
     case 'coord.assets_changed':
       runningOf().assets.invalidate();
       // An asset's daily amount limit may have changed: every tally is reloaded when next needed.
@@ -72,20 +87,33 @@ async function submitMany(transfers: readonly NewTransfer[]): Promise<Coordinato
   return { kind: 'coord.submitted', answers };
 }
 
-function init(port: MessagePort): CoordinatorResult {
+async function init(port: MessagePort): Promise<CoordinatorResult> {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
   const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}`, timeouts: config.pgTimeouts });
   const ubs = new UbsClient(port, {});
-  const { shard, assets, limits, metrics } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
+  const { shard, assets, limits, metrics, halt } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
+  // The stored halt is read before the first transfer is taken: a start while halted refuses.
+  await halt.refresh(sql);
+  const haltTimer = setInterval(() => {
+    halt.refresh(sql).catch((error: unknown) => log.error('could not re-read the stored halt', { error: String(error) }));
+  }, config.scanIntervalMs);
+  haltTimer.unref();
   shard.start();
-  running = { shard, sql, ubs, assets, limits, metrics };
+  running = { shard, sql, ubs, assets, limits, metrics, halt, haltTimer };
   return { kind: 'coord.ready' };
+}
+
+/** The shard's registry, plus whether this thread refuses new transfers now (MON-003). */
+function metricsOf(r: Running): CoordinatorResult {
+  r.metrics.set('coordinator_halted', 'Whether this coordinator shard refuses new transfers because the service is halted (1) or not (0)', { shard: String(config.shard) }, r.halt.current === null ? 0 : 1);
+  return { kind: 'coord.metrics', metrics: r.metrics.snapshot() };
 }
 
 async function stop(): Promise<CoordinatorResult> {
   if (running === null) return { kind: 'coord.stopped' };
-  const { shard, sql, ubs } = running;
+  const { shard, sql, ubs, haltTimer } = running;
   running = null;
+  clearInterval(haltTimer);
   await shard.stop();
   ubs.close();
   await sql.end({ timeout: 5 });

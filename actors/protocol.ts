@@ -3,6 +3,7 @@
 
 import type { MessagePort } from 'node:worker_threads';
 import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from '../src/coordinator/types.js';
+import type { HaltState } from '../src/db/halt-state.js';
 import type { MetricSnapshot } from '../src/metrics/registry.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
 export type * from '../src/ubscore/types.js';
@@ -120,6 +121,8 @@ export type CoordinatorTask =
   | { readonly kind: 'coord.drive'; readonly reqId: string }
   /** An operator changed an asset: forget cached assets before the next transfer. */
   | { readonly kind: 'coord.assets_changed' }
+  /** The service was halted (a state) or resumed (null): refuse, or again accept, new transfers. */
+  | { readonly kind: 'coord.halt'; readonly state: HaltState }
   /** The shard's metrics, as plain data. */
   | { readonly kind: 'coord.metrics' }
   | { readonly kind: 'coord.stop' };

@@ -54,6 +54,16 @@ export type Config = {
   /** How often the conservation check runs; 0 switches the periodic run off. */
   readonly invariantIntervalMs: number;
   readonly abnormalTransfersPerMinute: number;
+  /** Spec 002's alert table: how often it is evaluated, and each threshold (fires strictly above). */
+  readonly alertRules: {
+    readonly evalIntervalMs: number;
+    readonly backlogMax: number;
+    readonly retryingMax: number;
+    readonly deadLettersMax: number;
+    readonly failureRatePercent: number;
+    readonly failureWindowMs: number;
+    readonly avgRetriesMax: number;
+  };
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** JSON lines, or readable lines for a terminal; `auto` is pretty when stderr is a terminal. */
   readonly logFormat: 'json' | 'pretty';
@@ -109,6 +119,16 @@ export function loadConfig(env: Env = process.env): Config {
     alertWebhookUrl: urlVar(env, 'ALERT_WEBHOOK_URL'),
     invariantIntervalMs: intVar(env, 'INVARIANT_INTERVAL_MS', 60_000, 0, 86_400_000),
     abnormalTransfersPerMinute: intVar(env, 'ABNORMAL_TRANSFERS_PER_MINUTE', 60, 0, 10_000_000),
+    alertRules: {
+      // Spec 002 §9.1 processes pending tasks every 30 s.
+      evalIntervalMs: intVar(env, 'ALERT_EVAL_INTERVAL_MS', 30_000, 100, 3_600_000),
+      backlogMax: intVar(env, 'ALERT_BACKLOG_MAX', 100, 0, 100_000_000),
+      retryingMax: intVar(env, 'ALERT_RETRYING_MAX', 10, 0, 100_000_000),
+      deadLettersMax: intVar(env, 'ALERT_DEAD_LETTERS_MAX', 0, 0, 100_000_000),
+      failureRatePercent: intVar(env, 'ALERT_FAILURE_RATE_PERCENT', 10, 0, 100),
+      failureWindowMs: intVar(env, 'ALERT_FAILURE_WINDOW_MS', 300_000, 1_000, 86_400_000),
+      avgRetriesMax: intVar(env, 'ALERT_AVG_RETRIES_MAX', 2, 0, 1_000_000),
+    },
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: logFormatVar(env),
   };

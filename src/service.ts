@@ -31,6 +31,9 @@ import { lockDataDir } from './ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from './ownership/ledger-identity.js';
 import { ownDatabase } from './ownership/pg-owner.js';
 import { AlertSink } from './alerts/alerts.js';
+import { readUnfinished } from './alerts/measures.js';
+import { AlertMonitor } from './alerts/monitor.js';
+import { AuditLog } from './audit/audit-log.js';
 
 export const DATABASE_NAME = 'transfer';
 
@@ -68,6 +71,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
     await seedDemoAssets(sql);
     log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
+    const halt = await HaltSwitch.load(sql, log);
+    if (halt.current !== null) log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', { reason: halt.current.reason });
 
     const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax, snapshotEveryRecords: config.ubsSnapshotEveryRecords });
     stack.push(async () => {
@@ -101,9 +106,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
     });
     stack.push(() => pools.stop());
 
+    halt.onChange((state) => pools.haltChanged(state));
     const mainUbs = new UbsClient(ubs.connect(), {});
     stack.push(async () => mainUbs.close());
-    const external = new ExternalMovements({ sql, ubs: (cmd, ms) => mainUbs.send(cmd, ms), ubsTimeoutMs: config.adapterTimeoutMs, log });
+    const external = new ExternalMovements({ sql, ubs: (cmd, ms) => mainUbs.send(cmd, ms), ubsTimeoutMs: config.adapterTimeoutMs, log, halt });
     const resumed = await external.resumePending();
     if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
 
@@ -113,11 +119,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const batch = { batchMax: config.pgBatchMax };
     const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
     const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
-    const halt = await HaltSwitch.load(sql);
-    if (halt.current !== null) log.critical('starting HALTED: new transfers are refused until an operator resumes', { reason: halt.current.reason });
     const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log });
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
+    const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
+    stack.push(async () => monitor.stop());
     const drain = new Drain();
     const app = createApp({
       jwtSecret: config.jwtSecret,
@@ -131,22 +137,29 @@ export async function startService(config: Config, log: Logger): Promise<Service
         },
       }),
       transfers,
+      // Every entry of a new transfer passes here; each shard checks the halt again on its own.
       submit: async (t) => {
+        if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
         const reply = await pools.submit(t);
-        return reply.kind === 'busy' ? recordForScan(t, transfers, log) : reply;
+        return reply.kind === 'busy' ? recordForScan(t, transfers, log, halt) : reply;
       },
       drive: (userId, reqId) => pools.drive(userId, reqId),
       alerts,
+      monitor,
+      audit: new AuditLog(sql),
       halt,
       invariant,
       registry,
-      metrics: () =>
-        collectMetrics({
+      metrics: () => {
+        // The reason is in /readyz and the log, never a label: a label per reason is a new series.
+        registry.set('service_halted', 'Whether the service is halted (1): new transfers and external movements refused until an operator resumes', {}, halt.current === null ? 0 : 1);
+        return collectMetrics({
           main: registry,
           sql,
           shards: () => pools.metrics(),
           ubs: () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]),
-        }),
+        });
+      },
       probe: async () => ({
         postgres: await sql`SELECT 1`.then(() => true, () => false),
         ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,
@@ -166,6 +179,25 @@ export async function startService(config: Config, log: Logger): Promise<Service
     await stop();
     throw error;
   }
+}
+
+/** Per-row measures of the alert table read at most this many unfinished transfers, oldest first. */
+const ALERT_ROWS_MAX = 10_000;
+
+function startAlertMonitor(config: Config, deps: { sql: Sql; alerts: AlertSink; registry: Registry; log: Logger; pools: CoordinatorPools }): AlertMonitor {
+  const { alertRules: r } = config;
+  const monitor = new AlertMonitor({
+    sql: deps.sql,
+    alerts: deps.alerts,
+    registry: deps.registry,
+    log: deps.log,
+    thresholds: r,
+    failureWindowMs: r.failureWindowMs,
+    unfinished: () => readUnfinished(deps.sql, { stuckRetriesMax: config.stuckRetriesMax, stuckAgeMs: config.stuckAgeMs, rowsMax: ALERT_ROWS_MAX }),
+    finishedCounts: () => deps.pools.finishedCounts(),
+  });
+  monitor.start(r.evalIntervalMs);
+  return monitor;
 }
 
 async function database(config: Config, log: Logger, stack: (() => Promise<void>)[]): Promise<string> {

@@ -18,6 +18,16 @@ export const ALERT_KINDS = {
   ABNORMAL_FREQUENCY: 'WARNING',
   /** An adapter answered with parameters that contradict its record. */
   IDEMPOTENCY_CONFLICT: 'CRITICAL',
+  /** Spec 002 compensation_task_backlog: more unfinished transfers than ALERT_BACKLOG_MAX. */
+  TRANSFER_BACKLOG: 'WARNING',
+  /** Spec 002 failed_tasks: more transfers retrying an unknown outcome than ALERT_RETRYING_MAX. */
+  TRANSFERS_RETRYING: 'WARNING',
+  /** Spec 002 dead_letter_alert: transfers escalated to an operator (never given up). */
+  DEAD_LETTERS: 'CRITICAL',
+  /** Spec 002 high_failure_rate: failed / finished in the window above ALERT_FAILURE_RATE_PERCENT. */
+  HIGH_FAILURE_RATE: 'ERROR',
+  /** Spec 002 avg_retry_count, "watch": the unfinished transfers' mean retries above ALERT_AVG_RETRIES_MAX. */
+  HIGH_AVG_RETRIES: 'INFO',
 } as const;
 export type AlertKind = keyof typeof ALERT_KINDS;
 
@@ -66,12 +76,15 @@ export class AlertSink {
     const details = JSON.stringify(alert.details, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
     const rows = await this.deps.sql`
       INSERT INTO alerts (kind, severity, req_id, user_id, message, details, dedupe_key)
-      VALUES (${alert.kind}, ${severity}, ${alert.reqId}, ${alert.userId}, ${alert.message}, ${details}::jsonb,
+      VALUES (${alert.kind}, ${severity}, ${alert.reqId}, ${alert.userId}, ${alert.message}, ${details}::text::jsonb,
               ${key ?? `${alert.kind}-${Date.now()}-${Math.random()}`})
       ON CONFLICT (kind, dedupe_key) DO NOTHING RETURNING id`;
     if (rows.length === 0) return false;
     const fields = { alert: alert.kind, severity, req_id: alert.reqId, user_id: alert.userId, ...alert.details };
-    if (severity === 'CRITICAL') this.deps.log.critical(alert.message, fields);
+    const severityOf: string = severity;
+    if (severityOf === 'CRITICAL') this.deps.log.critical(alert.message, fields);
+    else if (severityOf === 'ERROR') this.deps.log.error(alert.message, fields);
+    else if (severityOf === 'INFO') this.deps.log.info(alert.message, fields);
     else this.deps.log.warn(alert.message, fields);
     if (this.deps.webhookUrl !== null) void this.post(this.deps.webhookUrl, { ...alert, severity, details: JSON.parse(details) as unknown });
     return true;
@@ -87,7 +100,7 @@ export class AlertSink {
       reqId: r.req_id,
       userId: r.user_id,
       message: r.message,
-      details: r.details,
+      details: objectOf(r.details),
       createdAt: r.created_at.toISOString(),
     }));
   }
@@ -105,4 +118,13 @@ export class AlertSink {
       this.deps.log.error('alert webhook failed', { error: String(error) });
     }
   }
+}
+
+/**
+ * A `$1::jsonb` parameter given a JSON text is stored as a JSON string (the driver encodes the
+ * text once more), which is how alerts before this change were written: read those back too.
+ */
+export function objectOf(value: unknown): Record<string, unknown> {
+  const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
+  return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : { value: parsed };
 }

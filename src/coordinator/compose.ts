@@ -14,6 +14,7 @@ import { crashHook, type CrashPoint } from '../faults/crash-points.js';
 import { backoffMs } from './backoff.js';
 import { DailyLimits } from './daily-limits.js';
 import { TransferDriver } from './driver.js';
+import { HaltFlag } from './halt-flag.js';
 import { Shard } from './shard.js';
 import { Watchdog } from './watchdog.js';
 import { Registry } from '../metrics/registry.js';
@@ -30,6 +31,7 @@ export type ShardParts = {
   readonly watchdog: Watchdog;
   readonly metrics: Registry;
   readonly limits: DailyLimits;
+  readonly halt: HaltFlag;
 };
 
 /**
@@ -79,8 +81,10 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     watch: (t, reason) => watchdog.onStay(t, reason),
     metrics,
   });
+  const halt = new HaltFlag();
   const shard = new Shard({
     driver,
+    halt,
     store,
     assets,
     config,
@@ -88,5 +92,5 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     watchdog,
     limits,
   });
-  return { shard, driver, store, assets, funding, trading, alerts, watchdog, metrics, limits };
+  return { shard, driver, store, assets, funding, trading, alerts, watchdog, metrics, limits, halt };
 }

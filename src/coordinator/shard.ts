@@ -10,6 +10,7 @@ import { isTerminal } from '../domain/fsm.js';
 import type { Logger } from '../log.js';
 import { backoffMs } from './backoff.js';
 import type { DailyLimits } from './daily-limits.js';
+import type { HaltFlag } from './halt-flag.js';
 import type { Watchdog } from './watchdog.js';
 import type { StepResult, TransferDriver } from './driver.js';
 import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from './types.js';
@@ -37,6 +38,8 @@ export class Shard {
       readonly config: CoordinatorConfig;
       readonly log: Logger;
       readonly watchdog: Watchdog;
+      /** MON-003: while set, new transfers are refused; drives, retries and the scan go on. */
+      readonly halt: HaltFlag;
       /** Daily limits (spec 001 §1.5.6); absent when switched off. */
       readonly limits?: DailyLimits;
     },
@@ -49,6 +52,7 @@ export class Shard {
    * deadline; a missing FUNDING target is recorded as FAILED, so the client still gets its req_id.
    */
   async submit(t: NewTransfer): Promise<SubmitOutcome> {
+    if (this.deps.halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
     const invalid = checkNewTransfer(t);
     if (invalid !== null) return { kind: 'refused', code: invalid };
     const asset = await this.deps.assets.get(t.asset);

@@ -12,7 +12,9 @@ export type RefusalCode =
   | 'DAILY_LIMIT_EXCEEDED'
   | 'DAILY_AMOUNT_EXCEEDED'
   | 'RATE_LIMIT_EXCEEDED'
-  | 'DUPLICATE_REQUEST';
+  | 'DUPLICATE_REQUEST'
+  /** MON-003: the service is halted; new transfers are refused, in-flight ones go on. */
+  | 'SERVICE_HALTED';
 
 export type NewTransfer = {
   readonly reqId: string;

@@ -1,4 +1,5 @@
-// Operator routes, behind a token whose role is admin.
+// Operator routes, behind a token whose role is admin. Every action is recorded in the audit
+// trail with its outcome (audit.ts).
 
 import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
@@ -6,7 +7,9 @@ import { isAssetSymbol, isUserId } from '../domain/checks.js';
 import { parseAmount } from '../domain/money.js';
 import type { AppDeps } from './app.js';
 import { bearerAuth, type AuthEnv } from './auth.js';
-import { jsonObject } from './body.js';
+import type { AdminAction } from '../audit/audit-log.js';
+import { audited, auditedJson } from './audit.js';
+import { mountAuditRoutes } from './audit-routes.js';
 import type { MovementKind } from '../services/external.js';
 import { fail } from './errors.js';
 import { mountOperatorRoutes } from './operator-routes.js';
@@ -15,9 +18,10 @@ import { AccountStatusBody, AssetBody, DepositBody, firstCode } from './schemas.
 export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
   const routes = new Hono<AuthEnv>();
   routes.use('*', bearerAuth({ secret: deps.jwtSecret, role: 'admin' }));
+  const audit = (action: AdminAction) => audited({ action, audit: deps.audit, log: deps.log, registry: deps.registry });
 
   const movement = (kind: MovementKind) => async (c: Context<AuthEnv>) => {
-    const raw = await jsonObject(c, deps.bodyBytesMax);
+    const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const parsed = v.safeParse(DepositBody, raw.value, { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
@@ -38,13 +42,13 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
         return fail(c, outcome.code, { ref: body.ref });
     }
   };
-  routes.post('/deposit', movement('DEPOSIT'));
-  routes.post('/withdraw', movement('WITHDRAW'));
+  routes.post('/deposit', audit('deposit'), movement('DEPOSIT'));
+  routes.post('/withdraw', audit('withdraw'), movement('WITHDRAW'));
 
-  routes.put('/assets/:symbol', async (c) => {
+  routes.put('/assets/:symbol', audit('asset.put'), async (c) => {
     const symbol = c.req.param('symbol');
     if (!isAssetSymbol(symbol)) return fail(c, 'INVALID_ASSET');
-    const raw = await jsonObject(c, deps.bodyBytesMax);
+    const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const parsed = v.safeParse(AssetBody, raw.value, { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
@@ -69,8 +73,8 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
     return c.json({ symbol, ...body, daily_amount_limit: body.daily_amount_limit ?? null }, outcome.created === true ? 201 : 200);
   });
 
-  routes.post('/account_status', async (c) => {
-    const raw = await jsonObject(c, deps.bodyBytesMax);
+  routes.post('/account_status', audit('account.status'), async (c) => {
+    const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const parsed = v.safeParse(AccountStatusBody, raw.value, { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
@@ -83,6 +87,7 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
     return c.json(body);
   });
 
-  mountOperatorRoutes(routes, deps);
+  mountOperatorRoutes(routes, deps, audit);
+  mountAuditRoutes(routes, deps);
   return routes;
 }

@@ -7,6 +7,8 @@ import type { AssetCache } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
 import type { AlertSink } from '../alerts/alerts.js';
+import type { AlertMonitor } from '../alerts/monitor.js';
+import type { AuditLog } from '../audit/audit-log.js';
 import { HTTP_BUCKETS_S } from '../metrics/collect.js';
 import type { Registry } from '../metrics/registry.js';
 import type { AdminService } from '../services/admin.js';
@@ -41,6 +43,10 @@ export type AppDeps = {
   readonly balances: BalanceReader;
   readonly admin: AdminService;
   readonly alerts: AlertSink;
+  /** Spec 002's alert table: each condition's state, for GET /admin/v1/alerts. */
+  readonly monitor: AlertMonitor;
+  /** The admin audit trail: every admin action and its outcome. */
+  readonly audit: AuditLog;
   /** Drives one transfer now, on its shard (an operator's retry). */
   readonly drive: (userId: bigint, reqId: string) => Promise<SubmitReply>;
   readonly stuckRetriesMax: number;

@@ -1,22 +1,31 @@
 // Operator routes for transfers that need attention: alerts, stuck transfers with their
 // history, and a retry that drives one transfer now. No route here sets a state: a retry runs
-// the same step() as everything else, so a transfer only ever moves where its funds allow.
+// the same step() as everything else, so a transfer only ever moves where its funds allow. The
+// halt (MON-003) is set by the conservation check or here by an operator, and lifted here.
 
-import type { Hono } from 'hono';
+import type { Hono, MiddlewareHandler } from 'hono';
+import { ALERT_KINDS } from '../alerts/alerts.js';
+import type { AdminAction } from '../audit/audit-log.js';
 import { isReqId } from '../domain/checks.js';
 import type { AppDeps } from './app.js';
 import type { AuthEnv } from './auth.js';
+import { auditedJson } from './audit.js';
 import { fail } from './errors.js';
 import { historyJson } from './views.js';
 
 const LIST_LIMIT_MAX = 500;
+const HALT_REASON_CHARS_MAX = 200;
 
-export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void {
+export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps, audit: (action: AdminAction) => MiddlewareHandler<AuthEnv>): void {
   routes.get('/alerts', async (c) => {
     const limit = listLimit(c.req.query('limit'));
     if (limit === null) return fail(c, 'INVALID_REQUEST');
     const alerts = await deps.alerts.list(limit);
-    return c.json({ alerts: alerts.map((a) => ({ id: a.id, kind: a.kind, severity: a.severity, req_id: a.reqId, user_id: a.userId?.toString() ?? null, message: a.message, details: a.details, created_at: a.createdAt })) });
+    const conditions = await deps.monitor.conditions();
+    return c.json({
+      alerts: alerts.map((a) => ({ id: a.id, kind: a.kind, severity: a.severity, req_id: a.reqId, user_id: a.userId?.toString() ?? null, message: a.message, details: a.details, created_at: a.createdAt })),
+      conditions: conditions.map((k) => ({ kind: k.kind, severity: ALERT_KINDS[k.kind], firing: k.firing, value: k.value, threshold: k.threshold, since: k.since })),
+    });
   });
 
   routes.get('/transfers', async (c) => {
@@ -62,13 +71,24 @@ export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void 
     );
   });
 
-  routes.post('/resume', async (c) => {
+  routes.post('/halt', audit('service.halt'), async (c) => {
+    const raw = await auditedJson(c, deps.bodyBytesMax);
+    if (!raw.ok) return fail(c, raw.code);
+    const reason = raw.value.reason;
+    if (Object.keys(raw.value).some((k) => k !== 'reason') || typeof reason !== 'string' || reason.length < 1 || reason.length > HALT_REASON_CHARS_MAX) return fail(c, 'INVALID_REQUEST', { field: 'reason' });
+    const halted = await deps.halt.halt(`operator: ${reason}`);
+    deps.log.critical('service halted by an operator: new transfers and external movements refused', { reason, was_halted: !halted });
+    const now = deps.halt.current;
+    return c.json({ halted: true, was_halted: !halted, reason: now?.reason ?? null, since: now?.since ?? null });
+  });
+
+  routes.post('/resume', audit('service.resume'), async (c) => {
     const was = await deps.halt.resume();
     deps.log.warn('halt lifted by an operator', { was_halted: was !== null, reason: was?.reason ?? null });
     return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
   });
 
-  routes.post('/transfers/:req_id/retry', async (c) => {
+  routes.post('/transfers/:req_id/retry', audit('transfer.retry'), async (c) => {
     const reqId = c.req.param('req_id');
     if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');
     const view = await deps.transfers.get(reqId);

@@ -3,9 +3,12 @@
 // the conservation check sums. A FUNDING movement is one PostgreSQL transaction. A SPOT movement
 // is recorded PENDING first, then sent to UBSCore (idempotent by ref there too), then marked
 // DONE or REJECTED; a PENDING one is re-driven by a repeat or at the next start.
+// While the service is halted (MON-003) a new ref is refused with SERVICE_HALTED and nothing is
+// recorded; a ref already recorded is answered (a PENDING one driven) as ever: it is in flight.
 
 import type { UbsSend } from '../adapters/trading.js';
 import type { Sql, Tx } from '../db/sql.js';
+import type { HaltState } from '../db/halt-state.js';
 import type { AccountKind } from '../domain/types.js';
 import type { Logger } from '../log.js';
 
@@ -32,12 +35,13 @@ const PENDING_RESUME_MAX = 10_000;
 
 export class ExternalMovements {
   constructor(
-    private readonly deps: { readonly sql: Sql; readonly ubs: UbsSend; readonly ubsTimeoutMs: number; readonly log: Logger },
+    private readonly deps: { readonly sql: Sql; readonly ubs: UbsSend; readonly ubsTimeoutMs: number; readonly log: Logger; readonly halt: { readonly current: HaltState } },
   ) {}
 
   async apply(m: Movement): Promise<MovementOutcome> {
     const existing = await this.find(m.ref);
     if (existing !== null) return this.repeat(existing, m);
+    if (this.deps.halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
     if (m.account === 'FUNDING') return this.applyFunding(m);
     const inserted = await this.deps.sql`
       INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state)

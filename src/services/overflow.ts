@@ -1,14 +1,17 @@
 // Backpressure (spec 003 §9.3): when a shard's mailbox is full, the transfer is still created,
 // in INIT and due at once, and answered PENDING; the shard's recovery scan drives it. Nothing is
-// dropped and nothing waits in memory.
+// dropped and nothing waits in memory. This path creates a transfer on the main thread, so it
+// honours the halt itself (MON-003): no transfer row is written while the service is halted.
 
 import type { NewTransfer } from '../coordinator/types.js';
+import type { HaltState } from '../db/halt-state.js';
 import type { TransferStore } from '../db/transfers.js';
 import { checkNewTransfer } from '../domain/checks.js';
 import type { SubmitReply } from '../http/app.js';
 import type { Logger } from '../log.js';
 
-export async function recordForScan(t: NewTransfer, store: TransferStore, log: Logger): Promise<SubmitReply> {
+export async function recordForScan(t: NewTransfer, store: TransferStore, log: Logger, halt: { readonly current: HaltState }): Promise<SubmitReply> {
+  if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
   const invalid = checkNewTransfer(t);
   if (invalid !== null) return { kind: 'refused', code: invalid };
   const created = await store.create(t, true);

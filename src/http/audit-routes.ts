@@ -1,0 +1,50 @@
+// GET /admin/v1/audit: the admin audit trail, newest first, paged by id with an opaque cursor in
+// the style of the transfer history: rows written while an operator pages appear only on a
+// fresh first page and never shift or repeat the pages after it.
+
+import type { Hono } from 'hono';
+import * as v from 'valibot';
+import type { AppDeps } from './app.js';
+import type { AuthEnv } from './auth.js';
+import { fail } from './errors.js';
+import { firstCode } from './schemas.js';
+
+export const AUDIT_LIMIT_MAX = 100;
+const AUDIT_LIMIT_DEFAULT = 20;
+const CURSOR_PREFIX = 'a1:';
+
+const AuditQuery = v.strictObject(
+  {
+    limit: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'), v.check((s) => Number(s) <= AUDIT_LIMIT_MAX, 'INVALID_REQUEST'))),
+    cursor: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.check((s) => decodeCursor(s) !== null, 'INVALID_REQUEST'))),
+  },
+  'INVALID_REQUEST',
+);
+
+function encodeCursor(id: string): string {
+  return Buffer.from(CURSOR_PREFIX + id).toString('base64url');
+}
+
+function decodeCursor(cursor: string): bigint | null {
+  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return null;
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!text.startsWith(CURSOR_PREFIX)) return null;
+  const id = text.slice(CURSOR_PREFIX.length);
+  return /^[1-9][0-9]{0,18}$/.test(id) ? BigInt(id) : null;
+}
+
+export function mountAuditRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void {
+  routes.get('/audit', async (c) => {
+    const parsed = v.safeParse(AuditQuery, c.req.query(), { abortEarly: true });
+    if (!parsed.success) return fail(c, firstCode(parsed.issues));
+    const limit = parsed.output.limit === undefined ? AUDIT_LIMIT_DEFAULT : Number(parsed.output.limit);
+    const before = parsed.output.cursor === undefined ? null : decodeCursor(parsed.output.cursor);
+    const rows = await deps.audit.page(before, limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return c.json({
+      items: page.map((r) => ({ id: r.id, at: r.at, operator: r.operator, action: r.action, target: r.target, parameters: r.parameters, status: r.status, outcome: r.outcome, req_id: r.reqId })),
+      next_cursor: rows.length > limit && last !== undefined ? encodeCursor(last.id) : null,
+    });
+  });
+}
