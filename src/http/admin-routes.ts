@@ -1,22 +1,22 @@
-// Operator routes, behind a token whose role is admin.
+// Operator routes, behind a token whose role is admin; c.get('operator') names the operator.
 
 import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
 import { isAssetSymbol, isUserId } from '../domain/checks.js';
 import { parseAmount } from '../domain/money.js';
 import type { AppDeps } from './app.js';
-import { bearerAuth, type AuthEnv } from './auth.js';
+import { adminAuth, type AdminEnv } from './auth.js';
 import { jsonObject } from './body.js';
 import type { MovementKind } from '../services/external.js';
 import { fail } from './errors.js';
 import { mountOperatorRoutes } from './operator-routes.js';
 import { AccountStatusBody, AssetBody, DepositBody, firstCode } from './schemas.js';
 
-export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
-  const routes = new Hono<AuthEnv>();
-  routes.use('*', bearerAuth({ secret: deps.jwtSecret, role: 'admin' }));
+export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
+  const routes = new Hono<AdminEnv>();
+  routes.use('*', adminAuth({ tokens: deps.tokens }));
 
-  const movement = (kind: MovementKind) => async (c: Context<AuthEnv>) => {
+  const movement = (kind: MovementKind) => async (c: Context<AdminEnv>) => {
     const raw = await jsonObject(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const parsed = v.safeParse(DepositBody, raw.value, { abortEarly: true });
