@@ -64,6 +64,8 @@ test('configuration: production without JWT_SECRET but with a JWKS turns HS256 o
   assert.is(loadConfig({ JWT_SECRET: REAL_SECRET }).jwt.hs256SecretIsDevDefault, false);
   assert.throws(() => loadConfig({ NODE_ENV: 'prod' }), /NODE_ENV must be one of development, production/);
   assert.throws(() => loadConfig({ JWT_SECRET: '' }), /at least 32 bytes/);
+  assert.is(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'é'.repeat(16) }).jwt.hs256Secret, 'é'.repeat(16), '32 bytes in 16 characters: the bound is in bytes');
+  assert.throws(() => loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'é'.repeat(15) + 'x' }), /at least 32 bytes/);
   assert.throws(() => loadConfig({ JWT_JWKS_FILE: 'a.json', JWT_JWKS_URL: 'https://idp.test/jwks' }), /not both/);
   assert.throws(() => loadConfig({ JWT_JWKS_URL: 'ftp://idp.test/jwks' }), /must be http\(s\)/);
   assert.is(loadConfig({ NODE_ENV: 'production', JWT_JWKS_URL: 'http://127.0.0.1:9/jwks' }).jwt.jwks?.kind, 'url');
