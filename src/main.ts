@@ -2,6 +2,7 @@
 
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { banner } from './banner.js';
+import { JwksError } from './http/jwks-keys.js';
 import { createLogger } from './log.js';
 import { OwnershipError } from './ownership/errors.js';
 import { startService } from './service.js';
@@ -48,6 +49,10 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof JwksError) {
+    process.stderr.write(`configuration error: ${error.message}\n`);
+    process.exit(2);
+  }
   if (error instanceof OwnershipError) {
     process.stderr.write(`refused to start: ${error.message}\n`);
     process.exit(3);

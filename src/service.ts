@@ -55,6 +55,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     for (const undo of stack.reverse()) await undo().catch((e: unknown) => log.error('stop step failed', { error: String(e) }));
   };
   try {
+    // The JWKS first: a set that cannot be read or used stops the start before anything runs.
+    const tokens = await createTokenVerifier(config.jwt, log);
     // Rule 7, exactly one owner: DATA_DIR first (before its embedded PostgreSQL is touched), then
     // the database, then the check that both hold the same ledger; only then anything is written.
     const dirLock = await lockDataDir(config.dataDir);
@@ -122,7 +124,6 @@ export async function startService(config: Config, log: Logger): Promise<Service
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
     const drain = new Drain();
-    const tokens = await createTokenVerifier(config.jwt, log);
     const apps = createApps({
       tokens,
       bodyBytesMax: config.bodyBytesMax,

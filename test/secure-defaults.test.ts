@@ -1,4 +1,4 @@
-// Proves NODE_ENV=production refuses to start without a JWT_SECRET of at least 32 bytes (or a JWKS), refuses the public development secret and PRINT_BANNER=1, and prints no token when it does start; while development (the default) keeps the development secret and prints tokens only when they are signed with it.
+// Proves NODE_ENV=production refuses to start without a JWT_SECRET of at least 32 bytes (or a usable JWKS), refuses the public development secret and PRINT_BANNER=1, and prints no token when it does start; while development (the default) keeps the development secret and prints tokens only when they are signed with it.
 
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -41,6 +41,7 @@ test('production refuses to start without JWT_SECRET, with a short one, or with 
     [{ JWT_SECRET: DEV_JWT_SECRET }, /public development secret/],
     [{ JWT_SECRET: REAL_SECRET, PRINT_BANNER: '1' }, /PRINT_BANNER=1 prints development tokens/],
     [{ JWT_SECRET: REAL_SECRET, JWT_JWKS_URL: 'http://idp.example/jwks.json' }, /JWT_JWKS_URL must be https in production/],
+    [{ JWT_JWKS_FILE: '/nonexistent-jwks.json' }, /cannot read JWT_JWKS_FILE \/nonexistent-jwks\.json/],
   ];
   for (const [env, message] of cases) {
     const r = await run({ NODE_ENV: 'production', DATA_DIR: '/nonexistent-never-created', ...env });

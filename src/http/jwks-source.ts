@@ -45,7 +45,9 @@ export class JwksSource {
   static async open(opts: JwksSourceOptions): Promise<JwksSource> {
     const now = (opts.nowMs ?? Date.now)();
     const text = await readLocation(opts.location, opts.timeoutMs);
-    const parsed = await parseJwks(text);
+    const parsed = await parseJwks(text).catch((error: unknown) => {
+      throw new JwksError(`${describe(opts.location)}: ${error instanceof Error ? error.message : String(error)}`);
+    });
     opts.log.info('JWKS loaded', { jwks: describe(opts.location), kids: [...parsed.keys.keys()], skipped_keys: parsed.skipped });
     return new JwksSource(opts, text, parsed.keys, now);
   }
