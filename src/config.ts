@@ -4,6 +4,27 @@
 import path from 'node:path';
 import type { PgTimeouts } from './db/sql.js';
 import { CRASH_POINTS, isCrashPoint, type CrashPoint } from './faults/crash-points.js';
+import type { JwksLocation } from './http/jwks-source.js';
+
+/** `development` (the default: `make run`, tests) or `production` (secure defaults enforced). */
+export type NodeEnv = 'development' | 'production';
+
+export type JwtConfig = {
+  /** Null: HS256 tokens are refused (production with a JWKS and no JWT_SECRET). */
+  readonly hs256Secret: string | null;
+  /** True only in development with JWT_SECRET unset: the secret is public, in this repository. */
+  readonly hs256SecretIsDevDefault: boolean;
+  /** Null: RS256, ES256 and EdDSA tokens are refused. */
+  readonly jwks: JwksLocation | null;
+  readonly issuer: string | null;
+  readonly audience: string | null;
+  /** At most one JWKS reload per this, however many unknown kids arrive. */
+  readonly jwksCooldownMs: number;
+  /** A key set older than this is reloaded at its next use. */
+  readonly jwksMaxAgeMs: number;
+  /** A JWKS URL fetch unanswered after this fails. */
+  readonly jwksTimeoutMs: number;
+};
 
 export type Config = {
   readonly port: number;
@@ -13,8 +34,13 @@ export type Config = {
   readonly databaseUrl: string | null;
   readonly embeddedPgPort: number;
   readonly embeddedPgSharedBuffersMb: number;
-  readonly jwtSecret: string;
-  readonly jwtSecretIsDevDefault: boolean;
+  readonly nodeEnv: NodeEnv;
+  readonly jwt: JwtConfig;
+  /** Null: the admin routes and /metrics share the public listener. */
+  readonly adminPort: number | null;
+  readonly adminHost: string;
+  /** Development only: print development tokens and curl commands at start. */
+  readonly printBanner: boolean;
   readonly coordinators: number;
   readonly pgPoolMax: number;
   /** How long a stop waits for the requests in flight before closing their connections. */
@@ -75,7 +101,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 export function loadConfig(env: Env = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR ?? './data');
-  const secret = env.JWT_SECRET;
+  const nodeEnv = enumVar(env, 'NODE_ENV', ['development', 'production'] as const, 'development');
   const config: Config = {
     port: intVar(env, 'PORT', 8080, 0, 65535),
     host: env.HOST ?? '127.0.0.1',
@@ -83,8 +109,11 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: nonEmpty(env.DATABASE_URL),
     embeddedPgPort: intVar(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535),
     embeddedPgSharedBuffersMb: intVar(env, 'EMBEDDED_PG_SHARED_BUFFERS_MB', 256, 16, 1_048_576),
-    jwtSecret: secret ?? DEV_JWT_SECRET,
-    jwtSecretIsDevDefault: secret === undefined,
+    nodeEnv,
+    jwt: jwtConfig(env, nodeEnv),
+    adminPort: env.ADMIN_PORT === undefined || env.ADMIN_PORT === '' ? null : intVar(env, 'ADMIN_PORT', 0, 0, 65535),
+    adminHost: env.ADMIN_HOST ?? '127.0.0.1',
+    printBanner: bannerVar(env, nodeEnv),
     coordinators: intVar(env, 'COORDINATORS', COORDINATORS_DEFAULT, 1, 64),
     pgPoolMax: intVar(env, 'PG_POOL_MAX', 8, 1, 200),
     shutdownDrainMs: intVar(env, 'SHUTDOWN_DRAIN_MS', 10_000, 0, 600_000),
@@ -134,7 +163,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');
   if (config.shutdownTimeoutMs <= config.shutdownDrainMs) throw new ConfigError('SHUTDOWN_TIMEOUT_MS must be greater than SHUTDOWN_DRAIN_MS');
-  if (config.jwtSecret.length < 32) throw new ConfigError('JWT_SECRET must be at least 32 characters');
+  if (config.adminPort !== null && config.adminPort !== 0 && config.adminPort === config.port) throw new ConfigError('ADMIN_PORT must differ from PORT');
   return config;
 }
 
@@ -148,6 +177,55 @@ const COORDINATORS_DEFAULT = 2;
 
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
+}
+
+/** The banner prints development tokens: on by default in development, never in production. */
+function bannerVar(env: Env, nodeEnv: NodeEnv): boolean {
+  const raw = enumVar(env, 'PRINT_BANNER', ['0', '1'] as const, nodeEnv === 'development' ? '1' : '0');
+  if (raw === '1' && nodeEnv === 'production') throw new ConfigError('PRINT_BANNER=1 prints development tokens: development only, not with NODE_ENV=production');
+  return raw === '1';
+}
+
+/** The shortest HS256 secret accepted, in bytes (RFC 7518 §3.2: at least the hash's 256 bits). */
+export const JWT_SECRET_BYTES_MIN = 32;
+
+/**
+ * Which tokens are accepted. Development: JWT_SECRET defaults to the public development secret.
+ * Production: no default; JWT_SECRET (never the development one) or a JWKS is required, and with
+ * a JWKS and no JWT_SECRET, HS256 tokens are refused.
+ */
+function jwtConfig(env: Env, nodeEnv: NodeEnv): JwtConfig {
+  const file = nonEmpty(env.JWT_JWKS_FILE);
+  const url = nonEmpty(env.JWT_JWKS_URL);
+  if (file !== null && url !== null) throw new ConfigError('set JWT_JWKS_FILE or JWT_JWKS_URL, not both');
+  const jwks: JwksLocation | null = file !== null ? { kind: 'file', path: path.resolve(file) } : url !== null ? { kind: 'url', url: jwksUrl(url, nodeEnv) } : null;
+  const secret = env.JWT_SECRET;
+  if (secret !== undefined && Buffer.byteLength(secret, 'utf8') < JWT_SECRET_BYTES_MIN) throw new ConfigError(`JWT_SECRET must be at least ${JWT_SECRET_BYTES_MIN} bytes`);
+  if (nodeEnv === 'production') {
+    if (secret === undefined && jwks === null) throw new ConfigError(`NODE_ENV=production needs JWT_SECRET (at least ${JWT_SECRET_BYTES_MIN} bytes) or JWT_JWKS_FILE / JWT_JWKS_URL; there is no default secret in production`);
+    if (secret === DEV_JWT_SECRET) throw new ConfigError('JWT_SECRET is the public development secret: never in production');
+  }
+  const devDefault = secret === undefined && nodeEnv === 'development';
+  return {
+    hs256Secret: secret ?? (devDefault ? DEV_JWT_SECRET : null),
+    hs256SecretIsDevDefault: devDefault,
+    jwks,
+    issuer: nonEmpty(env.JWT_ISSUER),
+    audience: nonEmpty(env.JWT_AUDIENCE),
+    jwksCooldownMs: intVar(env, 'JWT_JWKS_COOLDOWN_MS', 30_000, 100, 3_600_000),
+    jwksMaxAgeMs: intVar(env, 'JWT_JWKS_MAX_AGE_MS', 300_000, 1_000, 86_400_000),
+    jwksTimeoutMs: intVar(env, 'JWT_JWKS_TIMEOUT_MS', 5_000, 100, 60_000),
+  };
+}
+
+/** An http(s) URL; in production https, or http only to this machine (a local sidecar). */
+function jwksUrl(raw: string, nodeEnv: NodeEnv): string {
+  if (!URL.canParse(raw)) throw new ConfigError(`JWT_JWKS_URL must be a URL, got ${JSON.stringify(raw)}`);
+  const url = new URL(raw);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(`JWT_JWKS_URL must be http(s), got ${JSON.stringify(raw)}`);
+  const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
+  if (nodeEnv === 'production' && url.protocol === 'http:' && !loopback) throw new ConfigError('JWT_JWKS_URL must be https in production (http only to 127.0.0.1, localhost or [::1])');
+  return raw;
 }
 
 function crashPointVar(env: Env): CrashPoint | null {

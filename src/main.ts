@@ -1,12 +1,11 @@
-// `make run`: start the service, print how to use it, stop cleanly on Ctrl-C or SIGTERM.
+// `make run`: start the service, print how to use it (development only), stop cleanly on Ctrl-C or SIGTERM.
 
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { signJwt } from './http/jwt.js';
+import { banner } from './banner.js';
+import { JwksError } from './http/jwks-keys.js';
 import { createLogger } from './log.js';
 import { OwnershipError } from './ownership/errors.js';
 import { startService } from './service.js';
-
-const DEV_TOKEN_LIFETIME_S = 24 * 3600;
 
 async function main(): Promise<void> {
   let config: Config;
@@ -20,7 +19,7 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger({ level: config.logLevel, format: config.logFormat, name: 'main' });
-  if (config.jwtSecretIsDevDefault) log.warn('JWT_SECRET is not set: using the development secret; never do this in production');
+  if (config.jwt.hs256SecretIsDevDefault) log.warn('JWT_SECRET is not set: development mode accepts tokens signed with the public development secret; NODE_ENV=production refuses to start this way');
   const service = await startService(config, log);
   let stopping = false;
   // The first signal drains and stops in order, within SHUTDOWN_TIMEOUT_MS; a second one, or the
@@ -46,35 +45,14 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
   process.on('SIGTERM', () => shutdown('SIGTERM'));
-  if (process.env.PRINT_BANNER !== '0') process.stdout.write(banner(config, service.port));
-}
-
-function banner(config: Config, port: number): string {
-  const exp = Math.floor(Date.now() / 1000) + DEV_TOKEN_LIFETIME_S;
-  const user = signJwt({ sub: '1', exp }, config.jwtSecret);
-  const admin = signJwt({ sub: '1', exp, role: 'admin' }, config.jwtSecret);
-  const base = `http://${config.host}:${port}`;
-  const json = "-H 'Content-Type: application/json'";
-  return `
-Service ready on ${base}  (data in ${config.dataDir}; Ctrl-C stops it and its PostgreSQL)
-Development tokens for user 1, valid 24 h${config.jwtSecretIsDevDefault ? ', signed with the development JWT_SECRET' : ''}.
-
-1. Fund user 1's FUNDING account with 1000 USDT (an operator's deposit, idempotent by ref):
-curl -s -X POST ${base}/admin/v1/deposit -H 'Authorization: Bearer ${admin}' ${json} -d '{"user_id":"1","account":"FUNDING","asset":"USDT","amount":"1000","ref":"demo-deposit-1"}'
-
-2. Move 100 USDT from FUNDING to SPOT:
-curl -s -X POST ${base}/api/v1/internal_transfer -H 'Authorization: Bearer ${user}' ${json} -d '{"from":"FUNDING","to":"SPOT","asset":"USDT","amount":"100"}'
-
-3. Move 40 USDT back from SPOT to FUNDING:
-curl -s -X POST ${base}/api/v1/internal_transfer -H 'Authorization: Bearer ${user}' ${json} -d '{"from":"SPOT","to":"FUNDING","asset":"USDT","amount":"40"}'
-
-4. Read a transfer (use a req_id from the answers above):
-curl -s ${base}/api/v1/internal_transfer/REQ_ID -H 'Authorization: Bearer ${user}'
-
-`;
+  if (config.printBanner) process.stdout.write(banner(config, service));
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof JwksError) {
+    process.stderr.write(`configuration error: ${error.message}\n`);
+    process.exit(2);
+  }
   if (error instanceof OwnershipError) {
     process.stderr.write(`refused to start: ${error.message}\n`);
     process.exit(3);

@@ -2,10 +2,8 @@
 // PostgreSQL (embedded unless DATABASE_URL), the schema, UBSCore and its WAL replay, the
 // coordinator shards, then the HTTP front door last, so nothing is accepted before it can run.
 
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { serve } from '@hono/node-server';
 import { CoordinatorPools } from '../actors/coordinator-pool.js';
 import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
 import type { Config } from './config.js';
@@ -15,7 +13,9 @@ import { migrate, seedDemoAssets } from './db/schema.js';
 import { openSql, type Sql } from './db/sql.js';
 import { TransferStore } from './db/transfers.js';
 import { TransferWrites } from './db/transfer-writes.js';
-import { createApp } from './http/app.js';
+import { createApps } from './http/app.js';
+import { createTokenVerifier } from './http/token-setup.js';
+import { listenAll } from './http/listeners.js';
 import { Drain } from './http/drain.js';
 import type { Logger } from './log.js';
 import { AdminService } from './services/admin.js';
@@ -44,6 +44,8 @@ const UBS_CLOSE_TIMEOUT_MS = 10_000;
 
 export type Service = {
   readonly port: number;
+  /** Null: the admin routes are on `port` (no ADMIN_PORT). */
+  readonly adminPort: number | null;
   readonly databaseUrl: string;
   readonly stop: () => Promise<void>;
 };
@@ -56,6 +58,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     for (const undo of stack.reverse()) await undo().catch((e: unknown) => log.error('stop step failed', { error: String(e) }));
   };
   try {
+    // The JWKS first: a set that cannot be read or used stops the start before anything runs.
+    const tokens = await createTokenVerifier(config.jwt, log);
     // Rule 7, exactly one owner: DATA_DIR first (before its embedded PostgreSQL is touched), then
     // the database, then the check that both hold the same ledger; only then anything is written.
     const dirLock = await lockDataDir(config.dataDir);
@@ -69,7 +73,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     stack.push(() => sql.end({ timeout: 5 }));
     const { applied } = await migrate(sql);
     const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
-    await seedDemoAssets(sql);
+    // The demo assets are a development convenience; in production an operator creates assets.
+    if (config.nodeEnv === 'development') await seedDemoAssets(sql);
     log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
     const halt = await HaltSwitch.load(sql, log);
     if (halt.current !== null) log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', { reason: halt.current.reason });
@@ -125,8 +130,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
     stack.push(async () => monitor.stop());
     const drain = new Drain();
-    const app = createApp({
-      jwtSecret: config.jwtSecret,
+    const apps = createApps({
+      tokens,
       bodyBytesMax: config.bodyBytesMax,
       rateLimitPerSecond: config.rateLimitPerSecond,
       abnormalTransfersPerMinute: config.abnormalTransfersPerMinute,
@@ -171,10 +176,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
       log,
       isReady: () => true,
       drain,
-    });
-    const port = await listen(app.fetch, config, stack, drain, log);
-    log.info('service ready', { port, coordinators: config.coordinators, data_dir: config.dataDir });
-    return { port, databaseUrl, stop };
+    }, { separateAdmin: config.adminPort !== null });
+    const listeners = await listenAll(apps, config, stack, drain, log);
+    log.info('service ready', { port: listeners.port, admin_port: listeners.adminPort, coordinators: config.coordinators, data_dir: config.dataDir });
+    return { ...listeners, databaseUrl, stop };
   } catch (error) {
     await stop();
     throw error;
@@ -243,27 +248,6 @@ function coordinatorBase(config: Config, databaseUrl: string) {
     dailyAmountLimits: config.dailyAmountLimits,
     crashPoint: config.crashPoint,
   };
-}
-
-/**
- * Listens, and registers the first step of every stop: new requests are answered 503 while the
- * ones in flight finish, for at most SHUTDOWN_DRAIN_MS; then the listener and every connection
- * close. The listener stays open while draining, so a new connection gets a 503, not a refusal.
- */
-function listen(fetch: (req: Request) => Response | Promise<Response>, config: Config, stack: (() => Promise<void>)[], drain: Drain, log: Logger): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = serve({ fetch, port: config.port, hostname: config.host }, (info: AddressInfo) => resolve(info.port));
-    server.once('error', reject);
-    stack.push(async () => {
-      drain.start();
-      const idle = await drain.idle(config.shutdownDrainMs);
-      if (!idle) log.error('requests still in flight when the drain time ran out: their connections are closed', { in_flight: drain.requestsInFlight, shutdown_drain_ms: config.shutdownDrainMs });
-      await new Promise<void>((done) => {
-        server.close(() => done());
-        if ('closeAllConnections' in server) server.closeAllConnections();
-      });
-    });
-  });
 }
 
 /** A part that cannot go on safely stops the process; restart recovers from the stores. */

@@ -1,12 +1,12 @@
-// Operator routes, behind a token whose role is admin. Every action is recorded in the audit
-// trail with its outcome (audit.ts).
+// Operator routes, behind a token whose role is admin; c.get('operator') names the operator.
+// Every action is recorded in the audit trail with its outcome (audit.ts).
 
 import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
 import { isAssetSymbol, isUserId } from '../domain/checks.js';
 import { parseAmount } from '../domain/money.js';
 import type { AppDeps } from './app.js';
-import { bearerAuth, type AuthEnv } from './auth.js';
+import { adminAuth, type AdminEnv } from './auth.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { audited, auditedJson } from './audit.js';
 import { mountAuditRoutes } from './audit-routes.js';
@@ -15,12 +15,12 @@ import { fail } from './errors.js';
 import { mountOperatorRoutes } from './operator-routes.js';
 import { AccountStatusBody, AssetBody, DepositBody, firstCode } from './schemas.js';
 
-export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
-  const routes = new Hono<AuthEnv>();
-  routes.use('*', bearerAuth({ secret: deps.jwtSecret, role: 'admin' }));
+export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
+  const routes = new Hono<AdminEnv>();
+  routes.use('*', adminAuth({ tokens: deps.tokens }));
   const audit = (action: AdminAction) => audited({ action, audit: deps.audit, log: deps.log, registry: deps.registry });
 
-  const movement = (kind: MovementKind) => async (c: Context<AuthEnv>) => {
+  const movement = (kind: MovementKind) => async (c: Context<AdminEnv>) => {
     const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const parsed = v.safeParse(DepositBody, raw.value, { abortEarly: true });

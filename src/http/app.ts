@@ -1,4 +1,4 @@
-// The Hono front door: body limits, authentication, routes. It validates, then hands each
+// The Hono front door: body limits, authentication, routes, on one listener or two. It validates, then hands each
 // transfer to the coordinator of the user's shard; it never moves funds itself.
 
 import { Hono } from 'hono';
@@ -21,6 +21,7 @@ import { bodyLimit } from './body.js';
 import type { Drain } from './drain.js';
 import { errorBody, fail } from './errors.js';
 import { mountDocs } from './openapi.js';
+import type { TokenVerifier } from './token-verifier.js';
 import { transferRoutes } from './transfer-routes.js';
 
 /** What the HTTP edge gets back from a coordinator for one submitted transfer. */
@@ -31,7 +32,8 @@ export type SubmitReply =
   | { readonly kind: 'error'; readonly message: string };
 
 export type AppDeps = {
-  readonly jwtSecret: string;
+  /** Verifies every bearer token (HS256 and/or JWKS), shared by the user and admin routes. */
+  readonly tokens: TokenVerifier;
   readonly bodyBytesMax: number;
   readonly rateLimitPerSecond: number;
   /** MON-004: transfers per user per minute that raise a WARNING; 0 switches it off. */
@@ -65,7 +67,35 @@ export type AppDeps = {
   readonly drain: Drain;
 };
 
-export function createApp(deps: AppDeps): Hono {
+/**
+ * The routes, on one listener or two. Without a separate admin listener, one app serves
+ * everything. With one (ADMIN_PORT), `/admin/v1/*` and `/metrics` are served only by the admin
+ * app and the public app answers 404 NOT_FOUND for them, as for any unknown route; both answer
+ * /healthz and /readyz. The OpenAPI document and /docs stay public: they describe the admin
+ * operations but grant nothing, and the same text is in the repository.
+ */
+export function createApps(deps: AppDeps, opts: { readonly separateAdmin: boolean }): Apps {
+  const publicApp = baseApp(deps);
+  mountDocs(publicApp);
+  publicApp.route('/api/v1', transferRoutes(deps));
+  if (!opts.separateAdmin) {
+    mountAdmin(publicApp, deps);
+    return { public: publicApp, admin: null };
+  }
+  const adminApp = baseApp(deps);
+  mountAdmin(adminApp, deps);
+  return { public: publicApp, admin: adminApp };
+}
+
+export type Apps = { readonly public: Hono; readonly admin: Hono | null };
+
+function mountAdmin(app: Hono, deps: AppDeps): void {
+  app.get('/metrics', async (c) => c.text(await deps.metrics(), 200, { 'content-type': 'text/plain; version=0.0.4' }));
+  app.route('/admin/v1', adminRoutes(deps));
+}
+
+/** What every listener has: the drain, latency metrics, the body limit, the probes, the error answers. */
+function baseApp(deps: AppDeps): Hono {
   const app = new Hono();
   app.use('*', deps.drain.middleware);
   app.use('*', async function httpMetrics(c, next) {
@@ -76,7 +106,6 @@ export function createApp(deps: AppDeps): Hono {
   });
   app.use('*', bodyLimit({ bytesMax: deps.bodyBytesMax }));
   app.get('/healthz', (c) => (deps.isReady() ? c.json({ status: 'ok' }) : fail(c, 'SERVICE_UNAVAILABLE')));
-  app.get('/metrics', async (c) => c.text(await deps.metrics(), 200, { 'content-type': 'text/plain; version=0.0.4' }));
   app.get('/readyz', async (c) => {
     const probe = await deps.probe();
     const halted = deps.halt.current;
@@ -84,9 +113,6 @@ export function createApp(deps: AppDeps): Hono {
     const ready = probe.postgres && probe.ubscore && halted === null;
     return ready ? c.json({ status: 'ready', ...body }) : c.json({ code: 'SERVICE_UNAVAILABLE', message: 'not ready', ...body }, 503);
   });
-  mountDocs(app);
-  app.route('/api/v1', transferRoutes(deps));
-  app.route('/admin/v1', adminRoutes(deps));
   app.notFound((c) => fail(c, 'NOT_FOUND'));
   app.onError((error, c) => {
     deps.log.error('unhandled error in a route', { path: c.req.path, error: error instanceof Error ? error.stack : String(error) });

@@ -5,7 +5,7 @@
 import type { Hono } from 'hono';
 import * as v from 'valibot';
 import type { AppDeps } from './app.js';
-import type { AuthEnv } from './auth.js';
+import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
 import { firstCode } from './schemas.js';
 
@@ -33,7 +33,7 @@ function decodeCursor(cursor: string): bigint | null {
   return /^[1-9][0-9]{0,18}$/.test(id) ? BigInt(id) : null;
 }
 
-export function mountAuditRoutes(routes: Hono<AuthEnv>, deps: AppDeps): void {
+export function mountAuditRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void {
   routes.get('/audit', async (c) => {
     const parsed = v.safeParse(AuditQuery, c.req.query(), { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));

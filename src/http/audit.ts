@@ -15,7 +15,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { AdminAction, AuditEntry, AuditLog } from '../audit/audit-log.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
-import type { AuthEnv } from './auth.js';
+import type { AdminEnv } from './auth.js';
 import { jsonObject, type JsonBody } from './body.js';
 import { operatorOf } from './operator-of.js';
 
@@ -29,7 +29,7 @@ export async function auditedJson(c: Context, bytesMax: number): Promise<JsonBod
   return body;
 }
 
-export function audited(opts: { readonly action: AdminAction; readonly audit: AuditLog; readonly log: Logger; readonly registry: Registry }): MiddlewareHandler<AuthEnv> {
+export function audited(opts: { readonly action: AdminAction; readonly audit: AuditLog; readonly log: Logger; readonly registry: Registry }): MiddlewareHandler<AdminEnv> {
   return async function auditedAction(c, next) {
     let thrown: unknown = null;
     try {

@@ -1,24 +1,60 @@
-// Bearer-token middleware: a factory taking its options, returning one named function. Each
-// keeps its own bounded cache of verified tokens (verified-tokens.ts).
+// Bearer-token middleware: factories taking their options, each returning one named function
+// with its own bounded cache of verified tokens (verified-tokens.ts). The scheme name is
+// case-insensitive (RFC 9110 §11.1): `Bearer`, `bearer` and `BEARER` are one scheme.
+// A user route needs `sub` to be a user id in decimal; an admin route needs `"role": "admin"` and
+// takes any `sub` as the operator's name (`ops-alice`), which it hands on as c.get('operator').
 
 import type { MiddlewareHandler } from 'hono';
+import { USER_ID_MAX } from '../domain/checks.js';
 import { fail } from './errors.js';
-import type { Claims } from './jwt.js';
+import type { Claims } from './jwt-claims.js';
+import type { TokenVerifier } from './token-verifier.js';
 import { VerifiedTokens } from './verified-tokens.js';
 
-export type AuthEnv = { Variables: { claims: Claims } };
+export type UserClaims = { readonly userId: bigint; readonly role: 'user' | 'admin'; readonly exp: number };
+/** User routes: the caller's user id. */
+export type AuthEnv = { Variables: { claims: UserClaims } };
+/** Admin routes: the operator's name, the token's `sub` as it is. */
+export type AdminEnv = { Variables: { operator: string } };
 
-export function bearerAuth(opts: { secret: string; role?: 'admin' }): MiddlewareHandler<AuthEnv> {
-  const tokens = new VerifiedTokens({ secret: opts.secret });
-  return async function bearerAuthMiddleware(c, next) {
-    const header = c.req.header('authorization') ?? '';
-    const match = /^Bearer ([A-Za-z0-9_.-]+)$/.exec(header);
-    if (match === null) return fail(c, 'UNAUTHORIZED');
-    const verified = tokens.verify(match[1] as string);
-    if (!verified.ok) return fail(c, 'UNAUTHORIZED');
-    if (opts.role === 'admin' && verified.claims.role !== 'admin') return fail(c, 'FORBIDDEN');
-    c.set('claims', verified.claims);
+const BEARER = /^bearer +([A-Za-z0-9_.-]+) *$/i;
+const USER_ID_TEXT = /^[1-9][0-9]{0,18}$/;
+
+export function userAuth(opts: { tokens: TokenVerifier }): MiddlewareHandler<AuthEnv> {
+  const verified = new VerifiedTokens({ verify: (token, nowS) => opts.tokens.verify(token, nowS) });
+  return async function userAuthMiddleware(c, next) {
+    const claims = await bearerClaims(c.req.header('authorization'), verified);
+    if (claims === null) return fail(c, 'UNAUTHORIZED');
+    const userId = userIdOf(claims.subject);
+    if (userId === null) return fail(c, 'UNAUTHORIZED');
+    c.set('claims', { userId, role: claims.role, exp: claims.exp });
     await next();
     return undefined;
   };
+}
+
+export function adminAuth(opts: { tokens: TokenVerifier }): MiddlewareHandler<AdminEnv> {
+  const verified = new VerifiedTokens({ verify: (token, nowS) => opts.tokens.verify(token, nowS) });
+  return async function adminAuthMiddleware(c, next) {
+    const claims = await bearerClaims(c.req.header('authorization'), verified);
+    if (claims === null) return fail(c, 'UNAUTHORIZED');
+    if (claims.role !== 'admin') return fail(c, 'FORBIDDEN');
+    c.set('operator', claims.subject);
+    await next();
+    return undefined;
+  };
+}
+
+async function bearerClaims(header: string | undefined, verified: VerifiedTokens): Promise<Claims | null> {
+  const match = BEARER.exec(header ?? '');
+  if (match === null) return null;
+  const result = await verified.verify(match[1] as string);
+  return result.ok ? result.claims : null;
+}
+
+/** A user id in decimal within range, or null. */
+export function userIdOf(subject: string): bigint | null {
+  if (!USER_ID_TEXT.test(subject)) return null;
+  const id = BigInt(subject);
+  return id > USER_ID_MAX ? null : id;
 }

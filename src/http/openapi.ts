@@ -43,7 +43,7 @@ export function openApiDocument(): Json {
   return {
     openapi: '3.1.0',
     info: { title: 'Internal transfers: FUNDING ⇄ SPOT', version: '1.0.0', description: 'Amounts are decimal strings in the asset\'s units. Every error answer is {"code","message"}.' },
-    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (HS256; sub = user id; exp required; role=admin for /admin)' } } },
+    components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT (HS256 with JWT_SECRET, or RS256/ES256/EdDSA from the JWKS by kid; exp required; iss/aud when configured; /api: sub = user id; /admin: role=admin, sub = the operator)' } } },
     paths: {
       '/api/v1/internal_transfer': {
         post: operation('Move an asset between FUNDING and SPOT', { '200': { description: 'Terminal (COMMITTED or ROLLED_BACK)', content: content(s.TransferAnswer) }, '202': { description: 'Still moving; poll GET', content: content(s.TransferAnswer) }, ...errors(TRANSFER_CODES) }, { requestBody: { required: true, content: content(s.TransferBody) } }),

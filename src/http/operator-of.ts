@@ -3,8 +3,8 @@
 // (an admin `sub` such as "ops-alice") changes this line only.
 
 import type { Context } from 'hono';
-import type { AuthEnv } from './auth.js';
+import type { AdminEnv } from './auth.js';
 
-export function operatorOf(c: Context<AuthEnv>): string {
-  return c.get('claims').userId.toString();
+export function operatorOf(c: Context<AdminEnv>): string {
+  return c.get('operator');
 }

@@ -8,7 +8,7 @@ import { ALERT_KINDS } from '../alerts/alerts.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { isReqId } from '../domain/checks.js';
 import type { AppDeps } from './app.js';
-import type { AuthEnv } from './auth.js';
+import type { AdminEnv } from './auth.js';
 import { auditedJson } from './audit.js';
 import { fail } from './errors.js';
 import { historyJson } from './views.js';
@@ -16,7 +16,7 @@ import { historyJson } from './views.js';
 const LIST_LIMIT_MAX = 500;
 const HALT_REASON_CHARS_MAX = 200;
 
-export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps, audit: (action: AdminAction) => MiddlewareHandler<AuthEnv>): void {
+export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit: (action: AdminAction) => MiddlewareHandler<AdminEnv>): void {
   routes.get('/alerts', async (c) => {
     const limit = listLimit(c.req.query('limit'));
     if (limit === null) return fail(c, 'INVALID_REQUEST');
@@ -84,7 +84,7 @@ export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps, audit:
 
   routes.post('/resume', audit('service.resume'), async (c) => {
     const was = await deps.halt.resume();
-    deps.log.warn('halt lifted by an operator', { was_halted: was !== null, reason: was?.reason ?? null });
+    deps.log.warn('halt lifted by an operator', { operator: c.get('operator'), was_halted: was !== null, reason: was?.reason ?? null });
     return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
   });
 
@@ -93,6 +93,7 @@ export function mountOperatorRoutes(routes: Hono<AuthEnv>, deps: AppDeps, audit:
     if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');
     const view = await deps.transfers.get(reqId);
     if (view === null) return fail(c, 'NOT_FOUND');
+    deps.log.info('operator retry', { operator: c.get('operator'), req_id: reqId, state: view.state });
     const reply = await deps.drive(view.userId, reqId);
     if (reply.kind === 'busy') return fail(c, 'SERVICE_UNAVAILABLE');
     if (reply.kind !== 'transfer') return fail(c, reply.kind === 'refused' ? reply.code : 'SYSTEM_ERROR');

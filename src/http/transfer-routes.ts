@@ -9,7 +9,7 @@ import { isReqId } from '../domain/checks.js';
 import { isTerminal } from '../domain/fsm.js';
 import { formatAmount, parseAmount } from '../domain/money.js';
 import type { AppDeps } from './app.js';
-import { bearerAuth, type AuthEnv } from './auth.js';
+import { userAuth, type AuthEnv } from './auth.js';
 import { jsonObject } from './body.js';
 import { fail } from './errors.js';
 import { frequencyWatch } from './frequency-watch.js';
@@ -20,7 +20,7 @@ import { historyJson, transferJson } from './views.js';
 
 export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   const routes = new Hono<AuthEnv>();
-  routes.use('*', bearerAuth({ secret: deps.jwtSecret }));
+  routes.use('*', userAuth({ tokens: deps.tokens }));
   routes.use('*', perUserRateLimit({ perSecond: deps.rateLimitPerSecond }));
   routes.use('/internal_transfer', frequencyWatch({ alerts: deps.alerts, perWindowMax: deps.abnormalTransfersPerMinute, windowMs: 60_000 }));
 

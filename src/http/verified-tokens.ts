@@ -1,58 +1,65 @@
-// Tokens already verified, so a client sending the same token on every request does not cost an
-// HMAC each time (about a twelfth of the HTTP thread). A token is kept with the claims it verified
-// to and the time it was verified; it is accepted from the cache only while `verified at <= now <
-// exp`, the span in which verifyJwt itself must answer the same (its signature and claims do not
-// change, `nbf` was already passed, `exp` is not yet). Outside that span, or when absent, the
-// token is verified in full. The map is bounded: the oldest entry makes room for a new one.
+// Tokens already verified, so a client sending the same token on every request does not cost a
+// signature check each time (an HMAC was about a twelfth of the HTTP thread; RSA and EdDSA cost
+// more). Only successful verifications are kept, keyed by the whole token, with the claims they
+// verified to, the time they were verified and the key set they were verified against. A token
+// is accepted from the cache only while `verified at <= now < exp` (the span in which a full
+// verification must answer the same: its signature and claims do not change, `nbf` was already
+// passed, `exp` is not yet) and while its key set is the one it was verified against: once a
+// JWKS changes (a key rotated in or out), every token verified by that set is verified again in
+// full. Outside that, or when absent, the token is verified in full. The map is bounded: the
+// oldest entry makes room for a new one.
 
-import { verifyJwt, type Claims, type Verified } from './jwt.js';
+import type { Claims, KeyEpoch, Verified } from './jwt-claims.js';
 
 /** Tokens remembered per middleware; at about 200 bytes a token, a few MB at most. */
 export const VERIFIED_TOKENS_MAX = 10_000;
 
-type Entry = { readonly claims: Claims; readonly verifiedAtS: number };
+type Entry = { readonly claims: Claims; readonly keyEpoch: KeyEpoch | null; readonly verifiedAtS: number };
 
 export type VerifiedTokensOptions = {
-  readonly secret: string;
+  /** The full verification (TokenVerifier.verify, or verifyJwt with a secret in a test). */
+  readonly verify: (token: string, nowS: number) => Verified | Promise<Verified>;
   readonly entriesMax?: number;
-  /** Seconds since the epoch, as verifyJwt takes them. */
+  /** Seconds since the epoch, as the verification takes them. */
   readonly nowS?: () => number;
-  /** The full verification; replaceable so a test can count its calls. */
-  readonly verify?: (token: string, secret: string, nowS: number) => Verified;
 };
 
 export class VerifiedTokens {
   private readonly entries = new Map<string, Entry>();
   private readonly entriesMax: number;
   private readonly nowS: () => number;
-  private readonly verifyFull: (token: string, secret: string, nowS: number) => Verified;
 
   constructor(private readonly opts: VerifiedTokensOptions) {
     this.entriesMax = opts.entriesMax ?? VERIFIED_TOKENS_MAX;
     if (!Number.isInteger(this.entriesMax) || this.entriesMax < 1) throw new Error(`entriesMax must be a positive integer, got ${this.entriesMax}`);
     this.nowS = opts.nowS ?? (() => Date.now() / 1000);
-    this.verifyFull = opts.verify ?? verifyJwt;
   }
 
   get size(): number {
     return this.entries.size;
   }
 
-  /** Answers exactly what verifyJwt would answer now. */
-  verify(token: string): Verified {
+  /** Answers exactly what the full verification would answer now. */
+  verify(token: string): Verified | Promise<Verified> {
     const now = this.nowS();
     const entry = this.entries.get(token);
     if (entry !== undefined) {
-      if (entry.verifiedAtS <= now && now < entry.claims.exp) return { ok: true, claims: entry.claims };
+      if (entry.verifiedAtS <= now && now < entry.claims.exp && keySetUnchanged(entry.keyEpoch)) return { ok: true, claims: entry.claims, keyEpoch: entry.keyEpoch };
       this.entries.delete(token);
     }
-    const verified = this.verifyFull(token, this.opts.secret, now);
-    if (verified.ok) this.remember(token, { claims: verified.claims, verifiedAtS: now });
-    return verified;
+    const verified = this.opts.verify(token, now);
+    if (verified instanceof Promise) return verified.then((v) => this.keep(token, v, now));
+    return this.keep(token, verified, now);
   }
 
-  private remember(token: string, entry: Entry): void {
+  private keep(token: string, verified: Verified, now: number): Verified {
+    if (!verified.ok) return verified;
     if (this.entries.size >= this.entriesMax) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(token, entry);
+    this.entries.set(token, { claims: verified.claims, keyEpoch: verified.keyEpoch, verifiedAtS: now });
+    return verified;
   }
+}
+
+function keySetUnchanged(epoch: KeyEpoch | null): boolean {
+  return epoch === null || epoch.source.generation === epoch.generation;
 }

@@ -17,6 +17,8 @@ export type Reply = { readonly status: number; readonly body: Record<string, unk
 
 export type TestService = {
   readonly base: string;
+  /** The admin listener's base URL with ADMIN_PORT, else null (admin routes are on `base`). */
+  readonly adminBase: string | null;
   readonly sql: Sql;
   readonly userToken: (userId: bigint | number | string) => string;
   readonly adminToken: () => string;
@@ -43,6 +45,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const exp = () => Math.floor(Date.now() / 1000) + 3600;
   return {
     base,
+    adminBase: service.adminPort === null ? null : `http://127.0.0.1:${service.adminPort}`,
     sql,
     userToken: (userId) => signJwt({ sub: String(userId), exp: exp() }, TEST_JWT_SECRET),
     adminToken: () => signJwt({ sub: '1', exp: exp(), role: 'admin' }, TEST_JWT_SECRET),

@@ -1,0 +1,53 @@
+// The HTTP app with every service behind it replaced by a stub, for route tests that call
+// `app.request(...)` without a socket, a database or UBSCore: the balances of a user are empty,
+// there are no alerts, and the halt switch is off. Log lines are kept for the test to read.
+
+import { createApps, type AppDeps, type Apps } from '../../src/http/app.js';
+import { Drain } from '../../src/http/drain.js';
+import type { TokenVerifier } from '../../src/http/token-verifier.js';
+import type { LogFields, Logger } from '../../src/log.js';
+import { Registry } from '../../src/metrics/registry.js';
+
+export type LogLine = { readonly level: string; readonly msg: string; readonly fields: LogFields };
+
+export type StubApps = Apps & { readonly lines: LogLine[] };
+
+/** A logger that keeps its lines in `lines`. */
+export function keptLog(): { readonly log: Logger; readonly lines: LogLine[] } {
+  const lines: LogLine[] = [];
+  const keep = (level: string) => (msg: string, fields: LogFields = {}) => void lines.push({ level, msg, fields });
+  const log = { debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error'), critical: keep('critical') } as unknown as Logger;
+  return { log, lines };
+}
+
+export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean } = {}): StubApps {
+  const { log, lines } = keptLog();
+  const unused = () => {
+    throw new Error('not stubbed: this route test should not reach it');
+  };
+  const deps = {
+    tokens,
+    bodyBytesMax: 16_384,
+    rateLimitPerSecond: 0,
+    abnormalTransfersPerMinute: 0,
+    assets: { get: async () => null },
+    transfers: { get: async () => null },
+    submit: unused,
+    external: { apply: unused },
+    balances: { read: async () => ({ funding: [], spot: [] }) },
+    admin: {},
+    alerts: { list: async () => [], raise: async () => undefined },
+    drive: unused,
+    stuckRetriesMax: 10,
+    stuckAgeMs: 300_000,
+    halt: { current: null, resume: async () => null },
+    invariant: { check: unused },
+    metrics: async () => '# metrics\n',
+    registry: new Registry(),
+    probe: async () => ({ postgres: true, ubscore: true }),
+    log,
+    isReady: () => true,
+    drain: new Drain(),
+  } as unknown as AppDeps;
+  return { ...createApps(deps, { separateAdmin: opts.separateAdmin ?? false }), lines };
+}
