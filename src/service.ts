@@ -23,7 +23,8 @@ import { BalanceReader } from './services/balances.js';
 import type { UbsCommand } from './ubscore/types.js';
 import { ExternalMovements } from './services/external.js';
 import { recordForScan } from './services/overflow.js';
-import { collectMetrics } from './metrics/collect.js';
+import { collectMetrics, collectSnapshot } from './metrics/collect.js';
+import { Pulse } from './metrics/pulse.js';
 import { Registry } from './metrics/registry.js';
 import { HaltSwitch } from './services/halt.js';
 import { InvariantService } from './services/invariant.js';
@@ -119,6 +120,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
     const drain = new Drain();
+    const ubsStats = () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]);
     const app = createApp({
       jwtSecret: config.jwtSecret,
       bodyBytesMax: config.bodyBytesMax,
@@ -140,13 +142,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
       halt,
       invariant,
       registry,
-      metrics: () =>
-        collectMetrics({
-          main: registry,
-          sql,
-          shards: () => pools.metrics(),
-          ubs: () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]),
-        }),
+      metrics: () => collectMetrics({ main: registry, sql, shards: () => pools.metrics(), ubs: ubsStats }),
+      pulse: new Pulse(),
+      snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
       probe: async () => ({
         postgres: await sql`SELECT 1`.then(() => true, () => false),
         ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,

@@ -7,6 +7,7 @@ import { parseAmount } from '../domain/money.js';
 import type { AppDeps } from './app.js';
 import { bearerAuth, type AuthEnv } from './auth.js';
 import { jsonObject } from './body.js';
+import { mountConsoleRoutes } from './console-routes.js';
 import type { MovementKind } from '../services/external.js';
 import { fail } from './errors.js';
 import { mountOperatorRoutes } from './operator-routes.js';
@@ -84,5 +85,6 @@ export function adminRoutes(deps: AppDeps): Hono<AuthEnv> {
   });
 
   mountOperatorRoutes(routes, deps);
+  mountConsoleRoutes(routes, deps);
   return routes;
 }

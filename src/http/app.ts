@@ -7,7 +7,8 @@ import type { AssetCache } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
 import type { AlertSink } from '../alerts/alerts.js';
-import { HTTP_BUCKETS_S } from '../metrics/collect.js';
+import { HTTP_BUCKETS_S, type ServiceSnapshot } from '../metrics/collect.js';
+import type { Pulse } from '../metrics/pulse.js';
 import type { Registry } from '../metrics/registry.js';
 import type { AdminService } from '../services/admin.js';
 import type { HaltSwitch } from '../services/halt.js';
@@ -18,6 +19,7 @@ import { adminRoutes } from './admin-routes.js';
 import { bodyLimit } from './body.js';
 import type { Drain } from './drain.js';
 import { errorBody, fail } from './errors.js';
+import { mountConsole } from './console-page.js';
 import { mountDocs } from './openapi.js';
 import { transferRoutes } from './transfer-routes.js';
 
@@ -47,11 +49,15 @@ export type AppDeps = {
   readonly stuckAgeMs: number;
   readonly halt: HaltSwitch;
   readonly invariant: InvariantService;
-  /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
   /** Renders GET /metrics. */
   readonly metrics: () => Promise<string>;
   /** The main thread's registry: HTTP latency by route and status. */
   readonly registry: Registry;
+  /** The last minute of transfer requests, recorded at the transfer route (the console's "now"). */
+  readonly pulse: Pulse;
+  /** Unfinished transfers by state, funds in flight and the WAL position, read now. */
+  readonly snapshot: () => Promise<ServiceSnapshot>;
+  /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
   readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
@@ -79,6 +85,7 @@ export function createApp(deps: AppDeps): Hono {
     return ready ? c.json({ status: 'ready', ...body }) : c.json({ code: 'SERVICE_UNAVAILABLE', message: 'not ready', ...body }, 503);
   });
   mountDocs(app);
+  mountConsole(app);
   app.route('/api/v1', transferRoutes(deps));
   app.route('/admin/v1', adminRoutes(deps));
   app.notFound((c) => fail(c, 'NOT_FOUND'));
