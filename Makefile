@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test drill build install clean
+.PHONY: run test test-browser drill build install clean
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
 run: build
@@ -13,6 +13,11 @@ run: build
 ## make test: the whole suite (uvu), on an embedded PostgreSQL the runner starts and stops
 test: build
 	node dist/test/run.js $(FILTER)
+
+## make test-browser: the operator console in Debian's Chromium (installed when missing, as root); screenshots in test/artifacts/
+test-browser: build
+	@[ -n "$$CHROMIUM_PATH" ] || command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) || { echo "make test-browser needs Chromium: run 'apt-get install -y chromium' as root (Debian), or set CHROMIUM_PATH" >&2; exit 1; }
+	node dist/test/browser/console.browser.js
 
 ## make drill: kill the service with SIGKILL under load DRILL_CYCLES times (default 10), then verify every transfer and balance
 drill: build

@@ -6,6 +6,7 @@ export const CONSOLE_PAGE = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Transfers: operator console</title>
 <link rel="stylesheet" href="/console/console.css">
+<link rel="icon" href="/console/icon.svg" type="image/svg+xml">
 <script src="/console/console.js" defer></script>
 </head><body>
 <header class="top">
@@ -36,7 +37,7 @@ export const CONSOLE_PAGE = `<!doctype html>
 <section aria-labelledby="conservation-h" class="card">
   <h2 id="conservation-h">Conservation</h2>
   <p id="check-summary">No check seen yet.</p>
-  <div class="scroll"><table><caption class="sr">Differences</caption><thead><tr><th scope="col">Account</th><th scope="col" class="num">Expected</th><th scope="col" class="num">Actual</th><th scope="col">Detail</th></tr></thead><tbody id="differences"></tbody></table></div>
+  <div class="scroll"><table><caption class="sr">Differences</caption><thead><tr><th scope="col">Account</th><th scope="col" class="num">Expected (units)</th><th scope="col" class="num">Actual (units)</th><th scope="col">Detail</th></tr></thead><tbody id="differences"></tbody></table></div>
   <p><button type="button" id="check-now">Run check now</button></p>
   <div id="resume-box" class="danger" hidden>
     <p id="halt-reason"></p>
@@ -58,9 +59,9 @@ export const CONSOLE_PAGE = `<!doctype html>
 <section aria-labelledby="search-h" class="card wide">
   <h2 id="search-h">Find a transfer</h2>
   <form id="search-form" class="search" method="post" autocomplete="off">
-    <label for="q-req">req_id</label><input id="q-req" name="req_id" spellcheck="false">
-    <label for="q-user">User id</label><input id="q-user" name="user_id" inputmode="numeric">
-    <label for="q-coid">client_order_id (with a user)</label><input id="q-coid" name="client_order_id" spellcheck="false">
+    <div class="field"><label for="q-req">req_id</label><input id="q-req" name="req_id" spellcheck="false"></div>
+    <div class="field"><label for="q-user">User id</label><input id="q-user" name="user_id" inputmode="numeric"></div>
+    <div class="field"><label for="q-coid">client_order_id (with a user)</label><input id="q-coid" name="client_order_id" spellcheck="false"></div>
     <button type="submit">Search</button>
   </form>
   <p id="search-status" aria-live="polite"></p>

@@ -9,7 +9,7 @@ import { CONSOLE_PAGE } from './console-html.js';
 
 /** Where the hand-written script and style live: beside this file in the source tree. */
 const ASSET_DIR = new URL('../../../src/http/console/', import.meta.url);
-const ASSETS: Readonly<Record<string, string>> = { 'console.js': 'text/javascript; charset=utf-8', 'console.css': 'text/css; charset=utf-8' };
+const ASSETS: Readonly<Record<string, string>> = { 'console.js': 'text/javascript; charset=utf-8', 'console.css': 'text/css; charset=utf-8', 'icon.svg': 'image/svg+xml' };
 
 export const CONSOLE_CSP = [
   "default-src 'none'",

@@ -137,7 +137,7 @@ function renderCheck(c) {
   }
   $('check-summary').replaceChildren(h('span', { class: `badge ${c.ok ? 'OK' : 'CRITICAL'}` }, c.ok ? 'OK' : 'DIFFERENCES'),
     ` last check ${c.checked_at} at WAL ${c.wal_seq}: ${c.differences.length} difference(s)`);
-  fill('differences', c.differences.map((d) => h('tr', {}, h('td', { class: 'mono' }, d.account), h('td', { class: 'num mono' }, d.expected_units), h('td', { class: 'num mono' }, d.actual_units), h('td', {}, d.detail ?? ''))));
+  fill('differences', c.differences.length === 0 ? [h('tr', {}, h('td', { colspan: 4 }, 'none'))] : c.differences.map((d) => h('tr', {}, h('td', { class: 'mono' }, d.account), h('td', { class: 'num mono' }, d.expected_units), h('td', { class: 'num mono' }, d.actual_units), h('td', {}, d.detail ?? ''))));
 }
 
 function renderTransfers(all, stuck) {
