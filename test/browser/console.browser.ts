@@ -159,6 +159,34 @@ test('search finds a transfer by user and client_order_id, by req_id, and explai
   await page.locator('#search-status', { hasText: '1 transfer(s) found' }).waitFor({ timeout: WAIT_MS });
 });
 
+test('the JSON behind the console: admin only, and every bad search input named', async () => {
+  for (const route of ['/admin/v1/overview', '/admin/v1/transfers/search?user_id=7001']) {
+    assert.is((await svc.call('GET', route)).status, 401, route);
+    assert.is((await svc.call('GET', route, { token: h.userToken(7001) })).status, 403, route);
+  }
+  const rows: [string, number, string, string | undefined][] = [
+    ['', 400, 'INVALID_REQUEST', 'user_id'],
+    ['?limit=5', 400, 'INVALID_REQUEST', 'user_id'],
+    ['?req_id=abc', 400, 'INVALID_REQUEST', 'req_id'],
+    [`?req_id=${stuck.reqId}&user_id=1`, 400, 'INVALID_REQUEST', 'req_id'],
+    ['?user_id=0', 400, 'INVALID_USER', 'user_id'],
+    ['?user_id=x1', 400, 'INVALID_USER', 'user_id'],
+    ['?user_id=7001&limit=51', 400, 'INVALID_REQUEST', 'limit'],
+    ['?user_id=7001&client_order_id=a%20b', 400, 'INVALID_REQUEST', 'client_order_id'],
+    ['?user_id=7001&state=COMMITTED', 400, 'INVALID_REQUEST', 'state'],
+    ['?user_id=7001&client_order_id=nope', 200, '', undefined],
+  ];
+  for (const [query, status, code, field] of rows) {
+    const r = await call(h, svc, 'GET', `/admin/v1/transfers/search${query}`);
+    assert.equal([r.status, r.body.code ?? '', r.body.field], [status, code, field], query);
+  }
+  const mine = await call(h, svc, 'GET', '/admin/v1/transfers/search?user_id=7001&limit=3');
+  assert.is((mine.body.transfers as unknown[]).length, 3);
+  const page = await fetch(`${svc.base}/console/console.js`);
+  assert.equal([page.status, page.headers.get('content-type'), page.headers.get('content-security-policy')?.startsWith("default-src 'none'")], [200, 'text/javascript; charset=utf-8', true]);
+  assert.is((await fetch(`${svc.base}/console/nothing.js`)).status, 404);
+});
+
 test('on a phone the page is one column; a user token and a bad token are refused clearly', async () => {
   const phone = await openConsole(h.adminToken(), PHONE);
   await phone.locator('#by-state tr').first().waitFor({ timeout: WAIT_MS });
