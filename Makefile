@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test test-external drill build install clean
+.PHONY: run test test-external test-browser drill build install clean
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
 run: build
@@ -18,6 +18,11 @@ test: build
 test-external: build
 	bash test/system-pg.sh node dist/test/run.js $(FILTER)
 	bash test/system-pg.sh sh -c 'psql -q "$$TEST_PG_ADMIN_URL" -c "CREATE DATABASE drill" && DATABASE_URL="$${TEST_PG_ADMIN_URL%/postgres}/drill" DRILL_CYCLES=$${DRILL_CYCLES:-3} node dist/bench/drill.js'
+
+## make test-browser: the operator console in Debian's Chromium (installed when missing, as root); screenshots in test/artifacts/
+test-browser: build
+	@[ -n "$$CHROMIUM_PATH" ] || command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) || { echo "make test-browser needs Chromium: run 'apt-get install -y chromium' as root (Debian), or set CHROMIUM_PATH" >&2; exit 1; }
+	node dist/test/browser/console.browser.js
 
 ## make drill: kill the service with SIGKILL under load DRILL_CYCLES times (default 10), then verify every transfer and balance
 drill: build

@@ -23,7 +23,8 @@ import { BalanceReader } from './services/balances.js';
 import type { UbsCommand } from './ubscore/types.js';
 import { ExternalMovements } from './services/external.js';
 import { recordForScan } from './services/overflow.js';
-import { collectMetrics } from './metrics/collect.js';
+import { collectMetrics, collectSnapshot } from './metrics/collect.js';
+import { Pulse } from './metrics/pulse.js';
 import { Registry } from './metrics/registry.js';
 import { HaltSwitch } from './services/halt.js';
 import { InvariantService } from './services/invariant.js';
@@ -130,6 +131,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
     stack.push(async () => monitor.stop());
     const drain = new Drain();
+    const ubsStats = () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]);
     const apps = createApps({
       tokens,
       bodyBytesMax: config.bodyBytesMax,
@@ -162,9 +164,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
           main: registry,
           sql,
           shards: () => pools.metrics(),
-          ubs: () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]),
+          ubs: ubsStats,
         });
       },
+      pulse: new Pulse(),
+      snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
       probe: async () => ({
         postgres: await sql`SELECT 1`.then(() => true, () => false),
         ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,

@@ -62,6 +62,8 @@ export type HistoryEntry = {
   readonly at: string;
 };
 
+export type TransferNotes = { readonly clientOrderId: string | null; readonly lastError: string | null };
+
 type Retry = { readonly reqId: string; readonly state: TransferStateName; readonly retryCount: number; readonly reason: string; readonly nextRetryAt: Date };
 
 // Batched statements take their rows as one JSON parameter and find the transfers with
@@ -190,6 +192,18 @@ export class TransferStore {
       detail: r.detail,
       at: r.at.toISOString(),
     }));
+  }
+
+  /**
+   * What an operator reads beside the view: the client_order_id and the last unknown outcome's
+   * reason (error_message), for at most `reqIds.length` transfers found by their primary key.
+   */
+  async notes(reqIds: readonly string[]): Promise<Map<string, TransferNotes>> {
+    if (reqIds.length === 0) return new Map();
+    const rows = await this.sql<{ req_id: string; client_order_id: string | null; error_message: string | null }[]>`
+      SELECT req_id, client_order_id, error_message FROM transfers_tb
+       WHERE req_id = ANY (ARRAY(SELECT json_array_elements_text(${JSON.stringify(reqIds)}::text::json)))`;
+    return new Map(rows.map((r) => [r.req_id, { clientOrderId: r.client_order_id, lastError: r.error_message }]));
   }
 
   /** The database's clock now, as text that keeps its microseconds: where a scan pass begins. */

@@ -10,6 +10,7 @@ import { adminAuth, type AdminEnv } from './auth.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { audited, auditedJson } from './audit.js';
 import { mountAuditRoutes } from './audit-routes.js';
+import { mountConsoleRoutes } from './console-routes.js';
 import type { MovementKind } from '../services/external.js';
 import { fail } from './errors.js';
 import { mountOperatorRoutes } from './operator-routes.js';
@@ -89,5 +90,6 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
 
   mountOperatorRoutes(routes, deps, audit);
   mountAuditRoutes(routes, deps);
+  mountConsoleRoutes(routes, deps);
   return routes;
 }

@@ -9,7 +9,8 @@ import type { Logger } from '../log.js';
 import type { AlertSink } from '../alerts/alerts.js';
 import type { AlertMonitor } from '../alerts/monitor.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { HTTP_BUCKETS_S } from '../metrics/collect.js';
+import { HTTP_BUCKETS_S, type ServiceSnapshot } from '../metrics/collect.js';
+import type { Pulse } from '../metrics/pulse.js';
 import type { Registry } from '../metrics/registry.js';
 import type { AdminService } from '../services/admin.js';
 import type { HaltSwitch } from '../services/halt.js';
@@ -20,6 +21,7 @@ import { adminRoutes } from './admin-routes.js';
 import { bodyLimit } from './body.js';
 import type { Drain } from './drain.js';
 import { errorBody, fail } from './errors.js';
+import { mountConsole } from './console-page.js';
 import { mountDocs } from './openapi.js';
 import type { TokenVerifier } from './token-verifier.js';
 import { transferRoutes } from './transfer-routes.js';
@@ -55,11 +57,15 @@ export type AppDeps = {
   readonly stuckAgeMs: number;
   readonly halt: HaltSwitch;
   readonly invariant: InvariantService;
-  /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
   /** Renders GET /metrics. */
   readonly metrics: () => Promise<string>;
   /** The main thread's registry: HTTP latency by route and status. */
   readonly registry: Registry;
+  /** The last minute of transfer requests, recorded at the transfer route (the console's "now"). */
+  readonly pulse: Pulse;
+  /** Unfinished transfers by state, funds in flight and the WAL position, read now. */
+  readonly snapshot: () => Promise<ServiceSnapshot>;
+  /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
   readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
@@ -90,6 +96,8 @@ export function createApps(deps: AppDeps, opts: { readonly separateAdmin: boolea
 export type Apps = { readonly public: Hono; readonly admin: Hono | null };
 
 function mountAdmin(app: Hono, deps: AppDeps): void {
+  // The console's page calls /admin/v1 on its own origin, so it is served where the admin routes are.
+  mountConsole(app);
   app.get('/metrics', async (c) => c.text(await deps.metrics(), 200, { 'content-type': 'text/plain; version=0.0.4' }));
   app.route('/admin/v1', adminRoutes(deps));
 }

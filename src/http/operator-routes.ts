@@ -7,6 +7,7 @@ import type { Hono, MiddlewareHandler } from 'hono';
 import { ALERT_KINDS } from '../alerts/alerts.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { isReqId } from '../domain/checks.js';
+import { adminTransfersJson } from './admin-views.js';
 import type { AppDeps } from './app.js';
 import type { AdminEnv } from './auth.js';
 import { auditedJson } from './audit.js';
@@ -33,24 +34,7 @@ export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit
     const limit = listLimit(c.req.query('limit'));
     if (limit === null || (stuck !== undefined && stuck !== 'true' && stuck !== 'false')) return fail(c, 'INVALID_REQUEST');
     const views = stuck === 'true' ? await deps.transfers.stuck(deps.stuckRetriesMax, deps.stuckAgeMs, limit) : await deps.transfers.unfinished(limit);
-    const items = [];
-    for (const v of views) {
-      items.push({
-        req_id: v.reqId,
-        user_id: v.userId.toString(),
-        from: v.from,
-        to: v.to,
-        asset: v.asset,
-        amount_units: v.amount.toString(),
-        state: v.state,
-        retry_count: v.retryCount,
-        error_code: v.errorCode,
-        created_at: v.createdAt,
-        updated_at: v.updatedAt,
-        history: historyJson(await deps.transfers.history(v.reqId)),
-      });
-    }
-    return c.json({ transfers: items });
+    return c.json({ transfers: await adminTransfersJson(deps, views) });
   });
 
   routes.get('/invariant', async (c) => {

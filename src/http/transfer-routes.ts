@@ -16,10 +16,12 @@ import { frequencyWatch } from './frequency-watch.js';
 import { listHistory } from './history.js';
 import { perUserRateLimit } from './rate-limit.js';
 import { firstCode, TransferBody } from './schemas.js';
+import { transferPulse } from './transfer-pulse.js';
 import { historyJson, transferJson } from './views.js';
 
 export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   const routes = new Hono<AuthEnv>();
+  routes.use('/internal_transfer', transferPulse({ pulse: deps.pulse }));
   routes.use('*', userAuth({ tokens: deps.tokens }));
   routes.use('*', perUserRateLimit({ perSecond: deps.rateLimitPerSecond }));
   routes.use('/internal_transfer', frequencyWatch({ alerts: deps.alerts, perWindowMax: deps.abnormalTransfersPerMinute, windowMs: 60_000 }));

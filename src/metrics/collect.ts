@@ -90,15 +90,22 @@ async function unfinishedTransfers(sql: Sql): Promise<UnfinishedRow[]> {
   });
 }
 
-async function fromPostgres(sql: Sql): Promise<MetricSnapshot[]> {
-  const [unfinished, alerts, pool] = await Promise.all([
-    unfinishedTransfers(sql),
-    sql<{ kind: string; n: number }[]>`SELECT kind, count(*)::int AS n FROM alerts GROUP BY kind`,
-    sql<{ application: string; state: string; n: number }[]>`
-      SELECT application_name AS application, coalesce(state, 'unknown') AS state, count(*)::int AS n
-        FROM pg_stat_activity WHERE datname = current_database() GROUP BY 1, 2`,
-  ]);
-  const byState = new Map<string, number>();
+/** What the operator console shows beside the metrics: the same unfinished read and WAL position. */
+export type ServiceSnapshot = {
+  readonly byState: ReadonlyMap<TransferStateName, number>;
+  /** Smallest units per asset, in the states where funds are in flight. */
+  readonly inFlight: ReadonlyMap<string, bigint>;
+  /** null when UBSCore did not answer in time. */
+  readonly walSeq: number | null;
+};
+
+export async function collectSnapshot(src: Pick<MetricSources, 'sql' | 'ubs'>): Promise<ServiceSnapshot> {
+  const [rows, ubs] = await Promise.all([unfinishedTransfers(src.sql), src.ubs()]);
+  return { ...summarise(rows), walSeq: ubs?.walSeq ?? null };
+}
+
+function summarise(unfinished: readonly UnfinishedRow[]): { byState: Map<TransferStateName, number>; inFlight: Map<string, bigint> } {
+  const byState = new Map<TransferStateName, number>();
   const inFlight = new Map<string, bigint>();
   for (const r of unfinished) {
     // The table's CHECK admits only the FSM's state ids.
@@ -107,6 +114,18 @@ async function fromPostgres(sql: Sql): Promise<MetricSnapshot[]> {
     byState.set(state, (byState.get(state) ?? 0) + r.n);
     if (FUNDS_IN_FLIGHT_STATES.has(state)) inFlight.set(r.asset, (inFlight.get(r.asset) ?? 0n) + BigInt(r.units));
   }
+  return { byState, inFlight };
+}
+
+async function fromPostgres(sql: Sql): Promise<MetricSnapshot[]> {
+  const [unfinished, alerts, pool] = await Promise.all([
+    unfinishedTransfers(sql),
+    sql<{ kind: string; n: number }[]>`SELECT kind, count(*)::int AS n FROM alerts GROUP BY kind`,
+    sql<{ application: string; state: string; n: number }[]>`
+      SELECT application_name AS application, coalesce(state, 'unknown') AS state, count(*)::int AS n
+        FROM pg_stat_activity WHERE datname = current_database() GROUP BY 1, 2`,
+  ]);
+  const { byState, inFlight } = summarise(unfinished);
   return [
     { name: 'transfers_by_state', help: 'Unfinished transfers in each non-terminal FSM state now', type: 'gauge', series: UNFINISHED_STATES.map((s) => ({ labels: { state: s }, value: byState.get(s) ?? 0 })) },
     { name: 'in_flight_amount_units', help: 'Funds debited at the source and not yet credited or refunded, in smallest units', type: 'gauge', series: [...inFlight].map(([asset, units]) => ({ labels: { asset }, value: units })) },

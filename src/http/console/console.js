@@ -1,0 +1,311 @@
+// The operator console's script. It asks the service's admin JSON routes with the pasted token
+// (sessionStorage only; sent as `Authorization: Bearer`, never in a URL) and redraws the page
+// from their answers. One poll at a time, every POLL_MS after the last one ends; each call is cut
+// at CALL_TIMEOUT_MS. Amounts stay the decimal strings the API answers: nothing here does
+// arithmetic on money. Text is always set with textContent, never parsed as HTML.
+'use strict';
+
+const POLL_MS = 3000;
+const CALL_TIMEOUT_MS = 8000;
+const TOKEN_KEY = 'console.adminToken';
+const LIST_LIMIT = 100;
+const ALERT_LIMIT = 30;
+const AUDIT_LIMIT = 30;
+
+const $ = (id) => document.getElementById(id);
+let timer = null;
+let polling = false;
+let pollAgain = false;
+/** Why the token was refused (401/403), shown until another token is given; null otherwise. */
+let denied = null;
+/** Why the service is not ready, from the last /readyz; null when ready. */
+let unready = null;
+/** The last retry answer per req_id, shown in the transfer's row until the page reloads. */
+const retryAnswers = new Map();
+
+/** Builds an element: h('li', { class: 'x' }, 'text', child). */
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  for (const c of children.flat()) if (c !== null && c !== undefined) el.append(c instanceof Node ? c : String(c));
+  return el;
+}
+
+function fill(id, nodes) {
+  $(id).replaceChildren(...nodes);
+}
+
+function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+/** One call: answers { status, body } or { status: 0, body: { message } } when nothing came back. */
+async function api(method, path, withToken = true) {
+  const headers = { accept: 'application/json' };
+  if (withToken) headers.authorization = `Bearer ${token() ?? ''}`;
+  try {
+    const res = await fetch(path, { method, headers, cache: 'no-store', signal: AbortSignal.timeout(CALL_TIMEOUT_MS) });
+    const text = await res.text();
+    let body;
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = { message: text.slice(0, 200) };
+    }
+    return { status: res.status, body };
+  } catch (error) {
+    return { status: 0, body: { message: error instanceof Error ? error.message : String(error) } };
+  }
+}
+
+function describeFailure(r) {
+  if (r.status === 0) return `no answer from the service (${r.body.message})`;
+  return `${r.status} ${r.body.code ?? ''} ${r.body.message ?? ''}`.trim();
+}
+
+/** True when the token was refused: says so in the banner, and data polling waits for a new one. */
+function refused(r) {
+  if (r.status !== 401 && r.status !== 403) return false;
+  const why = r.status === 401 ? 'the token was refused (401 UNAUTHORIZED): paste a valid admin token' : 'this token is not an admin token (403 FORBIDDEN): admin routes need role=admin';
+  denied = `Access denied: ${why}.`;
+  showBanner();
+  return true;
+}
+
+function showBanner() {
+  const b = $('banner');
+  const lines = [unready, denied].filter((x) => x !== null);
+  b.replaceChildren(...lines.map((line) => h('div', {}, line)));
+  b.hidden = lines.length === 0;
+}
+
+function age(iso) {
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+}
+
+function historyList(history) {
+  return h('details', {}, h('summary', {}, `State history (${history.length})`),
+    h('ol', {}, history.map((e) => h('li', {}, h('span', { class: 'mono' }, e.state), ` ${e.event} · ${e.at}${e.detail ? ` · ${e.detail}` : ''}`))));
+}
+
+function transferItem(t, opts) {
+  const answer = retryAnswers.get(t.req_id);
+  return h('li', { class: opts.stuck ? 'stuck' : null, 'data-req-id': t.req_id },
+    h('div', { class: 'row' },
+      opts.stuck ? h('span', { class: 'badge STUCK' }, 'STUCK') : null,
+      h('strong', { class: 'mono' }, t.state),
+      h('span', { class: 'mono' }, t.req_id),
+      h('span', {}, `user ${t.user_id}`),
+      h('span', {}, `${t.from} → ${t.to}`),
+      h('span', { class: 'mono' }, `${t.amount} ${t.asset}`)),
+    h('div', { class: 'row muted' },
+      h('span', {}, `retries ${t.retry_count}`),
+      h('span', {}, `age ${age(t.created_at)}`),
+      t.client_order_id ? h('span', {}, `client_order_id ${t.client_order_id}`) : null,
+      t.error_code ? h('span', {}, `error ${t.error_code}`) : null,
+      t.last_error ? h('span', {}, `last error: ${t.last_error}`) : null),
+    historyList(t.history),
+    opts.retry ? h('div', { class: 'row' },
+      h('button', { type: 'button', class: 'retry', 'aria-label': `Retry ${t.req_id} now`, onclick: (ev) => retry(t.req_id, ev.currentTarget) }, 'Retry now'),
+      answer ? h('span', { class: answer.ok ? 'retry-answer' : 'retry-answer error' }, answer.text) : null) : null);
+}
+
+function renderOverview(o) {
+  $('tps').textContent = o.now.transfers_per_s;
+  $('p99').textContent = o.now.p99_ms === null ? 'no requests' : `${o.now.p99_above_max ? '> ' : '≤ '}${o.now.p99_ms} ms`;
+  $('wal').textContent = o.wal_seq === null ? 'UBSCore did not answer' : String(o.wal_seq);
+  $('halt').replaceChildren(o.halt.halted ? h('span', { class: 'badge HALTED' }, 'HALTED') : h('span', { class: 'badge RUNNING' }, 'RUNNING'));
+  fill('by-state', Object.entries(o.unfinished_by_state).map(([state, n]) => h('tr', { 'data-state': state }, h('td', { class: 'mono' }, state), h('td', { class: 'num' }, String(n)))));
+  fill('in-flight', o.in_flight.length === 0 ? [h('tr', {}, h('td', { colspan: 2 }, 'none'))] : o.in_flight.map((f) => h('tr', { 'data-asset': f.asset }, h('td', {}, f.asset), h('td', { class: 'num mono' }, f.amount))));
+  renderCheck(o.last_check);
+  $('resume-box').hidden = !o.halt.halted;
+  $('halt-reason').textContent = o.halt.halted ? `Halted since ${o.halt.since}: ${o.halt.reason}. New transfers are refused.` : '';
+}
+
+function renderCheck(c) {
+  if (c === null) {
+    $('check-summary').textContent = 'No check has run since the service started.';
+    fill('differences', []);
+    return;
+  }
+  $('check-summary').replaceChildren(h('span', { class: `badge ${c.ok ? 'OK' : 'CRITICAL'}` }, c.ok ? 'OK' : 'DIFFERENCES'),
+    ` last check ${c.checked_at} at WAL ${c.wal_seq}: ${c.differences.length} difference(s)`);
+  fill('differences', c.differences.length === 0 ? [h('tr', {}, h('td', { colspan: 4 }, 'none'))] : c.differences.map((d) => h('tr', {}, h('td', { class: 'mono' }, d.account), h('td', { class: 'num mono' }, d.expected_units), h('td', { class: 'num mono' }, d.actual_units), h('td', {}, d.detail ?? ''))));
+}
+
+function renderTransfers(all, stuck) {
+  const stuckIds = new Set(stuck.map((t) => t.req_id));
+  const ordered = [...stuck, ...all.filter((t) => !stuckIds.has(t.req_id))];
+  fill('unfinished', ordered.length === 0 ? [h('li', {}, 'No unfinished transfer.')] : ordered.map((t) => transferItem(t, { stuck: stuckIds.has(t.req_id), retry: true })));
+}
+
+function renderAlerts(alerts) {
+  fill('alerts', alerts.length === 0 ? [h('li', {}, 'No alert.')] : alerts.map((a) => h('li', {},
+    h('div', { class: 'row' }, h('span', { class: `badge ${a.severity}` }, a.severity), h('strong', {}, a.kind), h('span', { class: 'muted' }, a.created_at)),
+    h('div', {}, a.message),
+    a.req_id ? h('div', { class: 'mono muted' }, `req_id ${a.req_id}`) : null)));
+}
+
+function renderAudit(r) {
+  if (r.status === 404) {
+    $('audit-status').textContent = 'Audit trail not available on this service (GET /admin/v1/audit answered 404).';
+    fill('audit', []);
+    return;
+  }
+  if (r.status !== 200) {
+    $('audit-status').textContent = `Audit trail could not be read: ${describeFailure(r)}`;
+    return;
+  }
+  const entries = r.body.entries ?? r.body.audit ?? r.body.items ?? r.body.actions ?? [];
+  $('audit-status').textContent = `${entries.length} most recent admin action(s), newest first.`;
+  fill('audit', entries.map((e) => h('li', { class: 'mono' }, Object.entries(e).map(([k, v]) => `${k}: ${typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`).join(' · '))));
+}
+
+async function pollReady() {
+  const r = await api('GET', '/readyz', false);
+  unready = null;
+  if (r.status === 200) return;
+  const reasons = [];
+  if (r.status === 0) reasons.push(r.body.message);
+  if (r.body.postgres === false) reasons.push('PostgreSQL does not answer');
+  if (r.body.ubscore === false) reasons.push('UBSCore does not answer');
+  if (r.body.halted === true) reasons.push(`halted: ${r.body.halt_reason}`);
+  unready = `Service not ready (${r.status === 0 ? 'no answer' : r.status}): ${reasons.join('; ') || describeFailure(r)}`;
+}
+
+async function poll() {
+  if (polling) {
+    pollAgain = true;
+    return;
+  }
+  polling = true;
+  clearTimeout(timer);
+  try {
+    await pollReady();
+    showBanner();
+    if (token() === null || denied !== null) return;
+    const [overview, all, stuck, alerts, audit] = await Promise.all([
+      api('GET', '/admin/v1/overview'),
+      api('GET', `/admin/v1/transfers?limit=${LIST_LIMIT}`),
+      api('GET', `/admin/v1/transfers?stuck=true&limit=${LIST_LIMIT}`),
+      api('GET', `/admin/v1/alerts?limit=${ALERT_LIMIT}`),
+      api('GET', `/admin/v1/audit?limit=${AUDIT_LIMIT}`),
+    ]);
+    if (refused(overview)) return;
+    if (overview.status === 200) renderOverview(overview.body);
+    if (all.status === 200 && stuck.status === 200) renderTransfers(all.body.transfers, stuck.body.transfers);
+    if (alerts.status === 200) renderAlerts(alerts.body.alerts);
+    renderAudit(audit);
+    const failed = [overview, all, stuck, alerts].find((r) => r.status !== 200);
+    $('status').textContent = failed ? `Last refresh ${new Date().toLocaleTimeString()} incomplete: ${describeFailure(failed)}` : `Refreshed ${new Date().toLocaleTimeString()}; every ${POLL_MS / 1000} s.`;
+  } finally {
+    polling = false;
+    if (pollAgain) {
+      pollAgain = false;
+      queueMicrotask(poll);
+    } else {
+      timer = setTimeout(poll, POLL_MS);
+    }
+  }
+}
+
+async function retry(reqId, button) {
+  button.disabled = true;
+  const r = await api('POST', `/admin/v1/transfers/${encodeURIComponent(reqId)}/retry`);
+  button.disabled = false;
+  const text = r.status === 200 ? `Retry answered: ${r.body.state}, retries ${r.body.retry_count}${r.body.error_code ? `, ${r.body.error_code}` : ''}` : `Retry failed: ${describeFailure(r)}`;
+  retryAnswers.set(reqId, { ok: r.status === 200, text });
+  $('retry-result').textContent = `${reqId}: ${text}`;
+  if (!refused(r)) poll();
+}
+
+async function checkNow() {
+  const button = $('check-now');
+  button.disabled = true;
+  $('check-result').textContent = 'Running the conservation check…';
+  const r = await api('GET', '/admin/v1/invariant');
+  button.disabled = false;
+  if (refused(r)) return;
+  if (r.status !== 200) {
+    $('check-result').textContent = `Check failed to run: ${describeFailure(r)}`;
+    return;
+  }
+  renderCheck(r.body);
+  $('check-result').textContent = r.body.ok ? `Check passed at ${r.body.checked_at}.` : `Check found ${r.body.differences.length} difference(s)${r.body.halted ? '; the service is halted' : ''}.`;
+  poll();
+}
+
+async function resume() {
+  const typed = $('resume-confirm').value.trim();
+  if (typed !== 'RESUME') {
+    $('check-result').textContent = 'Not sent: type RESUME in the box to confirm lifting the halt.';
+    $('check-result').className = 'error';
+    $('resume-confirm').focus();
+    return;
+  }
+  $('check-result').className = '';
+  const r = await api('POST', '/admin/v1/resume');
+  if (refused(r)) return;
+  $('resume-confirm').value = '';
+  $('check-result').textContent = r.status === 200 ? `Halt lifted (was: ${r.body.previous_reason ?? 'not halted'}).` : `Resume failed: ${describeFailure(r)}`;
+  poll();
+}
+
+async function search(ev) {
+  ev.preventDefault();
+  const params = new URLSearchParams();
+  for (const [name, id] of [['req_id', 'q-req'], ['user_id', 'q-user'], ['client_order_id', 'q-coid']]) {
+    const value = $(id).value.trim();
+    if (value !== '') params.set(name, value);
+  }
+  if ([...params].length === 0) {
+    $('search-status').textContent = 'Give a req_id, a user id, or a user id with a client_order_id.';
+    return;
+  }
+  const r = await api('GET', `/admin/v1/transfers/search?${params}`);
+  if (refused(r)) return;
+  if (r.status !== 200) {
+    $('search-status').textContent = `Search refused: ${describeFailure(r)}${r.body.field ? ` (field ${r.body.field}${r.body.detail ? `: ${r.body.detail}` : ''})` : ''}`;
+    fill('search-results', []);
+    return;
+  }
+  $('search-status').textContent = `${r.body.transfers.length} transfer(s) found.`;
+  fill('search-results', r.body.transfers.map((t) => transferItem(t, { stuck: false, retry: false })));
+}
+
+function useToken(ev) {
+  ev.preventDefault();
+  const value = $('token').value.trim();
+  $('token').value = '';
+  if (value === '') {
+    $('status').textContent = 'The token box is empty.';
+    return;
+  }
+  sessionStorage.setItem(TOKEN_KEY, value);
+  denied = null;
+  $('status').textContent = 'Token kept for this tab; loading…';
+  poll();
+}
+
+function forget() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  denied = null;
+  showBanner();
+  $('status').textContent = 'Token forgotten.';
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('token-form').addEventListener('submit', useToken);
+  $('forget').addEventListener('click', forget);
+  $('check-now').addEventListener('click', checkNow);
+  $('resume').addEventListener('click', resume);
+  $('search-form').addEventListener('submit', search);
+  poll();
+});
