@@ -39,6 +39,9 @@ curl -s -X POST ${base}/api/v1/internal_transfer -H "Authorization: Bearer ${use
 4. Read a transfer (use a req_id from the answers above):
 curl -s ${base}/api/v1/internal_transfer/REQ_ID -H "Authorization: Bearer ${user}"
 
+5. Watch it in the operator console: open ${adminBase}/console and paste the admin token:
+${admin}
+
 `;
 }
 
