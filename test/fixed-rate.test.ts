@@ -30,13 +30,15 @@ test('requests arrive evenly spaced at the rate asked, not in bursts, and all ar
     assert.is(f.answered2xx, 200);
     assert.is(f.errors, 0);
     // 200/s is 10 per 50 ms; a generator that sends a second's quota at once puts 200 in one window.
+    // The bound leaves room for a loaded machine, where a stalled event loop sends its due requests
+    // together as it catches up (37 were seen with other suites running beside this one).
     const sorted = [...srv.arrivals].sort((a, b) => a - b);
     let busiest = 0;
     for (let i = 0, j = 0; i < sorted.length; i++) {
       while ((sorted[i] ?? 0) - (sorted[j] ?? 0) > 50) j++;
       busiest = Math.max(busiest, i - j + 1);
     }
-    assert.ok(busiest <= 30, `at most 30 arrivals in any 50 ms, saw ${busiest}`);
+    assert.ok(busiest <= 60, `at most 60 arrivals in any 50 ms, saw ${busiest}`);
     const spanMs = (sorted.at(-1) ?? 0) - (sorted[0] ?? 0);
     assert.ok(spanMs >= 900, `the 200 requests spread over the second, not ${spanMs} ms`);
   } finally {
