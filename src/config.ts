@@ -13,6 +13,11 @@ export type Config = {
   readonly databaseUrl: string | null;
   readonly embeddedPgPort: number;
   readonly embeddedPgSharedBuffersMb: number;
+  /**
+   * Cap of the capped exponential backoff between attempts to start the embedded PostgreSQL again
+   * after it died, and to take the owner lock again after its connection closed.
+   */
+  readonly pgRecoveryBackoffCapMs: number;
   readonly jwtSecret: string;
   readonly jwtSecretIsDevDefault: boolean;
   readonly coordinators: number;
@@ -73,6 +78,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: nonEmpty(env.DATABASE_URL),
     embeddedPgPort: intVar(env, 'EMBEDDED_PG_PORT', 54329, 1024, 65535),
     embeddedPgSharedBuffersMb: intVar(env, 'EMBEDDED_PG_SHARED_BUFFERS_MB', 256, 16, 1_048_576),
+    pgRecoveryBackoffCapMs: intVar(env, 'PG_RECOVERY_BACKOFF_CAP_MS', 5_000, 250, 600_000),
     jwtSecret: secret ?? DEV_JWT_SECRET,
     jwtSecretIsDevDefault: secret === undefined,
     coordinators: intVar(env, 'COORDINATORS', COORDINATORS_DEFAULT, 1, 64),

@@ -11,6 +11,7 @@ import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
 import type { Config } from './config.js';
 import { AssetCache } from './db/assets.js';
 import { startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
+import { watchEmbeddedPg, type PgWatch } from './db/embedded-pg-watch.js';
 import { migrate, seedDemoAssets } from './db/schema.js';
 import { openSql, type Sql } from './db/sql.js';
 import { TransferStore } from './db/transfers.js';
@@ -57,10 +58,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     // the database, then the check that both hold the same ledger; only then anything is written.
     const dirLock = await lockDataDir(config.dataDir);
     stack.push(() => dirLock.release());
-    const databaseUrl = await database(config, log, stack);
-    const owner = await ownDatabase(databaseUrl, (reason) => {
-      if (!stopping) fatal(log, reason);
-    });
+    const { url: databaseUrl, watch } = await database(config, log, stack);
+    const owner = await ownDatabase(databaseUrl, ownerEvents(log, watch, () => stopping), { retakeBackoffCapMs: config.pgRecoveryBackoffCapMs });
     stack.push(() => owner.release());
     const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
     stack.push(() => sql.end({ timeout: 5 }));
@@ -157,6 +156,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       balances: new BalanceReader({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
       log,
       isReady: () => true,
+      ownerHeld: () => owner.held(),
       drain,
     });
     const port = await listen(app.fetch, config, stack, drain, log);
@@ -168,8 +168,13 @@ export async function startService(config: Config, log: Logger): Promise<Service
   }
 }
 
-async function database(config: Config, log: Logger, stack: (() => Promise<void>)[]): Promise<string> {
-  if (config.databaseUrl !== null) return config.databaseUrl;
+/**
+ * The database's URL: DATABASE_URL's server, or the embedded one, started here and watched (a
+ * postmaster that dies is started again; `watch` is null with DATABASE_URL, whose server is
+ * someone else's to restart: the pools and the owner lock reconnect once it answers).
+ */
+async function database(config: Config, log: Logger, stack: (() => Promise<void>)[]): Promise<{ readonly url: string; readonly watch: PgWatch | null }> {
+  if (config.databaseUrl !== null) return { url: config.databaseUrl, watch: null };
   const pg: EmbeddedPg = await startEmbeddedPg({
     dir: path.join(config.dataDir, 'postgres'),
     port: config.embeddedPgPort,
@@ -184,7 +189,35 @@ async function database(config: Config, log: Logger, stack: (() => Promise<void>
   } finally {
     await admin.end({ timeout: 5 });
   }
-  return pg.url(DATABASE_NAME);
+  // Undone before pg.stop(): a stop on purpose never looks like a crash to restart from.
+  const watch = watchEmbeddedPg(pg, {
+    backoffCapMs: config.pgRecoveryBackoffCapMs,
+    onDown: () => log.critical('the embedded PostgreSQL died: restarting it; transfers wait and are retried'),
+    onUp: (attempts) => log.info('the embedded PostgreSQL was restarted', { attempts }),
+    log,
+  });
+  stack.push(() => watch.stop());
+  return { url: pg.url(DATABASE_NAME), watch };
+}
+
+/**
+ * Rule 7 while the database comes and goes: a closed owner connection stops new work (the HTTP
+ * owner gate, /readyz) until the lock is taken again; a lock another process took meanwhile
+ * stops this one. A closed connection is also the event that tells the watcher to look now.
+ */
+function ownerEvents(log: Logger, watch: PgWatch | null, stopping: () => boolean) {
+  return {
+    onLost: (reason: string) => {
+      if (stopping()) return;
+      log.critical('owner lock lost: not taking new work until it is taken again', { reason });
+      watch?.check();
+    },
+    onRegained: (attempts: number) => log.info('owner lock taken again: taking new work', { attempts }),
+    onTakenByOther: (holder: string) => {
+      if (!stopping()) fatal(log, `another process took the owner lock while this one had lost it: ${holder}. Two processes on one database would split the SPOT ledger`);
+    },
+    log,
+  };
 }
 
 function coordinatorBase(config: Config, databaseUrl: string) {

@@ -19,6 +19,7 @@ import { bodyLimit } from './body.js';
 import type { Drain } from './drain.js';
 import { errorBody, fail } from './errors.js';
 import { mountDocs } from './openapi.js';
+import { ownerGate } from './owner-gate.js';
 import { transferRoutes } from './transfer-routes.js';
 
 /** What the HTTP edge gets back from a coordinator for one submitted transfer. */
@@ -47,14 +48,16 @@ export type AppDeps = {
   readonly stuckAgeMs: number;
   readonly halt: HaltSwitch;
   readonly invariant: InvariantService;
-  /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
   /** Renders GET /metrics. */
   readonly metrics: () => Promise<string>;
   /** The main thread's registry: HTTP latency by route and status. */
   readonly registry: Registry;
+  /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
   readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
+  /** Whether this process holds the database's owner lock (rule 7); without it no new work is taken. */
+  readonly ownerHeld: () => boolean;
   /** Turns new requests away once a stop begins, and counts the ones in flight. */
   readonly drain: Drain;
 };
@@ -68,14 +71,16 @@ export function createApp(deps: AppDeps): Hono {
     const labels = { method: c.req.method, route: c.req.routePath, status: String(c.res.status) };
     deps.registry.observe('http_request_duration_seconds', 'HTTP request latency by route and status', HTTP_BUCKETS_S, labels, (performance.now() - started) / 1000);
   });
+  app.use('*', ownerGate({ held: deps.ownerHeld }));
   app.use('*', bodyLimit({ bytesMax: deps.bodyBytesMax }));
   app.get('/healthz', (c) => (deps.isReady() ? c.json({ status: 'ok' }) : fail(c, 'SERVICE_UNAVAILABLE')));
   app.get('/metrics', async (c) => c.text(await deps.metrics(), 200, { 'content-type': 'text/plain; version=0.0.4' }));
   app.get('/readyz', async (c) => {
     const probe = await deps.probe();
     const halted = deps.halt.current;
-    const body = { postgres: probe.postgres, ubscore: probe.ubscore, halted: halted !== null, halt_reason: halted?.reason ?? null };
-    const ready = probe.postgres && probe.ubscore && halted === null;
+    const owner = deps.ownerHeld();
+    const body = { postgres: probe.postgres, owner, ubscore: probe.ubscore, halted: halted !== null, halt_reason: halted?.reason ?? null };
+    const ready = probe.postgres && owner && probe.ubscore && halted === null;
     return ready ? c.json({ status: 'ready', ...body }) : c.json({ code: 'SERVICE_UNAVAILABLE', message: 'not ready', ...body }, 503);
   });
   mountDocs(app);
