@@ -39,6 +39,8 @@ export const DATABASE_NAME = 'transfer';
 const SCAN_BATCH_MAX = 1_000;
 const RETRY_TIMERS_MAX = 100_000;
 const UBS_CLOSE_TIMEOUT_MS = 10_000;
+/** How long /readyz waits for PostgreSQL to answer `SELECT 1` before it says `postgres: false`. */
+const READYZ_PG_PROBE_TIMEOUT_MS = 1_000;
 
 export type Service = {
   readonly port: number;
@@ -147,7 +149,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
           ubs: () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]),
         }),
       probe: async () => ({
-        postgres: await sql`SELECT 1`.then(() => true, () => false),
+        // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
+        postgres: await Promise.race([sql`SELECT 1`.then(() => true, () => false), delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false })]),
         ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,
       }),
       stuckRetriesMax: config.stuckRetriesMax,

@@ -160,11 +160,12 @@ test('DATABASE_URL server killed under load: the service waits, reconnects once 
 test('a service whose owner lock another process took while the server was away exits non-zero, naming the holder', async () => {
   await withHarness(
     async (h) => {
-      // A long backoff between retakes, so this test's session takes the lock first.
-      const svc = await h.start({ ...SERVICE_ENV, PG_RECOVERY_BACKOFF_CAP_MS: '5000' });
+      // The service's retakes fail while the server is away and back off: after 6.5 s away its
+      // next one comes about 6 s later, so this test's session takes the lock first.
+      const svc = await h.start({ ...SERVICE_ENV, PG_RECOVERY_BACKOFF_CAP_MS: '10000' });
       await killPostmaster(h);
       await readyzUntil(svc, 503, 10_000);
-      await sleep(3_000); // the service's retakes fail meanwhile, and back off towards the cap
+      await sleep(6_500);
       await h.pg?.start();
       const intruder = openSql(h.databaseUrl, { max: 1, application: 'intruder-process' });
       try {

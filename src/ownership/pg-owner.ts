@@ -15,6 +15,7 @@
 import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
+import { reconnectBackoffS } from '../db/sql.js';
 import { OwnershipError } from './errors.js';
 
 /** The advisory lock every owner of a database takes: "ledger-o" in ASCII. Per database, as every advisory lock is. */
@@ -58,6 +59,7 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
     idle_timeout: 0,
     max_lifetime: null,
     connect_timeout: CONNECT_TIMEOUT_S,
+    backoff: reconnectBackoffS,
     onnotice: () => undefined,
     connection: { application_name: applicationName },
     onclose: () => {
