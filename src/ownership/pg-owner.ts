@@ -8,9 +8,9 @@
 // owner stops taking new work (`onLost`, once per loss) and takes the lock again on a new
 // session once the server answers, with capped backoff between attempts. Then either the lock is
 // ours again (`onRegained`: work may resume) or another process holds it (`onTakenByOther`, with
-// its name: this process must not go on). A stale session of this very process (the network
-// dropped but the server has not noticed yet) is not another process: it is ended and the lock
-// taken again.
+// its name: this process must not go on). The session that held the lock before (the network
+// dropped but the server has not noticed yet) is not another process: known by its backend pid
+// and start time, it is ended and the lock taken again.
 
 import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -43,8 +43,10 @@ export type PgOwner = {
   readonly release: () => Promise<void>;
 };
 
-type Take = { readonly kind: 'held' } | { readonly kind: 'other'; readonly holder: string };
-type Holder = { pid: number; application_name: string; client_addr: string | null; backend_start: Date };
+/** A server session, told from any other by its backend pid and start time. */
+type Session = { readonly pid: number; readonly backendStart: string };
+type Take = { readonly kind: 'held'; readonly session: Session } | { readonly kind: 'other'; readonly holder: string };
+type Holder = { pid: number; application_name: string; client_addr: string | null; backend_start: Date; backend_start_text: string };
 
 /** Takes the database's owner lock, or throws OwnershipError naming the process that holds it. */
 export async function ownDatabase(url: string, events: OwnerEvents, opts: { readonly retakeBackoffCapMs: number }): Promise<PgOwner> {
@@ -54,6 +56,8 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
   let released = false;
   let closes = 0;
   let retaking = false;
+  /** The session that took the lock last: after a loss, only it may be ended as ours. */
+  let ours: Session | null = null;
   const sql = postgres(url, {
     max: 1,
     idle_timeout: 0,
@@ -75,7 +79,8 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
   const takeOnOneSession = async (): Promise<Take> => {
     for (;;) {
       const before = closes;
-      const taken = await take(sql, applicationName);
+      const taken = await take(sql, ours);
+      if (taken.kind === 'held') ours = taken.session;
       if (taken.kind === 'other' || closes === before) return taken;
     }
   };
@@ -121,26 +126,31 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
 }
 
 /**
- * Asks for the lock for up to TAKE_WAIT_MS. A holder that is a stale session of this process
- * (same application_name, so same pid and host) is ended: it is ours, and it would hold the lock
- * until the server notices its dead socket (if it cannot be ended, it is reported as the holder
- * once the wait is over). Throws when the server does not answer.
+ * Asks for the lock for up to TAKE_WAIT_MS. A holder that is `ours`, the session this process
+ * took the lock on before, is ended: it would hold the lock until the server notices its dead
+ * socket (if it cannot be ended, it is reported as the holder once the wait is over). Throws when
+ * the server does not answer.
  */
-async function take(sql: postgres.Sql, applicationName: string): Promise<Take> {
+async function take(sql: postgres.Sql, ours: Session | null): Promise<Take> {
   const deadline = Date.now() + TAKE_WAIT_MS;
   for (;;) {
-    const [row] = await sql<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) AS ok`;
-    if (row?.ok === true) return { kind: 'held' };
+    const [row] = await sql<{ ok: boolean; pid: number; backend_start: string }[]>`
+      SELECT pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) AS ok, a.pid, a.backend_start::text AS backend_start
+        FROM pg_stat_activity AS a WHERE a.pid = pg_backend_pid()`;
+    if (row === undefined) throw new Error('the owner session is missing from pg_stat_activity');
+    if (row.ok) return { kind: 'held', session: { pid: row.pid, backendStart: row.backend_start } };
     const holder = await findHolder(sql);
     if (Date.now() >= deadline) return { kind: 'other', holder: describeHolder(holder) };
-    if (holder !== null && holder.application_name === applicationName) await sql`SELECT pg_terminate_backend(${holder.pid}::int)`;
+    if (holder !== null && ours !== null && holder.pid === ours.pid && holder.backend_start_text === ours.backendStart) {
+      await sql`SELECT pg_terminate_backend(${holder.pid}::int)`;
+    }
     await delay(TAKE_RETRY_MS);
   }
 }
 
 async function findHolder(sql: postgres.Sql): Promise<Holder | null> {
   const rows = await sql<Holder[]>`
-    SELECT a.pid, a.application_name, host(a.client_addr) AS client_addr, a.backend_start
+    SELECT a.pid, a.application_name, host(a.client_addr) AS client_addr, a.backend_start, a.backend_start::text AS backend_start_text
       FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
      WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
        AND l.objsubid = 1 AND (l.classid::bigint << 32 | l.objid::bigint) = ${OWNER_LOCK_KEY.toString()}::bigint`;
