@@ -41,6 +41,11 @@ export type Config = {
   readonly adminHost: string;
   /** Development only: print development tokens and curl commands at start. */
   readonly printBanner: boolean;
+  /**
+   * Cap of the capped exponential backoff between attempts to start the embedded PostgreSQL again
+   * after it died, and to take the owner lock again after its connection closed.
+   */
+  readonly pgRecoveryBackoffCapMs: number;
   readonly coordinators: number;
   readonly pgPoolMax: number;
   /** How long a stop waits for the requests in flight before closing their connections. */
@@ -114,6 +119,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminPort: env.ADMIN_PORT === undefined || env.ADMIN_PORT === '' ? null : intVar(env, 'ADMIN_PORT', 0, 0, 65535),
     adminHost: env.ADMIN_HOST ?? '127.0.0.1',
     printBanner: bannerVar(env, nodeEnv),
+    pgRecoveryBackoffCapMs: intVar(env, 'PG_RECOVERY_BACKOFF_CAP_MS', 5_000, 250, 600_000),
     coordinators: intVar(env, 'COORDINATORS', COORDINATORS_DEFAULT, 1, 64),
     pgPoolMax: intVar(env, 'PG_POOL_MAX', 8, 1, 200),
     shutdownDrainMs: intVar(env, 'SHUTDOWN_DRAIN_MS', 10_000, 0, 600_000),

@@ -9,6 +9,7 @@ import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
 import type { Config } from './config.js';
 import { AssetCache } from './db/assets.js';
 import { startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
+import { watchEmbeddedPg, type PgWatch } from './db/embedded-pg-watch.js';
 import { migrate, seedDemoAssets } from './db/schema.js';
 import { openSql, type Sql } from './db/sql.js';
 import { TransferStore } from './db/transfers.js';
@@ -42,6 +43,8 @@ export const DATABASE_NAME = 'transfer';
 const SCAN_BATCH_MAX = 1_000;
 const RETRY_TIMERS_MAX = 100_000;
 const UBS_CLOSE_TIMEOUT_MS = 10_000;
+/** How long /readyz waits for PostgreSQL to answer `SELECT 1` before it says `postgres: false`. */
+const READYZ_PG_PROBE_TIMEOUT_MS = 1_000;
 
 export type Service = {
   readonly port: number;
@@ -65,10 +68,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
     // the database, then the check that both hold the same ledger; only then anything is written.
     const dirLock = await lockDataDir(config.dataDir);
     stack.push(() => dirLock.release());
-    const databaseUrl = await database(config, log, stack);
-    const owner = await ownDatabase(databaseUrl, (reason) => {
-      if (!stopping) fatal(log, reason);
-    });
+    const { url: databaseUrl, watch } = await database(config, log, stack);
+    const owner = await ownDatabase(databaseUrl, ownerEvents(log, watch, () => stopping), { retakeBackoffCapMs: config.pgRecoveryBackoffCapMs });
     stack.push(() => owner.release());
     const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
     stack.push(() => sql.end({ timeout: 5 }));
@@ -170,7 +171,8 @@ export async function startService(config: Config, log: Logger): Promise<Service
       pulse: new Pulse(),
       snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
       probe: async () => ({
-        postgres: await sql`SELECT 1`.then(() => true, () => false),
+        // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
+        postgres: await Promise.race([sql`SELECT 1`.then(() => true, () => false), delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false })]),
         ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,
       }),
       stuckRetriesMax: config.stuckRetriesMax,
@@ -179,6 +181,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       balances: new BalanceReader({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
       log,
       isReady: () => true,
+      ownerHeld: () => owner.held(),
       drain,
     }, { separateAdmin: config.adminPort !== null });
     const listeners = await listenAll(apps, config, stack, drain, log);
@@ -209,8 +212,13 @@ function startAlertMonitor(config: Config, deps: { sql: Sql; alerts: AlertSink; 
   return monitor;
 }
 
-async function database(config: Config, log: Logger, stack: (() => Promise<void>)[]): Promise<string> {
-  if (config.databaseUrl !== null) return config.databaseUrl;
+/**
+ * The database's URL: DATABASE_URL's server, or the embedded one, started here and watched (a
+ * postmaster that dies is started again; `watch` is null with DATABASE_URL, whose server is
+ * someone else's to restart: the pools and the owner lock reconnect once it answers).
+ */
+async function database(config: Config, log: Logger, stack: (() => Promise<void>)[]): Promise<{ readonly url: string; readonly watch: PgWatch | null }> {
+  if (config.databaseUrl !== null) return { url: config.databaseUrl, watch: null };
   const pg: EmbeddedPg = await startEmbeddedPg({
     dir: path.join(config.dataDir, 'postgres'),
     port: config.embeddedPgPort,
@@ -225,7 +233,35 @@ async function database(config: Config, log: Logger, stack: (() => Promise<void>
   } finally {
     await admin.end({ timeout: 5 });
   }
-  return pg.url(DATABASE_NAME);
+  // Undone before pg.stop(): a stop on purpose never looks like a crash to restart from.
+  const watch = watchEmbeddedPg(pg, {
+    backoffCapMs: config.pgRecoveryBackoffCapMs,
+    onDown: () => log.critical('the embedded PostgreSQL died: restarting it; transfers wait and are retried'),
+    onUp: (attempts) => log.info('the embedded PostgreSQL was restarted', { attempts }),
+    log,
+  });
+  stack.push(() => watch.stop());
+  return { url: pg.url(DATABASE_NAME), watch };
+}
+
+/**
+ * Rule 7 while the database comes and goes: a closed owner connection stops new work (the HTTP
+ * owner gate, /readyz) until the lock is taken again; a lock another process took meanwhile
+ * stops this one. A closed connection is also the event that tells the watcher to look now.
+ */
+function ownerEvents(log: Logger, watch: PgWatch | null, stopping: () => boolean) {
+  return {
+    onLost: (reason: string) => {
+      if (stopping()) return;
+      log.critical('owner lock lost: not taking new work until it is taken again', { reason });
+      watch?.check();
+    },
+    onRegained: (attempts: number) => log.info('owner lock taken again: taking new work', { attempts }),
+    onTakenByOther: (holder: string) => {
+      if (!stopping()) fatal(log, `another process took the owner lock while this one had lost it: ${holder}. Two processes on one database would split the SPOT ledger`);
+    },
+    log,
+  };
 }
 
 function coordinatorBase(config: Config, databaseUrl: string) {

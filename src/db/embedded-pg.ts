@@ -20,6 +20,17 @@ const run = promisify(execFile);
 export type EmbeddedPg = {
   /** Connection URL for `database` on this server. */
   readonly url: (database: string) => string;
+  /**
+   * The running postmaster's pid (from postmaster.pid), or null when no live postmaster of this
+   * data directory is running: for the watcher that restarts a server that died.
+   */
+  readonly postmasterPid: () => Promise<number | null>;
+  /**
+   * Starts the server again after it died, by the same steps as the first start (a leftover
+   * server of this data directory stopped, then `pg_ctl start`); PostgreSQL runs its own crash
+   * recovery. Rejects when it did not start (the caller retries); refused after `stop`.
+   */
+  readonly restart: () => Promise<void>;
   readonly stop: () => Promise<void>;
 };
 
@@ -29,7 +40,7 @@ type RunAs = { readonly uid?: number; readonly gid?: number };
 const START_TIMEOUT_S = 60;
 /** Where binaries and clusters go when the `postgres` user cannot reach them where they are. */
 export const RELOCATED_ROOT = '/var/lib/transfer-service';
-const CLUSTER_LOCATION_FILE = 'cluster-location';
+export const CLUSTER_LOCATION_FILE = 'cluster-location';
 
 /**
  * Starts (initialising on first use) the cluster in `dir`. `sharedBuffersMb` sizes PostgreSQL's
@@ -47,27 +58,39 @@ export async function startEmbeddedPg(opts: { dir: string; port: number; sharedB
     await initCluster(bin, runAs, pgData, passwordFile);
   }
   const password = (await fs.readFile(passwordFile, 'utf8')).trim();
-  await stopLeftoverServer(bin, runAs, pgData, opts.log);
-  const logFile = path.join(clusterDir, 'pg.log');
-  await chownTo(runAs, logFile, true);
-  const buffers = opts.sharedBuffersMb === undefined ? '' : ` -c shared_buffers=${opts.sharedBuffersMb}MB`;
-  const serverOptions = `-p ${opts.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''${buffers}`;
-  await run(bin.pg_ctl, ['start', '-D', pgData, '-w', '-t', String(START_TIMEOUT_S), '-l', logFile, '-o', serverOptions], {
-    ...runAs,
+  const launch = () => launchServer({ bin, runAs, clusterDir, pgData, port: opts.port, sharedBuffersMb: opts.sharedBuffersMb, log: opts.log });
+  await launch();
+  let stopped = false;
+  const url = (database: string): string =>
+    `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${database}`;
+  const stop = async (): Promise<void> => {
+    stopped = true;
+    await run(bin.pg_ctl, ['stop', '-D', pgData, '-m', 'fast', '-w', '-t', String(START_TIMEOUT_S)], runAs).catch(
+      (error: unknown) => opts.log(`PostgreSQL stop: ${describe(error)}`),
+    );
+  };
+  const restart = async (): Promise<void> => {
+    if (stopped) throw new Error('PostgreSQL was stopped on purpose: not restarting it');
+    await launch();
+  };
+  return { url, postmasterPid: () => livePostmasterPid(pgData), restart, stop };
+}
+
+/** The steps of every start, first or after a crash: stop a leftover server, then pg_ctl start. */
+async function launchServer(o: { bin: Binaries; runAs: RunAs; clusterDir: string; pgData: string; port: number; sharedBuffersMb: number | undefined; log: (line: string) => void }): Promise<void> {
+  await stopLeftoverServer(o.bin, o.runAs, o.pgData, o.log);
+  const logFile = path.join(o.clusterDir, 'pg.log');
+  await chownTo(o.runAs, logFile, true);
+  const buffers = o.sharedBuffersMb === undefined ? '' : ` -c shared_buffers=${o.sharedBuffersMb}MB`;
+  const serverOptions = `-p ${o.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''${buffers}`;
+  await run(o.bin.pg_ctl, ['start', '-D', o.pgData, '-w', '-t', String(START_TIMEOUT_S), '-l', logFile, '-o', serverOptions], {
+    ...o.runAs,
     env: { ...process.env, LC_ALL: 'C' },
   }).catch(async (error: unknown) => {
     const tail = await fs.readFile(logFile, 'utf8').catch(() => '');
     throw new Error(`PostgreSQL did not start: ${describe(error)}\n${tail.split('\n').slice(-15).join('\n')}`);
   });
-  opts.log(`PostgreSQL ${path.basename(bin.postgres)} listening on 127.0.0.1:${opts.port}`);
-  const url = (database: string): string =>
-    `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${database}`;
-  const stop = async (): Promise<void> => {
-    await run(bin.pg_ctl, ['stop', '-D', pgData, '-m', 'fast', '-w', '-t', String(START_TIMEOUT_S)], runAs).catch(
-      (error: unknown) => opts.log(`PostgreSQL stop: ${describe(error)}`),
-    );
-  };
-  return { url, stop };
+  o.log(`PostgreSQL ${path.basename(o.bin.postgres)} listening on 127.0.0.1:${o.port}`);
 }
 
 async function initCluster(bin: Binaries, runAs: RunAs, pgData: string, passwordFile: string): Promise<void> {
@@ -99,14 +122,22 @@ async function initCluster(bin: Binaries, runAs: RunAs, pgData: string, password
  * A pid file naming a dead process is stale, and PostgreSQL itself replaces it.
  */
 async function stopLeftoverServer(bin: Binaries, runAs: RunAs, pgData: string, log: (line: string) => void): Promise<void> {
-  const pidText = await fs.readFile(path.join(pgData, 'postmaster.pid'), 'utf8').catch(() => null);
-  if (pidText === null) return;
-  const pid = Number(pidText.split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
-  const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
-  if (!cmdline.includes('postgres')) return;
+  const pid = await livePostmasterPid(pgData);
+  if (pid === null) return;
   log(`stopping a PostgreSQL server left running by an earlier run (pid ${pid})`);
   await run(bin.pg_ctl, ['stop', '-D', pgData, '-m', 'fast', '-w', '-t', String(START_TIMEOUT_S)], runAs);
+}
+
+/** The pid postmaster.pid names if that process is a live (not zombie) postgres; else null. */
+export async function livePostmasterPid(pgData: string): Promise<number | null> {
+  const pidText = await fs.readFile(path.join(pgData, 'postmaster.pid'), 'utf8').catch(() => null);
+  if (pidText === null) return null;
+  const pid = Number(pidText.split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return null;
+  // A zombie (killed, not yet reaped by its parent) has an empty cmdline: dead.
+  const cmdline = await fs.readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => null);
+  if (cmdline !== null && !cmdline.includes('postgres')) return null;
+  return pid;
 }
 
 function isAlive(pid: number): boolean {

@@ -24,6 +24,7 @@ import { errorBody, fail } from './errors.js';
 import { mountConsole } from './console-page.js';
 import { mountDocs } from './openapi.js';
 import type { TokenVerifier } from './token-verifier.js';
+import { ownerGate } from './owner-gate.js';
 import { transferRoutes } from './transfer-routes.js';
 
 /** What the HTTP edge gets back from a coordinator for one submitted transfer. */
@@ -69,6 +70,8 @@ export type AppDeps = {
   readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
+  /** Whether this process holds the database's owner lock (rule 7); without it no new work is taken. */
+  readonly ownerHeld: () => boolean;
   /** Turns new requests away once a stop begins, and counts the ones in flight. */
   readonly drain: Drain;
 };
@@ -112,13 +115,15 @@ function baseApp(deps: AppDeps): Hono {
     const labels = { method: c.req.method, route: c.req.routePath, status: String(c.res.status) };
     deps.registry.observe('http_request_duration_seconds', 'HTTP request latency by route and status', HTTP_BUCKETS_S, labels, (performance.now() - started) / 1000);
   });
+  app.use('*', ownerGate({ held: deps.ownerHeld }));
   app.use('*', bodyLimit({ bytesMax: deps.bodyBytesMax }));
   app.get('/healthz', (c) => (deps.isReady() ? c.json({ status: 'ok' }) : fail(c, 'SERVICE_UNAVAILABLE')));
   app.get('/readyz', async (c) => {
     const probe = await deps.probe();
     const halted = deps.halt.current;
-    const body = { postgres: probe.postgres, ubscore: probe.ubscore, halted: halted !== null, halt_reason: halted?.reason ?? null };
-    const ready = probe.postgres && probe.ubscore && halted === null;
+    const owner = deps.ownerHeld();
+    const body = { postgres: probe.postgres, owner, ubscore: probe.ubscore, halted: halted !== null, halt_reason: halted?.reason ?? null };
+    const ready = probe.postgres && owner && probe.ubscore && halted === null;
     return ready ? c.json({ status: 'ready', ...body }) : c.json({ code: 'SERVICE_UNAVAILABLE', message: 'not ready', ...body }, 503);
   });
   app.notFound((c) => fail(c, 'NOT_FOUND'));

@@ -1,50 +1,114 @@
 // One process per database (rule 7). The owner holds a PostgreSQL session advisory lock on a
 // connection of its own, for its whole life: not a pooled one, never recycled, never idle-closed.
-// A second process asks for the same lock, is refused at once, names the holder from
-// pg_stat_activity, and exits before it migrates or writes anything. When the owner's connection
-// closes, the session and its lock are gone and another process may take them, so the owner must
-// stop taking work: `onLost` is called once.
+// A second process asks for the same lock, is refused, names the holder from pg_stat_activity,
+// and exits before it migrates or writes anything.
+//
+// When the owner's connection closes (the server restarted, the network dropped, an operator
+// ended the session), the session and its lock are gone and another process may take them: the
+// owner stops taking new work (`onLost`, once per loss) and takes the lock again on a new
+// session once the server answers, with capped backoff between attempts. Then either the lock is
+// ours again (`onRegained`: work may resume) or another process holds it (`onTakenByOther`, with
+// its name: this process must not go on). The session that held the lock before (the network
+// dropped but the server has not noticed yet) is not another process: known by its backend pid
+// and start time, it is ended and the lock taken again.
 
 import os from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
+import { reconnectBackoffS } from '../db/sql.js';
 import { OwnershipError } from './errors.js';
 
 /** The advisory lock every owner of a database takes: "ledger-o" in ASCII. Per database, as every advisory lock is. */
 export const OWNER_LOCK_KEY = 0x6c65646765722d6fn;
-/** How long a start waits for a lock held by a process that just died (its backend exits when it sees the closed socket). */
+/** How long a take waits for a lock held by a process that just died (its backend exits when it sees the closed socket). */
 const TAKE_WAIT_MS = 3_000;
 const TAKE_RETRY_MS = 250;
 const CONNECT_TIMEOUT_S = 10;
+/** The first wait before taking the lock again after a loss; it doubles per failed attempt up to the cap given. */
+export const RETAKE_BACKOFF_BASE_MS = 200;
 
-export type PgOwner = { readonly release: () => Promise<void> };
+export type OwnerEvents = {
+  /** The connection holding the lock closed: stop taking new work until `onRegained`. */
+  readonly onLost: (reason: string) => void;
+  /** The lock is held again, on a new session, after `attempts` attempts. */
+  readonly onRegained: (attempts: number) => void;
+  /** Another process took the lock while it was not held: this process must not go on. */
+  readonly onTakenByOther: (holder: string) => void;
+  readonly log: { readonly info: (message: string, fields?: Record<string, unknown>) => void };
+};
+
+export type PgOwner = {
+  /** Whether this process holds the owner lock now. */
+  readonly held: () => boolean;
+  readonly release: () => Promise<void>;
+};
+
+/** A server session, told from any other by its backend pid and start time. */
+type Session = { readonly pid: number; readonly backendStart: string };
+type Take = { readonly kind: 'held'; readonly session: Session } | { readonly kind: 'other'; readonly holder: string };
+type Holder = { pid: number; application_name: string; client_addr: string | null; backend_start: Date; backend_start_text: string };
 
 /** Takes the database's owner lock, or throws OwnershipError naming the process that holds it. */
-export async function ownDatabase(url: string, onLost: (reason: string) => void): Promise<PgOwner> {
+export async function ownDatabase(url: string, events: OwnerEvents, opts: { readonly retakeBackoffCapMs: number }): Promise<PgOwner> {
+  // application_name is at most 63 bytes: enough to name the process in the refusal.
+  const applicationName = `transfer owner pid ${process.pid} on ${os.hostname()}`.slice(0, 63);
   let held = false;
   let released = false;
+  let closes = 0;
+  let retaking = false;
+  /** The session that took the lock last: after a loss, only it may be ended as ours. */
+  let ours: Session | null = null;
   const sql = postgres(url, {
     max: 1,
     idle_timeout: 0,
     max_lifetime: null,
     connect_timeout: CONNECT_TIMEOUT_S,
+    backoff: reconnectBackoffS,
     onnotice: () => undefined,
-    // application_name is at most 63 bytes: enough to name the process in the refusal.
-    connection: { application_name: `transfer owner pid ${process.pid} on ${os.hostname()}`.slice(0, 63) },
+    connection: { application_name: applicationName },
     onclose: () => {
-      if (held && !released) {
-        held = false;
-        onLost('the connection holding the owner lock closed: another process may now own the database');
-      }
+      closes += 1;
+      if (!held || released) return;
+      held = false;
+      events.onLost('the connection holding the owner lock closed: another process may now own the database');
+      if (!retaking) void retake();
     },
   });
-  const deadline = Date.now() + TAKE_WAIT_MS;
-  try {
+
+  /** Takes the lock on a session that stayed open from before the ask to the answer. */
+  const takeOnOneSession = async (): Promise<Take> => {
     for (;;) {
-      const [row] = await sql<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) AS ok`;
-      if (row?.ok === true) break;
-      if (Date.now() >= deadline) throw new OwnershipError(`the database is owned by another process: ${await describeHolder(sql)}. Stop it first; two processes on one database would split the SPOT ledger.`);
-      await new Promise((resolve) => setTimeout(resolve, TAKE_RETRY_MS));
+      const before = closes;
+      const taken = await take(sql, ours);
+      if (taken.kind === 'held') ours = taken.session;
+      if (taken.kind === 'other' || closes === before) return taken;
     }
+  };
+
+  const retake = async (): Promise<void> => {
+    retaking = true;
+    try {
+      for (let attempt = 1; !released; attempt++) {
+        await delay(Math.min(opts.retakeBackoffCapMs, RETAKE_BACKOFF_BASE_MS * 2 ** Math.min(attempt - 1, 20)));
+        if (released) return;
+        events.log.info('taking the owner lock again', { attempt });
+        const taken = await takeOnOneSession().catch((error: unknown) => {
+          events.log.info('the owner lock could not be taken yet', { attempt, error: String(error) });
+          return null;
+        });
+        if (taken === null || released) continue;
+        if (taken.kind === 'other') return events.onTakenByOther(taken.holder);
+        held = true;
+        return events.onRegained(attempt);
+      }
+    } finally {
+      retaking = false;
+    }
+  };
+
+  try {
+    const taken = await takeOnOneSession();
+    if (taken.kind === 'other') throw new OwnershipError(`the database is owned by another process: ${taken.holder}. Stop it first; two processes on one database would split the SPOT ledger.`);
   } catch (error) {
     released = true;
     await sql.end({ timeout: 5 }).catch(() => undefined);
@@ -52,20 +116,48 @@ export async function ownDatabase(url: string, onLost: (reason: string) => void)
   }
   held = true;
   return {
+    held: () => held,
     release: async () => {
       released = true;
+      held = false;
       await sql.end({ timeout: 5 });
     },
   };
 }
 
-async function describeHolder(sql: postgres.Sql): Promise<string> {
-  const rows = await sql<{ pid: number; application_name: string; client_addr: string | null; backend_start: Date }[]>`
-    SELECT a.pid, a.application_name, host(a.client_addr) AS client_addr, a.backend_start
+/**
+ * Asks for the lock for up to TAKE_WAIT_MS. A holder that is `ours`, the session this process
+ * took the lock on before, is ended: it would hold the lock until the server notices its dead
+ * socket (if it cannot be ended, it is reported as the holder once the wait is over). Throws when
+ * the server does not answer.
+ */
+async function take(sql: postgres.Sql, ours: Session | null): Promise<Take> {
+  const deadline = Date.now() + TAKE_WAIT_MS;
+  for (;;) {
+    const [row] = await sql<{ ok: boolean; pid: number; backend_start: string }[]>`
+      SELECT pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) AS ok, a.pid, a.backend_start::text AS backend_start
+        FROM pg_stat_activity AS a WHERE a.pid = pg_backend_pid()`;
+    if (row === undefined) throw new Error('the owner session is missing from pg_stat_activity');
+    if (row.ok) return { kind: 'held', session: { pid: row.pid, backendStart: row.backend_start } };
+    const holder = await findHolder(sql);
+    if (Date.now() >= deadline) return { kind: 'other', holder: describeHolder(holder) };
+    if (holder !== null && ours !== null && holder.pid === ours.pid && holder.backend_start_text === ours.backendStart) {
+      await sql`SELECT pg_terminate_backend(${holder.pid}::int)`;
+    }
+    await delay(TAKE_RETRY_MS);
+  }
+}
+
+async function findHolder(sql: postgres.Sql): Promise<Holder | null> {
+  const rows = await sql<Holder[]>`
+    SELECT a.pid, a.application_name, host(a.client_addr) AS client_addr, a.backend_start, a.backend_start::text AS backend_start_text
       FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
      WHERE l.locktype = 'advisory' AND l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
        AND l.objsubid = 1 AND (l.classid::bigint << 32 | l.objid::bigint) = ${OWNER_LOCK_KEY.toString()}::bigint`;
-  const r = rows[0];
-  if (r === undefined) return 'a session that has just let go of the owner lock (try again)';
+  return rows[0] ?? null;
+}
+
+function describeHolder(r: Holder | null): string {
+  if (r === null) return 'a session that has just let go of the owner lock (try again)';
   return `"${r.application_name}" (backend pid ${r.pid}, from ${r.client_addr ?? 'a local socket'}, connected ${r.backend_start.toISOString()})`;
 }

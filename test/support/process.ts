@@ -8,9 +8,10 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startEmbeddedPg, type EmbeddedPg } from '../../src/db/embedded-pg.js';
+import { CLUSTER_LOCATION_FILE, livePostmasterPid, startEmbeddedPg, type EmbeddedPg } from '../../src/db/embedded-pg.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/jwt.js';
+import { DATABASE_NAME } from '../../src/service.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { freePort } from './ports.js';
 import { TEST_JWT_SECRET, type Reply } from './service.js';
@@ -46,9 +47,31 @@ export type ChildService = {
   readonly stderrTail: () => string;
 };
 
+/**
+ * Where the harness's services find PostgreSQL: `runner`, a fresh database on the suite's server
+ * (DATABASE_URL); `embedded`, no DATABASE_URL, so the service starts its own server in
+ * DATA_DIR/postgres (initialised by the harness first, so the harness knows its password);
+ * `external`, a server the harness starts in a directory of its own, given as DATABASE_URL.
+ */
+export type PgMode = 'runner' | 'embedded' | 'external';
+
+/** A PostgreSQL server that belongs to one harness (modes `embedded` and `external`). */
+export type OwnPg = {
+  readonly mode: 'embedded' | 'external';
+  readonly port: number;
+  /** The cluster's data directory (the one holding postmaster.pid). */
+  readonly pgData: string;
+  /** The live postmaster's pid, or null when none runs. */
+  readonly postmasterPid: () => Promise<number | null>;
+  /** `external` only: starts the server again on the same directory and port, retried (bounded) until it runs. */
+  readonly start: () => Promise<void>;
+};
+
 export type Harness = {
   readonly databaseUrl: string;
   readonly dataDir: string;
+  /** The harness's own server, or null in mode `runner`. */
+  readonly pg: OwnPg | null;
   /** A direct connection to the service's database, for checks from PostgreSQL itself. */
   readonly sql: Sql;
   readonly userToken: (userId: bigint | number | string) => string;
@@ -75,6 +98,8 @@ export type Harness = {
 const liveChildren = new Set<ChildProcess>();
 const liveHarnesses = new Set<Harness>();
 const liveDirs = new Set<string>();
+/** Data directories of servers the harnesses (or their services) started: stopped at exit. */
+const livePgData = new Set<string>();
 let filePg: { readonly pg: EmbeddedPg; readonly dir: string } | null = null;
 let filePgStarting: Promise<void> | null = null;
 
@@ -84,18 +109,21 @@ function removeEverythingNow(): void {
   if (removedNow) return;
   removedNow = true;
   for (const child of liveChildren) child.kill('SIGKILL');
-  if (filePg !== null) {
-    // pg_ctl runs the postmaster in its own session: stop it by its pid file (immediate mode).
-    const pid = Number(readFileSafe(path.join(filePg.dir, 'pg', 'postmaster.pid')).split('\n')[0]);
-    if (Number.isInteger(pid) && pid > 0) {
-      try {
-        process.kill(pid, 'SIGQUIT');
-      } catch {
-        // already gone
-      }
-    }
-  }
+  // pg_ctl runs the postmaster in its own session: stop it by its pid file (immediate mode).
+  if (filePg !== null) quitPostmaster(path.join(filePg.dir, 'pg', 'postmaster.pid'));
+  for (const pgData of livePgData) quitPostmaster(path.join(pgData, 'postmaster.pid'));
   for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
+}
+
+/** SIGQUIT (immediate shutdown) to the postmaster a pid file names, if any. */
+function quitPostmaster(pidFile: string): void {
+  const pid = Number(readFileSafe(pidFile).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 'SIGQUIT');
+  } catch {
+    // already gone
+  }
 }
 
 function readFileSafe(file: string): string {
@@ -150,15 +178,21 @@ export async function cleanupAll(): Promise<void> {
 
 // ---------------------------------------------------------------------------------------------
 
-export async function createHarness(): Promise<Harness> {
+export async function createHarness(opts: { readonly pg?: PgMode } = {}): Promise<Harness> {
   await fs.access(MAIN_JS).catch(() => {
     throw new Error(`${MAIN_JS} is missing: compile first (node_modules/.bin/tsc -p tsconfig.json)`);
   });
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-crash-data-'));
   liveDirs.add(dataDir);
   let db: TestDatabase;
+  let own: { readonly pg: OwnPg; readonly env: Record<string, string> } | null = null;
   try {
-    db = await createTestDatabase();
+    if ((opts.pg ?? 'runner') === 'runner') db = await createTestDatabase();
+    else {
+      const started = await startOwnPg(opts.pg === 'embedded' ? 'embedded' : 'external', dataDir);
+      own = started;
+      db = started.db;
+    }
   } catch (error) {
     await fs.rm(dataDir, { recursive: true, force: true });
     liveDirs.delete(dataDir);
@@ -171,7 +205,7 @@ export async function createHarness(): Promise<Harness> {
 
   const launch = async (env: Record<string, string>, mayExit: boolean): Promise<ChildService> => {
     if (cleaned !== null) throw new Error('harness already cleaned up');
-    const child = await startChild({ dataDir, databaseUrl: db.url, env, mayExit });
+    const child = await startChild({ dataDir, databaseUrl: own?.pg.mode === 'embedded' ? null : db.url, env: { ...own?.env, ...env }, mayExit });
     children.add(child);
     return child;
   };
@@ -180,6 +214,7 @@ export async function createHarness(): Promise<Harness> {
   const harness: Harness = {
     databaseUrl: db.url,
     dataDir,
+    pg: own?.pg ?? null,
     sql,
     userToken: (userId) => signJwt({ sub: String(userId), exp: exp() }, TEST_JWT_SECRET),
     adminToken: () => signJwt({ sub: '1', exp: exp(), role: 'admin' }, TEST_JWT_SECRET),
@@ -215,9 +250,68 @@ export async function createHarness(): Promise<Harness> {
   return harness;
 }
 
+// ---------------------------------------------------------------------------------------------
+// A server of the harness's own (modes `embedded` and `external`).
+
+const OWN_PG_START_ATTEMPTS_MAX = 40;
+const OWN_PG_START_RETRY_MS = 250;
+
+/**
+ * `embedded`: initialises the cluster the service will start itself, in DATA_DIR/postgres (the
+ * directory opened to the `postgres` user, so nothing is relocated), creates its database and
+ * stops the server again: the harness then knows the URL before the service starts. `external`:
+ * a server in a directory of its own, left running, given to the service as DATABASE_URL.
+ */
+async function startOwnPg(mode: 'embedded' | 'external', dataDir: string): Promise<{ pg: OwnPg; db: TestDatabase; env: Record<string, string> }> {
+  await fs.chmod(dataDir, 0o755);
+  const dir = mode === 'embedded' ? path.join(dataDir, 'postgres') : await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-own-pg-'));
+  if (mode === 'external') {
+    liveDirs.add(dir);
+    await fs.chmod(dir, 0o755);
+  }
+  const port = await freePort();
+  let server: EmbeddedPg = await startEmbeddedPg({ dir, port, sharedBuffersMb: 32, log: () => undefined });
+  const location = await fs.readFile(path.join(dir, CLUSTER_LOCATION_FILE), 'utf8').catch(() => null);
+  const pgData = path.join(location?.trim() ?? dir, 'pg');
+  livePgData.add(pgData);
+  const admin = openSql(server.url('postgres'), { max: 1, application: 'test-admin' });
+  await admin.unsafe(`CREATE DATABASE ${DATABASE_NAME}`).finally(() => admin.end({ timeout: 5 }));
+  if (mode === 'embedded') await server.stop();
+  const pg: OwnPg = {
+    mode,
+    port,
+    pgData,
+    postmasterPid: () => livePostmasterPid(pgData),
+    start: async () => {
+      if (mode !== 'external') throw new Error('the service starts its embedded server itself');
+      // Backends orphaned by a killed postmaster hold its shared memory for a moment: retry.
+      for (let attempt = 1; ; attempt++) {
+        const error = await startEmbeddedPg({ dir, port, sharedBuffersMb: 32, log: () => undefined }).then((s) => ((server = s), null), (e: unknown) => e);
+        if (error === null) return;
+        if (attempt >= OWN_PG_START_ATTEMPTS_MAX) throw error;
+        await sleep(OWN_PG_START_RETRY_MS);
+      }
+    },
+  };
+  const db: TestDatabase = {
+    url: server.url(DATABASE_NAME),
+    // Whichever server runs in the directory now (the service's, or one started again) is stopped.
+    drop: async () => {
+      await server.stop();
+      livePgData.delete(pgData);
+      if (mode === 'external') {
+        await fs.rm(dir, { recursive: true, force: true });
+        liveDirs.delete(dir);
+      }
+    },
+  };
+  const env: Record<string, string> = mode === 'embedded' ? { EMBEDDED_PG_PORT: String(port), EMBEDDED_PG_SHARED_BUFFERS_MB: '32' } : {};
+  return { pg, db, env };
+}
+
 /** Runs `body` on a fresh harness and always cleans it up, whether `body` passes or throws. */
-export async function withHarness<T>(body: (h: Harness) => Promise<T>): Promise<T> {
-  const h = await createHarness();
+export async function withHarness<T>(body: (h: Harness) => Promise<T>, opts: { readonly pg?: PgMode } = {}): Promise<T> {
+  const h = await createHarness(opts);
   try {
     return await body(h);
   } finally {
@@ -227,12 +321,12 @@ export async function withHarness<T>(body: (h: Harness) => Promise<T>): Promise<
 
 // ---------------------------------------------------------------------------------------------
 
-async function startChild(opts: { dataDir: string; databaseUrl: string; env: Record<string, string>; mayExit?: boolean }): Promise<ChildService> {
+async function startChild(opts: { dataDir: string; databaseUrl: string | null; env: Record<string, string>; mayExit?: boolean }): Promise<ChildService> {
   const port = await freePort();
   const env: Record<string, string> = {
     ...baseEnv(),
     DATA_DIR: opts.dataDir,
-    DATABASE_URL: opts.databaseUrl,
+    ...(opts.databaseUrl === null ? {} : { DATABASE_URL: opts.databaseUrl }),
     PORT: String(port),
     HOST: '127.0.0.1',
     JWT_SECRET: TEST_JWT_SECRET,
