@@ -49,6 +49,7 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean 
     metrics: async () => '# metrics\n',
     registry: new Registry(),
     probe: async () => ({ postgres: true, ubscore: true }),
+    ownerHeld: () => true,
     log,
     isReady: () => true,
     drain: new Drain(),
