@@ -31,6 +31,7 @@ import { lockDataDir } from './ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from './ownership/ledger-identity.js';
 import { ownDatabase } from './ownership/pg-owner.js';
 import { AlertSink } from './alerts/alerts.js';
+import { BackupTaker } from './backup/take.js';
 
 export const DATABASE_NAME = 'transfer';
 
@@ -119,6 +120,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
     const drain = new Drain();
+    const backups = new BackupTaker({ databaseUrl, control: ubs.control, log });
     const app = createApp({
       jwtSecret: config.jwtSecret,
       bodyBytesMax: config.bodyBytesMax,
@@ -158,6 +160,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       log,
       isReady: () => true,
       drain,
+      backup: (dir) => backups.take(dir),
     });
     const port = await listen(app.fetch, config, stack, drain, log);
     log.info('service ready', { port, coordinators: config.coordinators, data_dir: config.dataDir });
