@@ -1,6 +1,6 @@
 // A backup directory: `manifest.json` (written last, so a directory without it is an unfinished
 // backup), UBSCore's LMDB environment copied at the cut (`ubscore/data.mdb`), and one file per
-// PostgreSQL table in COPY's text format (`postgres/<table>.copy`), read in ONE snapshot taken at
+// PostgreSQL table as JSON lines (`postgres/<table>.jsonl`), read in ONE snapshot taken at
 // the same cut. Every file carries its size and SHA-256, checked before a restore writes anything.
 
 import { createHash, randomBytes } from 'node:crypto';

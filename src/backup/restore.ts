@@ -13,7 +13,7 @@ import { lockDataDir } from '../ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from '../ownership/ledger-identity.js';
 import { ownDatabase } from '../ownership/pg-owner.js';
 import { UBSCORE_FILE, isEmptyDir, readVerifiedManifest, syncDir, type BackupManifest } from './manifest.js';
-import { loadTables } from './pg-copy.js';
+import { loadTables } from './pg-tables.js';
 
 /** The database the service uses on its embedded server (src/service.ts). */
 const EMBEDDED_DATABASE = 'transfer';

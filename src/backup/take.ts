@@ -20,7 +20,7 @@ import { SCHEMA_VERSION } from '../db/schema.js';
 import { openSql, type Tx } from '../db/sql.js';
 import type { Logger } from '../log.js';
 import { MANIFEST_FILE, MANIFEST_FORMAT, POSTGRES_DIR, UBSCORE_FILE, describeFile, isEmptyDir, writeManifest, type BackupManifest } from './manifest.js';
-import { dumpTables } from './pg-copy.js';
+import { dumpTables } from './pg-tables.js';
 
 /** How long UBSCore may stay paused before the pause lifts by itself (and the backup fails). */
 export const BACKUP_PAUSE_MS_MAX = 60_000;
