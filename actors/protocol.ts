@@ -54,8 +54,8 @@ export type UbsControlApi = {
    */
   pause(pauseMsMax: number): Promise<UbsPauseOutcome>;
   /**
-   * While paused: copy the LMDB environment into `dir`, an existing empty directory, as
-   * `dir/data.mdb` (mdb_env_copy2 on an environment opened with a subdirectory), and read its ledger id.
+   * While paused: copy the LMDB environment into `dir` (created if missing; it must hold no
+   * data.mdb yet) as `dir/data.mdb` (mdb_env_copy2 on an environment opened with a subdirectory), and read its ledger id.
    */
   copyTo(dir: string): Promise<UbsCopyOutcome>;
   /** Decides the commands held by the pause, in arrival order, and takes new ones again. */

@@ -10,6 +10,7 @@
 // never covers a record that is not. Pruning (older snapshots, then WAL records up to S) follows
 // in bounded transactions, one maintenance write at most between two batches.
 
+import { mkdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
@@ -332,7 +333,9 @@ class UbsActor {
     const started = performance.now();
     try {
       // lmdb-js's root database backup: mdb_env_copy, one read transaction, so one instant.
-      // Without compaction: a page-for-page copy is the shortest pause.
+      // Without compaction: a page-for-page copy is the shortest pause. mdb_env_copy2 writes
+      // dir/data.mdb and needs the directory to exist.
+      await mkdir(dir, { recursive: true, mode: 0o700 });
       await this.log.databases.env.backup(dir, false);
     } catch (error) {
       return { kind: 'refused', reason: `the LMDB copy failed: ${describe(error)}` };
