@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test test-external test-browser drill build install clean
+.PHONY: run test test-external test-browser drill build install clean backup restore
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
 run: build
@@ -32,6 +32,14 @@ drill: build
 .PHONY: bench
 bench: build
 	node dist/bench/run.js
+
+## make backup BACKUP_DIR=/abs/dir: the running service (HOST/PORT, or SERVICE_URL) writes both halves of the ledger at one cut into a new directory
+backup: build
+	node dist/src/backup-cli.js backup
+
+## make restore BACKUP_DIR=... DATA_DIR=... [DATABASE_URL=...]: into an empty DATA_DIR and a new embedded cluster, or an empty database
+restore: build
+	node dist/src/backup-cli.js restore
 
 build: $(INSTALL_STAMP)
 	$(TSC) -p tsconfig.json

@@ -48,7 +48,29 @@ export type UbsControlApi = {
   stats(): Promise<UbsStats>;
   /** Stop accepting commands, make every accepted command durable, close LMDB. */
   close(): Promise<{ readonly closed: true }>;
+  /**
+   * A backup's cut (src/backup/take.ts): stop deciding commands (they wait, in order, undecided),
+   * make every decided one durable, and answer the WAL position they end at. The pause lifts by
+   * itself after `pauseMsMax` if `resume` does not come first.
+   */
+  pause(pauseMsMax: number): Promise<UbsPauseOutcome>;
+  /**
+   * While paused: copy the LMDB environment into `dir` (created if missing; it must hold no
+   * data.mdb yet) as `dir/data.mdb` (mdb_env_copy2 on an environment opened with a subdirectory), and read its ledger id.
+   */
+  copyTo(dir: string): Promise<UbsCopyOutcome>;
+  /** Decides the commands held by the pause, in arrival order, and takes new ones again. */
+  resume(): Promise<UbsResumeOutcome>;
 };
+
+export type UbsPauseOutcome =
+  | { readonly kind: 'paused'; readonly walSeq: number }
+  | { readonly kind: 'refused'; readonly reason: string };
+export type UbsCopyOutcome =
+  | { readonly kind: 'copied'; readonly walSeq: number; readonly ledgerId: string | null; readonly copyMs: number }
+  | { readonly kind: 'refused'; readonly reason: string };
+/** `heldMessages`: port messages that waited; `expired`: the pause had already lifted by itself. */
+export type UbsResumeOutcome = { readonly kind: 'resumed'; readonly heldMessages: number; readonly expired: boolean };
 
 export type UbsStats = {
   readonly accounts: number;

@@ -10,6 +10,7 @@
 // never covers a record that is not. Pruning (older snapshots, then WAL records up to S) follows
 // in bounded transactions, one maintenance write at most between two batches.
 
+import { mkdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
@@ -21,9 +22,11 @@ import type { WalBatch } from '../wal/block.js';
 import { openWal } from '../wal/log.js';
 import type { WalLog } from '../wal/log.js';
 import { SnapshotStore } from '../wal/snapshot.js';
+import { readLedgerId } from '../wal/meta.js';
 import { unreachable } from './protocol.js';
 import { nodeEndpoint } from './ubscore-client.js';
-import type { UbsCommand, UbsControlApi, UbsParentEvent, UbsParentMessage, UbsPortMessage, UbsPortReply, UbsResult, UbsStats } from './protocol.js';
+import type { UbsCommand, UbsControlApi, UbsCopyOutcome, UbsParentEvent, UbsParentMessage, UbsPauseOutcome, UbsPortMessage, UbsPortReply, UbsResult, UbsResumeOutcome, UbsStats } from './protocol.js';
+import { PauseGate } from './ubscore-pause.js';
 import { ProcessedSet } from './ubscore-processed.js';
 import { RequestUnpacker } from './ubscore-wire.js';
 import { Snapshotter, describeError as describe } from './ubscore-snapshotter.js';
@@ -77,6 +80,8 @@ class UbsActor {
   private batchesWritten = 0;
   private readonly metrics = new Registry();
   private commandsAnswered = 0;
+  /** A backup's pause: while it holds, messages wait undecided. */
+  private readonly gate = new PauseGate();
 
   constructor(
     private readonly ledger: SpotLedger,
@@ -139,6 +144,12 @@ class UbsActor {
     // After close nothing is taken: the caller's timeout reads as "unknown" and it retries,
     // idempotently, against the restarted core.
     if (this.closing !== null || this.failed) return;
+    const gate = this.gate.hold(port, message);
+    if (gate === 'held') return;
+    if (gate === 'dropped') {
+      console.error('ubscore: dropped a port message: too many held by a backup pause; its callers retry');
+      return;
+    }
     try {
       const problem = this.unpacker.unpack(message, (id, command) => this.take(port, id, command));
       // The requests before the damage were taken; the rest time out at the client as "unknown".
@@ -294,6 +305,51 @@ class UbsActor {
     this.onFatal(message);
   }
 
+  /**
+   * Stops deciding, then waits until every decided command is durable: the WAL position answered
+   * is then exactly the ledger's, and stays so until `resume` (or the time limit).
+   */
+  async pause(pauseMsMax: number): Promise<UbsPauseOutcome> {
+    if (this.closing !== null || this.failed) return { kind: 'refused', reason: 'UBSCore is closing or has failed' };
+    if (this.gate.paused) return { kind: 'refused', reason: 'UBSCore is already paused by another backup' };
+    this.gate.start(pauseMsMax, () => {
+      console.error(`ubscore: a backup pause lifted by itself after ${pauseMsMax} ms`);
+      this.resume();
+    });
+    await new Promise<void>((resolve) => {
+      this.drainWaiters.push(resolve);
+      this.pump();
+    });
+    if (this.failed || !this.gate.paused) return { kind: 'refused', reason: 'UBSCore failed, or the pause lifted, before every decided command was durable' };
+    // Pair assertion: nothing decided is waiting for the writer.
+    if (this.durableSeq !== this.ledger.lastSeq) throw new Error(`ubscore: paused at durable seq ${this.durableSeq} with the ledger at ${this.ledger.lastSeq}`);
+    return { kind: 'paused', walSeq: this.durableSeq };
+  }
+
+  /** Copies the environment while paused: the copy holds exactly the records through the paused position. */
+  async copyTo(dir: string): Promise<UbsCopyOutcome> {
+    if (!this.gate.paused) return { kind: 'refused', reason: 'UBSCore is not paused' };
+    const walSeq = this.durableSeq;
+    const started = performance.now();
+    try {
+      // lmdb-js's root database backup: mdb_env_copy, one read transaction, so one instant.
+      // Without compaction: a page-for-page copy is the shortest pause. mdb_env_copy2 writes
+      // dir/data.mdb and needs the directory to exist.
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await this.log.databases.env.backup(dir, false);
+    } catch (error) {
+      return { kind: 'refused', reason: `the LMDB copy failed: ${describe(error)}` };
+    }
+    if (!this.gate.paused || this.durableSeq !== walSeq) return { kind: 'refused', reason: 'the pause lifted during the copy' };
+    return { kind: 'copied', walSeq, ledgerId: readLedgerId(this.log.databases), copyMs: Math.round(performance.now() - started) };
+  }
+
+  resume(): UbsResumeOutcome {
+    const { held, expired } = this.gate.release();
+    for (const { port, message } of held) this.onRequests(port, message);
+    return { kind: 'resumed', heldMessages: held.length, expired };
+  }
+
   close(): Promise<{ readonly closed: true }> {
     this.closing ??= this.drainAndClose();
     return this.closing;
@@ -328,6 +384,9 @@ function exposeControl(actor: UbsActor, port: MessagePort): void {
   const api: UbsControlApi = {
     stats: () => Promise.resolve(actor.stats()),
     close: () => actor.close(),
+    pause: (pauseMsMax) => actor.pause(pauseMsMax),
+    copyTo: (dir) => actor.copyTo(dir),
+    resume: () => Promise.resolve(actor.resume()),
   };
   expose(api, nodeEndpoint(port));
 }

@@ -36,6 +36,7 @@ import { AlertSink } from './alerts/alerts.js';
 import { readUnfinished } from './alerts/measures.js';
 import { AlertMonitor } from './alerts/monitor.js';
 import { AuditLog } from './audit/audit-log.js';
+import { BackupTaker } from './backup/take.js';
 
 export const DATABASE_NAME = 'transfer';
 
@@ -132,6 +133,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
     stack.push(async () => monitor.stop());
     const drain = new Drain();
+    const backups = new BackupTaker({ databaseUrl, control: ubs.control, log });
     const ubsStats = () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]);
     const apps = createApps({
       tokens,
@@ -183,6 +185,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
       isReady: () => true,
       ownerHeld: () => owner.held(),
       drain,
+      backup: (dir) => backups.take(dir),
     }, { separateAdmin: config.adminPort !== null });
     const listeners = await listenAll(apps, config, stack, drain, log);
     log.info('service ready', { port: listeners.port, admin_port: listeners.adminPort, coordinators: config.coordinators, data_dir: config.dataDir });

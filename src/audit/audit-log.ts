@@ -3,7 +3,7 @@
 
 import type { Sql } from '../db/sql.js';
 
-export const ADMIN_ACTIONS = ['deposit', 'withdraw', 'asset.put', 'account.status', 'transfer.retry', 'service.halt', 'service.resume'] as const;
+export const ADMIN_ACTIONS = ['deposit', 'withdraw', 'asset.put', 'account.status', 'transfer.retry', 'service.halt', 'service.resume', 'ledger.backup'] as const;
 export type AdminAction = (typeof ADMIN_ACTIONS)[number];
 
 export type AuditEntry = {

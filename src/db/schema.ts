@@ -217,6 +217,9 @@ const MIGRATIONS: readonly string[] = [
   `,
 ];
 
+/** The schema version this build creates: its migration count. A backup restores only into the same. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
 /** The demo assets `make run` seeds: 8 decimals, 1 unit minimum, 1,000,000 whole coins maximum. */
 const DEMO_ASSETS = ['BTC', 'USDT', 'ETH'] as const;
 const DEMO_PRECISION = 8;

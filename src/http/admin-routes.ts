@@ -14,7 +14,7 @@ import { mountConsoleRoutes } from './console-routes.js';
 import type { MovementKind } from '../services/external.js';
 import { fail } from './errors.js';
 import { mountOperatorRoutes } from './operator-routes.js';
-import { AccountStatusBody, AssetBody, DepositBody, firstCode } from './schemas.js';
+import { AccountStatusBody, AssetBody, BackupBody, DepositBody, firstCode } from './schemas.js';
 
 export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
   const routes = new Hono<AdminEnv>();
@@ -86,6 +86,26 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
     const outcome = await deps.admin.setAccountStatus(userId, body.account, body.asset, body.status);
     if (outcome.kind === 'refused') return fail(c, outcome.code, outcome.message === undefined ? {} : { detail: outcome.message });
     return c.json(body);
+  });
+
+  // A backup of both stores at one cut into an empty directory on the service's host (README).
+  routes.post('/backup', audit('ledger.backup'), async (c) => {
+    const raw = await auditedJson(c, deps.bodyBytesMax);
+    if (!raw.ok) return fail(c, raw.code);
+    const parsed = v.safeParse(BackupBody, raw.value, { abortEarly: true });
+    if (!parsed.success) return fail(c, firstCode(parsed.issues));
+    const outcome = await deps.backup(parsed.output.dir);
+    switch (outcome.kind) {
+      case 'done': {
+        const m = outcome.manifest;
+        const tables = Object.fromEntries(m.tables.map((t) => [t.name, t.rows]));
+        return c.json({ dir: outcome.dir, ledger_id: m.ledgerId, wal_seq: m.walSeq, pg_snapshot: m.pgSnapshot, pause_ms: m.pauseMs, ubscore_bytes: m.ubscore.bytes, tables });
+      }
+      case 'refused':
+        return fail(c, outcome.code, { detail: outcome.message });
+      case 'failed':
+        return fail(c, 'BACKUP_FAILED', { detail: outcome.message });
+    }
   });
 
   mountOperatorRoutes(routes, deps, audit);

@@ -17,6 +17,7 @@ import type { HaltSwitch } from '../services/halt.js';
 import type { InvariantService } from '../services/invariant.js';
 import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
+import type { BackupOutcome } from '../backup/take.js';
 import { adminRoutes } from './admin-routes.js';
 import { bodyLimit } from './body.js';
 import type { Drain } from './drain.js';
@@ -74,6 +75,8 @@ export type AppDeps = {
   readonly ownerHeld: () => boolean;
   /** Turns new requests away once a stop begins, and counts the ones in flight. */
   readonly drain: Drain;
+  /** Takes a backup of both halves of the ledger at one cut into an empty directory. */
+  readonly backup: (dir: string) => Promise<BackupOutcome>;
 };
 
 /**

@@ -75,6 +75,8 @@ function targetOf(action: AdminAction, c: Context, p: Readonly<Record<string, un
     case 'service.halt':
     case 'service.resume':
       return { target: { service: 'transfers' }, reqId: null };
+    case 'ledger.backup':
+      return { target: { dir: p.dir ?? null }, reqId: null };
     default: {
       const unknown: never = action;
       throw new Error(`no audit target for ${String(unknown)}`);

@@ -16,6 +16,9 @@ const STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>> = {
   DAILY_AMOUNT_EXCEEDED: 429,
   SERVICE_UNAVAILABLE: 503,
   SERVICE_HALTED: 503,
+  BACKUP_TARGET_NOT_EMPTY: 409,
+  BACKUP_IN_PROGRESS: 409,
+  BACKUP_FAILED: 500,
   SYSTEM_ERROR: 500,
 };
 
@@ -50,6 +53,9 @@ const MESSAGES: Readonly<Record<string, string>> = {
   DAILY_LIMIT_EXCEEDED: 'Daily transfer count reached',
   DAILY_AMOUNT_EXCEEDED: 'Daily transfer amount for this asset reached',
   SYSTEM_ERROR: 'Internal failure; retry later',
+  BACKUP_TARGET_NOT_EMPTY: 'The backup directory exists and is not empty',
+  BACKUP_IN_PROGRESS: 'Another backup is running',
+  BACKUP_FAILED: 'The backup did not complete; nothing usable was left in the directory',
 };
 
 /** Every code an answer can carry, for the OpenAPI document and the README. */

@@ -86,6 +86,8 @@ export const AccountStatusBody = v.strictObject(
 );
 export type AccountStatusBody = v.InferOutput<typeof AccountStatusBody>;
 
+export const BackupBody = v.strictObject({ dir: v.pipe(v.string('INVALID_REQUEST'), v.minLength(1, 'INVALID_REQUEST'), v.maxLength(4096, 'INVALID_REQUEST')) }, 'INVALID_REQUEST');
+
 /** The first issue's code, in schema order. */
 export function firstCode(issues: readonly { message: string }[]): string {
   return issues[0]?.message ?? 'INVALID_REQUEST';
