@@ -98,7 +98,7 @@ test('the OpenAPI document lists every endpoint and error code; /docs serves its
   const doc = await svc.call('GET', '/openapi.json');
   assert.is(doc.body.openapi, '3.1.0');
   const paths = Object.keys(doc.body.paths as object);
-  const expected = ['/api/v1/internal_transfer', '/api/v1/internal_transfer/{req_id}', '/api/v1/balances', '/admin/v1/deposit', '/admin/v1/withdraw', '/admin/v1/assets/{symbol}', '/admin/v1/account_status', '/admin/v1/alerts', '/admin/v1/transfers', '/admin/v1/transfers/{req_id}/retry', '/admin/v1/transfers/search', '/admin/v1/overview', '/console', '/admin/v1/invariant', '/admin/v1/halt', '/admin/v1/resume', '/admin/v1/audit', '/healthz', '/readyz', '/metrics', '/openapi.json', '/docs'];
+  const expected = ['/api/v1/internal_transfer', '/api/v1/internal_transfer/{req_id}', '/api/v1/balances', '/admin/v1/deposit', '/admin/v1/withdraw', '/admin/v1/assets/{symbol}', '/admin/v1/account_status', '/admin/v1/alerts', '/admin/v1/transfers', '/admin/v1/transfers/{req_id}/retry', '/admin/v1/transfers/search', '/admin/v1/overview', '/console', '/admin/v1/invariant', '/admin/v1/halt', '/admin/v1/backup', '/admin/v1/resume', '/admin/v1/audit', '/healthz', '/readyz', '/metrics', '/openapi.json', '/docs'];
   assert.equal([...paths].sort(), [...expected].sort(), 'every endpoint, and only those');
   const codes = (doc.body['x-error-codes'] as { code: string }[]).map((c) => c.code);
   for (const c of ['INSUFFICIENT_BALANCE', 'SAME_ACCOUNT', 'DUPLICATE_REQUEST', 'RATE_LIMIT_EXCEEDED', 'OVERFLOW', 'SERVICE_HALTED', 'PAYLOAD_TOO_LARGE']) assert.ok(codes.includes(c), c);
