@@ -1,0 +1,50 @@
+// Everything UBSCore's thread derives from its LMDB directory, opened and closed as one: the
+// environment, the ledger restored from the newest snapshot plus the WAL after it, the snapshot
+// cycle and the processed set. Start-up opens it once; after a failed write the actor closes it
+// and opens it again, so RAM is exactly what is durable (actors/ubscore-recovery.ts).
+
+import type { SpotLedger } from '../src/ubscore/core.js';
+import { openWal } from '../wal/log.js';
+import type { WalLog } from '../wal/log.js';
+import { SnapshotStore } from '../wal/snapshot.js';
+import { ProcessedSet } from './ubscore-processed.js';
+import { Snapshotter } from './ubscore-snapshotter.js';
+import { restore } from './ubscore-start.js';
+import type { Restored, UbsOptions } from './ubscore-start.js';
+
+export type CoreState = {
+  readonly ledger: SpotLedger;
+  readonly log: WalLog;
+  readonly snapshots: Snapshotter;
+  /** The processed set: LMDB, the entries not yet durable, and a filter of every key. */
+  readonly processed: ProcessedSet;
+  readonly restored: Restored;
+};
+
+/** What the snapshot cycle calls: a write became ready, or encoding threw (fatal). */
+export type CoreHooks = { readonly wake: () => void; readonly die: (message: string) => void };
+
+/** Opens the environment and restores the ledger from it, exactly as at start-up. Throws on failure. */
+export function openCoreState(options: UbsOptions, hooks: CoreHooks): CoreState {
+  const log = openWal(options.walDir);
+  try {
+    const store = new SnapshotStore(log.databases);
+    const restored = restore(log, store);
+    const snapshots = new Snapshotter(restored.ledger, log, store, options, restored.snapshotSeq, hooks.wake, hooks.die);
+    const processed = new ProcessedSet(log, options.walDir);
+    return { ledger: restored.ledger, log, snapshots, processed, restored };
+  } catch (error) {
+    void log.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Drops the state: the snapshot cycle under way, the filter build, then the environment. Called
+ * only when no write is in flight; what RAM held beyond the durable state is thrown away with it.
+ */
+export async function closeCoreState(state: CoreState): Promise<void> {
+  state.snapshots.dispose();
+  state.processed.close();
+  await state.log.close();
+}
