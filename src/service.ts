@@ -7,7 +7,9 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { serve } from '@hono/node-server';
 import { CoordinatorPools } from '../actors/coordinator-pool.js';
+import { unreachable } from '../actors/protocol.js';
 import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
+import type { UbsHealthEvent } from '../actors/ubscore-client.js';
 import type { Config } from './config.js';
 import { AssetCache } from './db/assets.js';
 import { startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
@@ -31,6 +33,7 @@ import { lockDataDir } from './ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from './ownership/ledger-identity.js';
 import { ownDatabase } from './ownership/pg-owner.js';
 import { AlertSink } from './alerts/alerts.js';
+import { WalHealth } from './services/wal-health.js';
 
 export const DATABASE_NAME = 'transfer';
 
@@ -69,7 +72,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
     await seedDemoAssets(sql);
     log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
 
-    const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax, snapshotEveryRecords: config.ubsSnapshotEveryRecords });
+    const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
+    const walHealth = new WalHealth(log);
+    walHealth.useAlerts(alerts);
+    const ubsOptions = { walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax, snapshotEveryRecords: config.ubsSnapshotEveryRecords };
+    const ubs = await startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
     stack.push(async () => {
       // Comlink has no timeout: a dead worker would never answer, so bound the wait.
       const closed = await Promise.race([ubs.control.close(), delay(UBS_CLOSE_TIMEOUT_MS, null, { ref: false })]);
@@ -112,7 +119,6 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const assets = new AssetCache(sql);
     const batch = { batchMax: config.pgBatchMax };
     const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
-    const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
     const halt = await HaltSwitch.load(sql);
     if (halt.current !== null) log.critical('starting HALTED: new transfers are refused until an operator resumes', { reason: halt.current.reason });
     const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log });
@@ -147,10 +153,16 @@ export async function startService(config: Config, log: Logger): Promise<Service
           shards: () => pools.metrics(),
           ubs: () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]),
         }),
-      probe: async () => ({
-        postgres: await sql`SELECT 1`.then(() => true, () => false),
-        ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,
-      }),
+      probe: async () => {
+        const answer = await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000);
+        const wal = walHealth.current;
+        return {
+          postgres: await sql`SELECT 1`.then(() => true, () => false),
+          ubscore: answer !== null && answer.kind !== 'unavailable',
+          walWritable: wal.writable,
+          walReason: wal.writable ? null : wal.reason,
+        };
+      },
       stuckRetriesMax: config.stuckRetriesMax,
       stuckAgeMs: config.stuckAgeMs,
       external,
@@ -232,6 +244,23 @@ function listen(fetch: (req: Request) => Response | Promise<Response>, config: C
       });
     });
   });
+}
+
+/** UBSCore's reports after start: its WAL's health, or why it is about to stop (its exit stops the process). */
+function onUbsEvent(event: UbsHealthEvent, walHealth: WalHealth, log: Logger): void {
+  switch (event.kind) {
+    case 'ubs.degraded':
+      walHealth.report({ kind: 'degraded', reason: event.reason, since: event.since });
+      break;
+    case 'ubs.recovered':
+      walHealth.report({ kind: 'recovered', since: event.since, degradedMs: event.degradedMs, attempts: event.attempts });
+      break;
+    case 'ubs.fatal':
+      log.critical('UBSCore stops', { reason: event.message });
+      break;
+    default:
+      unreachable(event);
+  }
 }
 
 /** A part that cannot go on safely stops the process; restart recovers from the stores. */

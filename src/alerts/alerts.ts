@@ -18,6 +18,8 @@ export const ALERT_KINDS = {
   ABNORMAL_FREQUENCY: 'WARNING',
   /** An adapter answered with parameters that contradict its record. */
   IDEMPOTENCY_CONFLICT: 'CRITICAL',
+  /** UBSCore's WAL takes no writes (a full disk): spot commands are refused until it does. */
+  UBSCORE_WAL_UNWRITABLE: 'CRITICAL',
 } as const;
 export type AlertKind = keyof typeof ALERT_KINDS;
 

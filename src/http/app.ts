@@ -52,7 +52,8 @@ export type AppDeps = {
   readonly metrics: () => Promise<string>;
   /** The main thread's registry: HTTP latency by route and status. */
   readonly registry: Registry;
-  readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
+  /** `ubscore`: it answers commands; `walWritable`: its WAL takes writes (`walReason` says why not). */
+  readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean; readonly walWritable: boolean; readonly walReason: string | null }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
   /** Turns new requests away once a stop begins, and counts the ones in flight. */
@@ -74,8 +75,15 @@ export function createApp(deps: AppDeps): Hono {
   app.get('/readyz', async (c) => {
     const probe = await deps.probe();
     const halted = deps.halt.current;
-    const body = { postgres: probe.postgres, ubscore: probe.ubscore, halted: halted !== null, halt_reason: halted?.reason ?? null };
-    const ready = probe.postgres && probe.ubscore && halted === null;
+    const body = {
+      postgres: probe.postgres,
+      ubscore: probe.ubscore,
+      wal_writable: probe.walWritable,
+      wal_reason: probe.walReason,
+      halted: halted !== null,
+      halt_reason: halted?.reason ?? null,
+    };
+    const ready = probe.postgres && probe.ubscore && probe.walWritable && halted === null;
     return ready ? c.json({ status: 'ready', ...body }) : c.json({ code: 'SERVICE_UNAVAILABLE', message: 'not ready', ...body }, 503);
   });
   mountDocs(app);
