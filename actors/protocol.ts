@@ -88,6 +88,11 @@ export type UbsWorkerData = {
   readonly closeSnapshotRecordsMin?: number;
   /** Accounts encoded per slice of a periodic snapshot, between batches. Default 20,000. */
   readonly snapshotSliceAccounts?: number;
+  /**
+   * No write is started while fewer bytes than this are free on the WAL's filesystem (README
+   * "A full disk"); 0 disables the check. Default 256 MiB.
+   */
+  readonly diskReserveBytes?: number;
 };
 
 /**

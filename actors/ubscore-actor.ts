@@ -23,7 +23,7 @@ import { createLogger } from '../src/log.js';
 import { Registry } from '../src/metrics/registry.js';
 import { BatchEncoder } from '../wal/block.js';
 import type { WalBatch } from '../wal/block.js';
-import { commitFailure, probeDisk } from '../wal/disk.js';
+import { commitFailure, diskShortfall, overflowedHeap, probeDir } from '../wal/disk.js';
 import { unreachable } from './protocol.js';
 import type { UbsCommand, UbsParentEvent, UbsPortMessage, UbsPortReply, UbsResult, UbsStats } from './protocol.js';
 import { DiskRecovery, UBS_DISK_PROBE_BYTES } from './ubscore-recovery.js';
@@ -49,6 +49,9 @@ export type ActorHooks = {
   readonly post: (event: UbsParentEvent) => void;
   /** Opens the state from disk as at start-up (actors/ubscore-state.ts); throws on failure. */
   readonly reopen: () => CoreState;
+  readonly walDir: string;
+  /** No write starts with fewer bytes free than this on the WAL's filesystem; 0: no check. */
+  readonly diskReserveBytes: number;
 };
 
 /** A degraded episode: since when, and the recovery that ends it. */
@@ -264,7 +267,11 @@ export class UbsActor {
   private startWrite(write: Write, onDone: () => void, label: string, batch: Batch | null): void {
     this.writing = true;
     let promise: Promise<void>;
+    // LMDB must never meet a full disk (wal/disk.ts): a write that would find too little room is
+    // not started, and counts as a failed one. A batch that writes nothing needs no room.
+    const shortfall = batch?.wal === null ? null : diskShortfall(this.hooks.walDir, this.hooks.diskReserveBytes);
     try {
+      if (shortfall !== null) throw new Error(`not started: ${shortfall}`);
       promise = write();
     } catch (error) {
       promise = Promise.reject(error);
@@ -325,7 +332,7 @@ export class UbsActor {
     const since = Date.now();
     const recovery = new DiskRecovery({
       rebuild: () => this.rebuild(),
-      probe: () => probeDisk(this.state.log.databases, UBS_DISK_PROBE_BYTES),
+      probe: () => this.probe(),
       recovered: (attempts) => this.onRecovered(since, attempts),
       log: (line) => console.error(line),
     });
@@ -333,12 +340,23 @@ export class UbsActor {
     for (const failed of undurable) for (const [port, replies] of failed.replies) postReplies(port, { ids: replies.ids, results: replies.ids.map(() => WRITE_FAILED) });
     void commitFailure(error).then((failure) => {
       const reason = `${label} failed: ${failure.message} (code ${String(failure.code)})`;
+      // lmdb-js overflowed a heap buffer reporting this failure: nothing in this process can be trusted.
+      if (overflowedHeap(failure)) {
+        this.fatal(`${reason}; lmdb-js overflows its heap reporting a failed page write, so the process stops and the restart replays the durable WAL`);
+        return;
+      }
       logger.critical('UBSCore cannot write its WAL: RAM is rebuilt from disk and every command is answered unavailable until a probe write succeeds', { reason, commands_unanswered: undurable.reduce((n, b) => n + b.commands, 0) });
       this.hooks.post({ kind: 'ubs.degraded', reason, since });
       // A close under way waits for no recovery: it closes what is durable.
       if (this.closing === null) recovery.start();
       else this.notifyDrained();
     });
+  }
+
+  private async probe(): Promise<void> {
+    const shortfall = diskShortfall(this.hooks.walDir, this.hooks.diskReserveBytes);
+    if (shortfall !== null) throw new Error(shortfall);
+    await probeDir(this.hooks.walDir, UBS_DISK_PROBE_BYTES);
   }
 
   /** Throws RAM away and restores it from disk exactly as at start-up. */

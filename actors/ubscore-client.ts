@@ -198,8 +198,8 @@ export type UbsReady = { readonly replayedRecords: number; readonly replayMs: nu
  * if it cannot start. The snapshot options are UbsWorkerData's; omitted ones take the defaults.
  */
 export async function startUbsCore(opts: UbsWorkerData, onEvent: (event: UbsHealthEvent) => void = () => undefined): Promise<UbsCoreHandle> {
-  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts } = opts;
-  const workerData: UbsWorkerData = { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts };
+  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes } = opts;
+  const workerData: UbsWorkerData = { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes };
   const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
   const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData, resourceLimits });
   const ready = await waitForReady(worker);

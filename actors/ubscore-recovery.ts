@@ -10,13 +10,13 @@ import { MDB_PANIC, commitFailure } from '../wal/disk.js';
 /** The first wait between two attempts; it doubles up to the cap. */
 export const UBS_RECOVERY_BACKOFF_BASE_MS = 50;
 export const UBS_RECOVERY_BACKOFF_CAP_MS = 5_000;
-/** The probe write: about as large as a few full batches, so serving does not resume on a disk that fails again at once. */
-export const UBS_DISK_PROBE_BYTES = 1024 * 1024;
+/** The probe file's size: it shows the directory takes a durable write; the reserve check guards the space. */
+export const UBS_DISK_PROBE_BYTES = 64 * 1024;
 
 export type RecoveryHooks = {
   /** Throws away the state and opens it again from disk. Called with no write in flight. */
   readonly rebuild: () => Promise<void>;
-  /** One durable probe write on the current state's environment. */
+  /** The free-space check and one durable probe write beside the environment; rejects if either fails. */
   readonly probe: () => Promise<void>;
   /** The probe succeeded after `attempts` attempts: serve again. */
   readonly recovered: (attempts: number) => void;

@@ -75,7 +75,12 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
     const walHealth = new WalHealth(log);
     walHealth.useAlerts(alerts);
-    const ubsOptions = { walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax, snapshotEveryRecords: config.ubsSnapshotEveryRecords };
+    const ubsOptions = {
+      walDir: path.join(config.dataDir, 'ubscore'),
+      batchMax: config.ubsBatchMax,
+      snapshotEveryRecords: config.ubsSnapshotEveryRecords,
+      diskReserveBytes: config.ubsDiskReserveMb * 1024 * 1024,
+    };
     const ubs = await startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
     stack.push(async () => {
       // Comlink has no timeout: a dead worker would never answer, so bound the wait.

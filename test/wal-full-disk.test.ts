@@ -13,15 +13,17 @@ const USERS = [801, 802, 803, 804] as const;
 const ASSET = 'USDT';
 const SEED = '1000';
 const TMPFS_SIZE = '8m';
-/** Room left beside the filler: a few batches' worth, so the WAL fills under load within seconds. */
-const ROOM_LEFT_BYTES = 48 * 1024;
+/** UBSCore's free-space reserve in the test (UBS_DISK_RESERVE_MB), within the small tmpfs. */
+const RESERVE_MB = 1;
+/** Room left beside the filler above the reserve: a few batches' worth, so it runs out under load within seconds. */
+const ROOM_LEFT_BYTES = RESERVE_MB * 1024 * 1024 + 48 * 1024;
 /** Clients sending transfers at once: a bounded load. */
 const CLIENTS = 8;
 /** The most transfers the load may send before the disk must have filled. */
 const TRANSFERS_TO_FILL_MAX = 4_000;
 /** How long transfers go on while the disk is known to be full. */
 const WHILE_FULL_MS = 2_500;
-const SERVICE_ENV = { RETRY_BASE_MS: '50', RETRY_CAP_MS: '500', HAPPY_PATH_DEADLINE_MS: '3000', INVARIANT_INTERVAL_MS: '0' };
+const SERVICE_ENV = { RETRY_BASE_MS: '50', RETRY_CAP_MS: '500', HAPPY_PATH_DEADLINE_MS: '3000', INVARIANT_INTERVAL_MS: '0', UBS_DISK_RESERVE_MB: String(RESERVE_MB) };
 
 type Answer = { readonly status: number; readonly reqId: string | null; readonly state: string | null; readonly sentAt: number; readonly answeredAt: number };
 
@@ -59,6 +61,13 @@ async function readyz(svc: ChildService): Promise<{ status: number; body: Record
   return { status: r.status, body: r.body };
 }
 
+/** The UBSCORE_WAL_UNWRITABLE alerts, from GET /admin/v1/alerts. */
+async function walAlerts(h: Harness, svc: ChildService): Promise<{ kind: string; severity: string }[]> {
+  const r = await svc.call('GET', '/admin/v1/alerts?limit=100', { token: h.adminToken() });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  return (r.body.alerts as { kind: string; severity: string }[]).filter((a) => a.kind === 'UBSCORE_WAL_UNWRITABLE');
+}
+
 /** Sends transfers from CLIENTS clients, alternating directions, until `until()` says stop. */
 async function load(h: Harness, svc: ChildService, answers: Answer[], until: () => boolean): Promise<void> {
   let n = 0;
@@ -67,7 +76,8 @@ async function load(h: Harness, svc: ChildService, answers: Answer[], until: () 
       const user = USERS[(n + k) % USERS.length] as number;
       const from = n++ % 2 === 0 ? 'FUNDING' : 'SPOT';
       const sentAt = Date.now();
-      const body = { from, to: from === 'FUNDING' ? 'SPOT' : 'FUNDING', asset: ASSET, amount: '0.01' };
+      // Unequal amounts, so a lost deposit and a lost withdrawal cannot cancel out in the balances.
+      const body = { from, to: from === 'FUNDING' ? 'SPOT' : 'FUNDING', asset: ASSET, amount: from === 'FUNDING' ? '0.01' : '0.007' };
       const r = await svc.call('POST', '/api/v1/internal_transfer', { token: h.userToken(user), body, timeoutMs: 15_000 });
       const reqId = typeof r.body.req_id === 'string' ? r.body.req_id : null;
       answers.push({ status: r.status, reqId, state: typeof r.body.state === 'string' ? r.body.state : null, sentAt, answeredAt: Date.now() });
@@ -129,20 +139,22 @@ async function fullDiskScenario(h: Harness, ubsDir: string, started: ChildServic
   const filler = path.join(ubsDir, 'filler');
   await fill(ubsDir, filler, ROOM_LEFT_BYTES);
 
-  // Load until /readyz reports the WAL unwritable, then on for a while with the disk still full.
+  // Load until the WAL alert is raised, then on for a while with the disk still full. The alert
+  // is read from PostgreSQL, so that every command UBSCore gets meanwhile is a transfer's: the
+  // batch whose write fails then always holds some, and answering one of them as applied would
+  // show as a COMMITTED transfer whose spot change is lost.
   const answers: Answer[] = [];
   let degradedAt: number | null = null;
   let fullUntil: number | null = null;
   const watcher = (async () => {
     while (degradedAt === null && answers.length < TRANSFERS_TO_FILL_MAX) {
-      const r = await readyz(svc);
-      if (r.status === 503 && r.body.wal_writable === false) degradedAt = Date.now();
+      if ((await walAlerts(h, svc)).length > 0) degradedAt = Date.now();
       else await sleep(50);
     }
   })();
   const stopLoad = () => answers.length >= TRANSFERS_TO_FILL_MAX * 2 || (degradedAt !== null && Date.now() - degradedAt > WHILE_FULL_MS) || (degradedAt === null && answers.length >= TRANSFERS_TO_FILL_MAX);
   await Promise.all([load(h, svc, answers, stopLoad), watcher]);
-  assert.ok(degradedAt !== null, `the WAL filled the tmpfs within ${answers.length} transfers (readyz 503, wal_writable false)`);
+  assert.ok(degradedAt !== null, `the WAL filled the tmpfs within ${answers.length} transfers (a WAL alert was raised)`);
   const whileFull = await readyz(svc);
   assert.is(whileFull.status, 503, 'readyz still 503 while the disk is full');
   assert.equal([whileFull.body.wal_writable, whileFull.body.ubscore], [false, false], JSON.stringify(whileFull.body));
@@ -158,9 +170,8 @@ async function fullDiskScenario(h: Harness, ubsDir: string, started: ChildServic
   for (const a of answers) assert.ok(a.status === 200 || a.status === 202, `every transfer was accepted: ${JSON.stringify(a)}`);
   const failed = await h.sql`SELECT req_id, state FROM transfers_tb WHERE state < 0`;
   assert.is(failed.length, 0, `nothing FAILED or rolled back while full: ${JSON.stringify(failed)}`);
-  const alerts = await svc.call('GET', '/admin/v1/alerts?limit=100', { token: h.adminToken() });
-  const walAlerts = (alerts.body.alerts as { kind: string; severity: string }[]).filter((a) => a.kind === 'UBSCORE_WAL_UNWRITABLE');
-  assert.ok(walAlerts.length >= 1 && walAlerts.every((a) => a.severity === 'CRITICAL'), `a CRITICAL alert: ${JSON.stringify(alerts.body)}`);
+  const raised = await walAlerts(h, svc);
+  assert.ok(raised.length >= 1 && raised.every((a) => a.severity === 'CRITICAL'), `a CRITICAL alert: ${JSON.stringify(raised)}`);
   assert.is(svc.exited(), null, 'the service never exits while the disk is full');
 
   // Space returns: readiness, every transfer terminal and COMMITTED, funds exact.
@@ -198,6 +209,9 @@ test('a full disk under the WAL: pending while full, 503 and a CRITICAL alert, t
     const started: ChildService[] = [];
     try {
       await fullDiskScenario(h, ubsDir, started);
+    } catch (error) {
+      for (const svc of started) console.log(`service ${svc.pid} (exit ${JSON.stringify(svc.exited())}) stderr tail:\n${svc.stderrTail()}`);
+      throw error;
     } finally {
       // Nothing may hold the mount when it goes; the harness then removes the data dir.
       for (const svc of started) if (svc.exited() === null) await svc.stop();

@@ -1,21 +1,26 @@
-// What UBSCore's writer needs when LMDB cannot write (a full disk): the real cause of a failed
-// commit, and a probe write that says when the disk takes writes again.
+// What UBSCore's writer needs about the disk under its LMDB environment: the free space it
+// keeps in reserve, a probe that says when the directory takes writes again, and the real
+// cause of a failed commit.
 //
-// Measured with lmdb 3.5.6 on a full tmpfs (useWritemap false, so pages go out by pwrite): a
-// commit that cannot extend the file fails with EIO (LMDB maps a short pwrite to EIO) or ENOSPC;
-// LMDB aborts the transaction, and the environment stays usable: reads see the last committed
-// state, and writes succeed again once space returns. Only a failed meta-page write would leave
-// the environment in MDB_PANIC, which a close and reopen clears; the actor reopens it anyway.
-// lmdb-js rejects a failed write with a generic Error whose `commitError` promise holds LMDB's
-// error, and rejects one more promise of its own that nobody can observe (the worker ignores
-// that one, see actors/ubscore-worker.ts).
+// Measured with lmdb 3.5.6 on a full tmpfs (useWritemap false, so pages go out by pwrite, and a
+// full disk is an error, not a SIGBUS): a commit that cannot extend the file fails with ENOSPC
+// (or EIO for a short write), LMDB aborts the transaction, and lmdb-js rejects the write with a
+// generic Error whose `commitError` promise holds LMDB's error. But its failed-page-write path
+// (mdb_page_flush in its mdb.c) formats "Attempting to write page at position ..." into a
+// malloc(100) buffer with sprintf, and the message is often longer: a heap overflow. Most runs of
+// a single failed commit then died in glibc's malloc checks ("corrupted size vs. prev_size"),
+// whether the environment was kept or closed and reopened. So UBSCore never lets LMDB meet a full
+// disk: it checks the free space against a reserve before every write, and probes with a plain
+// file; a failed page write that happens anyway (a race with another writer) is fatal, since the
+// process's memory can no longer be trusted, and the restart replays the durable WAL.
 
-import type { WalDatabases } from './log.js';
-
+import { statfsSync } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
 /** LMDB's "environment had a fatal error" code: nothing more can be written until it is reopened. */
 export const MDB_PANIC = -30795;
-/** The `meta` key a probe writes and removes again; nothing else uses it. */
-export const DISK_PROBE_KEY = 'diskProbe';
+/** The file a probe writes and removes again, beside LMDB's data.mdb and lock.mdb. */
+export const DISK_PROBE_FILE = 'disk-probe';
 
 /** Why a write failed: LMDB's message and code (an errno, or an MDB_ code), when lmdb-js gave them. */
 export type CommitFailure = { readonly message: string; readonly code: number | string | null };
@@ -42,21 +47,42 @@ export async function commitFailure(error: unknown): Promise<CommitFailure> {
   return { message: error.message, code: null };
 }
 
+/** Bytes free for an unprivileged writer on the filesystem holding `dir`. Throws if it cannot be read. */
+export function freeBytes(dir: string): number {
+  const stats = statfsSync(dir);
+  return Number(stats.bavail) * Number(stats.bsize);
+}
+
+/** A reason to refuse the next write, or null when at least `reserveBytes` are free (0 disables the check). */
+export function diskShortfall(dir: string, reserveBytes: number): string | null {
+  if (reserveBytes === 0) return null;
+  let free: number;
+  try {
+    free = freeBytes(dir);
+  } catch (error) {
+    return `cannot read the free space of ${dir}: ${error instanceof Error ? error.message : String(error)}`;
+  }
+  return free >= reserveBytes ? null : `${free} bytes free under ${dir}, below the reserve of ${reserveBytes}`;
+}
+
+/** Whether a failed commit went through lmdb-js's overflowing failed-page-write path (see above). */
+export function overflowedHeap(failure: CommitFailure): boolean {
+  return failure.message.includes('Attempting to write page');
+}
+
 /**
- * Writes `bytes` bytes under DISK_PROBE_KEY durably, then removes them durably; rejects if
- * either commit fails. A probe as large as a few batches grows the file when LMDB has no free
- * pages, so it fails while the disk is full; once it succeeds, its freed pages are room for the
- * next batches, so serving does not start on a disk that fails again at the first batch.
+ * Writes `bytes` bytes to a file in `dir`, syncs it, and removes it: rejects if the directory
+ * takes no durable write of that size. LMDB is not touched, so a disk still full fails here.
  */
-export async function probeDisk({ env, meta }: WalDatabases, bytes: number): Promise<void> {
+export async function probeDir(dir: string, bytes: number): Promise<void> {
   if (!Number.isSafeInteger(bytes) || bytes < 1) throw new Error(`wal: a disk probe of ${bytes} bytes`);
-  const payload = Buffer.alloc(bytes);
-  const put = await env.batch(() => {
-    void meta.put(DISK_PROBE_KEY, payload);
-  });
-  if (!put) throw new Error('wal: the disk probe was not written');
-  const removed = await env.batch(() => {
-    void meta.remove(DISK_PROBE_KEY);
-  });
-  if (!removed) throw new Error('wal: the disk probe was not removed');
+  const file = path.join(dir, DISK_PROBE_FILE);
+  const handle = await fs.open(file, 'w');
+  try {
+    await handle.write(Buffer.alloc(bytes));
+    await handle.sync();
+  } finally {
+    await handle.close();
+    await fs.rm(file, { force: true });
+  }
 }
