@@ -29,7 +29,7 @@ import type { UbsCommand, UbsParentEvent, UbsPortMessage, UbsPortReply, UbsResul
 import { DiskRecovery, UBS_DISK_PROBE_BYTES } from './ubscore-recovery.js';
 import { describeError as describe } from './ubscore-snapshotter.js';
 import type { Write } from './ubscore-snapshotter.js';
-import { closeCoreState } from './ubscore-state.js';
+import { closeCoreState, setDiskGauges } from './ubscore-state.js';
 import type { CoreState } from './ubscore-state.js';
 import { RequestUnpacker } from './ubscore-wire.js';
 
@@ -134,6 +134,8 @@ export class UbsActor {
     this.metrics.set('ubscore_processed_filter_ready', 'Whether the processed-set filter holds every key (1), so fresh keys skip LMDB', {}, processed.filterReady ? 1 : 0);
     this.metrics.set('ubscore_processed_filter_keys', 'Keys in the processed-set filter', {}, processed.filterKeys);
     this.metrics.set('ubscore_processed_lmdb_reads', 'Processed-set lookups that read LMDB since UBSCore started', {}, processed.lmdbReads);
+    // While degraded the environment may be closed between a rebuild's close and its reopen.
+    if (this.degraded === null) setDiskGauges(this.metrics, this.state, this.hooks.walDir);
     const withMetrics = { ...base, metrics: this.metrics.snapshot() };
     return snapshots === undefined ? withMetrics : { ...withMetrics, snapshots };
   }

@@ -3,7 +3,11 @@
 // cycle and the processed set. Start-up opens it once; after a failed write the actor closes it
 // and opens it again, so RAM is exactly what is durable (actors/ubscore-recovery.ts).
 
+import { statSync } from 'node:fs';
+import path from 'node:path';
+import type { Registry } from '../src/metrics/registry.js';
 import type { SpotLedger } from '../src/ubscore/core.js';
+import { freeBytes } from '../wal/disk.js';
 import { openWal } from '../wal/log.js';
 import type { WalLog } from '../wal/log.js';
 import { SnapshotStore } from '../wal/snapshot.js';
@@ -47,4 +51,26 @@ export async function closeCoreState(state: CoreState): Promise<void> {
   state.snapshots.dispose();
   state.processed.close();
   await state.log.close();
+}
+
+/** The LMDB databases whose size on disk GET /metrics reports. */
+const DISK_DATABASES = ['wal', 'processed', 'snapshot', 'meta'] as const;
+
+/**
+ * Sets the disk gauges: each database's pages times the page size (LMDB's own count, free pages
+ * not included), the data file's size, and the space left on its filesystem. A few mdb_stat
+ * calls and two stat syscalls: cheap enough for a scrape, and never on the command path.
+ */
+export function setDiskGauges(metrics: Registry, state: CoreState, walDir: string): void {
+  for (const name of DISK_DATABASES) {
+    const stats = state.log.databases[name].getStats() as Partial<Record<'pageSize' | 'treeBranchPageCount' | 'treeLeafPageCount' | 'overflowPages', number>>;
+    const pages = (stats.treeBranchPageCount ?? 0) + (stats.treeLeafPageCount ?? 0) + (stats.overflowPages ?? 0);
+    metrics.set('ubscore_lmdb_bytes', 'Bytes of each UBSCore LMDB database: its pages times the page size, free pages not included', { db: name }, pages * (stats.pageSize ?? 0));
+  }
+  try {
+    metrics.set('ubscore_lmdb_file_bytes', 'Size of UBSCore\'s LMDB data file, free pages included', {}, statSync(path.join(walDir, 'data.mdb')).size);
+    metrics.set('ubscore_disk_free_bytes', 'Bytes free on the filesystem of UBSCore\'s WAL (writes stop below UBS_DISK_RESERVE_MB)', {}, freeBytes(walDir));
+  } catch {
+    // A file or filesystem that cannot be read leaves the last values; the next scrape tries again.
+  }
 }
