@@ -23,15 +23,16 @@ import { createLogger } from '../src/log.js';
 import { Registry } from '../src/metrics/registry.js';
 import { BatchEncoder } from '../wal/block.js';
 import type { WalBatch } from '../wal/block.js';
-import { commitFailure, diskShortfall, overflowedHeap, probeDir } from '../wal/disk.js';
+import { commitFailure, diskShortfall, overflowedHeap } from '../wal/disk.js';
 import { unreachable } from './protocol.js';
-import type { UbsCommand, UbsParentEvent, UbsPortMessage, UbsPortReply, UbsResult, UbsStats } from './protocol.js';
-import { DiskRecovery, UBS_DISK_PROBE_BYTES } from './ubscore-recovery.js';
+import type { UbsCommand, UbsParentEvent, UbsPortMessage, UbsResult, UbsStats } from './protocol.js';
+import { DiskRecovery, probeWalDir } from './ubscore-recovery.js';
 import { describeError as describe } from './ubscore-snapshotter.js';
 import type { Write } from './ubscore-snapshotter.js';
-import { closeCoreState, setDiskGauges } from './ubscore-state.js';
+import { closeCoreState, setDiskGauges, setProcessedGauges } from './ubscore-state.js';
 import type { CoreState } from './ubscore-state.js';
-import { RequestUnpacker } from './ubscore-wire.js';
+import { RequestUnpacker, isPortMessage, postReplies } from './ubscore-wire.js';
+import type { PortReplies } from './ubscore-wire.js';
 
 /** Histogram bounds for UBSCore's group commit: sync time in seconds and records per batch. */
 const WAL_SYNC_BUCKETS_S = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
@@ -57,9 +58,6 @@ export type ActorHooks = {
 /** A degraded episode: since when, and the recovery that ends it. */
 type Degraded = { readonly since: number; readonly recovery: DiskRecovery };
 
-/** The answers a batch owes one port, in columns: posted as one message once the batch is durable. */
-type PortReplies = { readonly ids: number[]; readonly results: UbsResult[] };
-
 type Batch = {
   /** Replies grouped by the port they answer, posted as one message per port. */
   readonly replies: Map<MessagePort, PortReplies>;
@@ -70,12 +68,6 @@ type Batch = {
 
 function newBatch(): Batch {
   return { replies: new Map(), commands: 0, wal: null };
-}
-
-function isPortMessage(message: unknown): message is UbsPortMessage {
-  if (typeof message !== 'object' || message === null) return false;
-  const candidate = message as { kind?: unknown };
-  return candidate.kind === 'ubs.requests';
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -130,10 +122,7 @@ export class UbsActor {
       commands: this.commandsAnswered,
     };
     const snapshots = this.state.snapshots.stats();
-    const processed = this.state.processed.stats();
-    this.metrics.set('ubscore_processed_filter_ready', 'Whether the processed-set filter holds every key (1), so fresh keys skip LMDB', {}, processed.filterReady ? 1 : 0);
-    this.metrics.set('ubscore_processed_filter_keys', 'Keys in the processed-set filter', {}, processed.filterKeys);
-    this.metrics.set('ubscore_processed_lmdb_reads', 'Processed-set lookups that read LMDB since UBSCore started', {}, processed.lmdbReads);
+    setProcessedGauges(this.metrics, this.state);
     // While degraded the environment may be closed between a rebuild's close and its reopen.
     if (this.degraded === null) setDiskGauges(this.metrics, this.state, this.hooks.walDir);
     const withMetrics = { ...base, metrics: this.metrics.snapshot() };
@@ -334,7 +323,7 @@ export class UbsActor {
     const since = Date.now();
     const recovery = new DiskRecovery({
       rebuild: () => this.rebuild(),
-      probe: () => this.probe(),
+      probe: () => probeWalDir(this.hooks.walDir, this.hooks.diskReserveBytes),
       recovered: (attempts) => this.onRecovered(since, attempts),
       log: (line) => console.error(line),
     });
@@ -353,12 +342,6 @@ export class UbsActor {
       if (this.closing === null) recovery.start();
       else this.notifyDrained();
     });
-  }
-
-  private async probe(): Promise<void> {
-    const shortfall = diskShortfall(this.hooks.walDir, this.hooks.diskReserveBytes);
-    if (shortfall !== null) throw new Error(shortfall);
-    await probeDir(this.hooks.walDir, UBS_DISK_PROBE_BYTES);
   }
 
   /** Throws RAM away and restores it from disk exactly as at start-up. */
@@ -431,14 +414,3 @@ export class UbsActor {
   }
 }
 
-/** Posts one port's answers as one message. */
-function postReplies(port: MessagePort, replies: PortReplies): void {
-  if (replies.ids.length === 0) return;
-  const reply: UbsPortReply = { kind: 'ubs.replies', ids: Float64Array.from(replies.ids), results: replies.results };
-  try {
-    port.postMessage(reply);
-  } catch (error) {
-    // The client is gone; its effects are durable and a retry will read them as duplicates.
-    console.error(`ubscore: could not post replies: ${describe(error)}`);
-  }
-}

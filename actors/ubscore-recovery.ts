@@ -5,13 +5,20 @@
 // exponential backoff and try again, for ever; on success the actor serves again.
 
 import { backoffMs } from '../src/coordinator/backoff.js';
-import { MDB_PANIC, commitFailure } from '../wal/disk.js';
+import { MDB_PANIC, commitFailure, diskShortfall, probeDir } from '../wal/disk.js';
 
 /** The first wait between two attempts; it doubles up to the cap. */
 export const UBS_RECOVERY_BACKOFF_BASE_MS = 50;
 export const UBS_RECOVERY_BACKOFF_CAP_MS = 5_000;
 /** The probe file's size: it shows the directory takes a durable write; the reserve check guards the space. */
 export const UBS_DISK_PROBE_BYTES = 64 * 1024;
+
+/** The probe: enough free space above the reserve, and a synced file write in the WAL's directory. */
+export async function probeWalDir(walDir: string, reserveBytes: number): Promise<void> {
+  const shortfall = diskShortfall(walDir, reserveBytes);
+  if (shortfall !== null) throw new Error(shortfall);
+  await probeDir(walDir, UBS_DISK_PROBE_BYTES);
+}
 
 export type RecoveryHooks = {
   /** Throws away the state and opens it again from disk. Called with no write in flight. */

@@ -53,6 +53,14 @@ export async function closeCoreState(state: CoreState): Promise<void> {
   await state.log.close();
 }
 
+/** The processed set's filter gauges. */
+export function setProcessedGauges(metrics: Registry, state: CoreState): void {
+  const processed = state.processed.stats();
+  metrics.set('ubscore_processed_filter_ready', 'Whether the processed-set filter holds every key (1), so fresh keys skip LMDB', {}, processed.filterReady ? 1 : 0);
+  metrics.set('ubscore_processed_filter_keys', 'Keys in the processed-set filter', {}, processed.filterKeys);
+  metrics.set('ubscore_processed_lmdb_reads', 'Processed-set lookups that read LMDB since UBSCore started', {}, processed.lmdbReads);
+}
+
 /** The LMDB databases whose size on disk GET /metrics reports. */
 const DISK_DATABASES = ['wal', 'processed', 'snapshot', 'meta'] as const;
 
