@@ -41,7 +41,15 @@ export type UbsParentEvent =
    * time to read, verify and load it; `replayMs` is the time to replay the WAL records after it.
    */
   | { readonly kind: 'ubs.ready'; readonly replayedRecords: number; readonly replayMs: number; readonly snapshotSeq: number; readonly snapshotLoadMs: number }
-  | { readonly kind: 'ubs.fatal'; readonly message: string };
+  | { readonly kind: 'ubs.fatal'; readonly message: string }
+  /**
+   * A WAL write failed (a full disk, say): RAM was thrown away and is being rebuilt from disk,
+   * and every command is answered `unavailable` until a probe write succeeds. `since` is the
+   * epoch ms the episode began; it is posted once per episode.
+   */
+  | { readonly kind: 'ubs.degraded'; readonly reason: string; readonly since: number }
+  /** The disk takes writes again and RAM equals what is durable: UBSCore serves again. */
+  | { readonly kind: 'ubs.recovered'; readonly since: number; readonly degradedMs: number; readonly attempts: number };
 
 /** The control surface UBSCore exposes through comlink: low-frequency calls only. */
 export type UbsControlApi = {
@@ -103,6 +111,11 @@ export type UbsWorkerData = {
   readonly closeSnapshotRecordsMin?: number;
   /** Accounts encoded per slice of a periodic snapshot, between batches. Default 20,000. */
   readonly snapshotSliceAccounts?: number;
+  /**
+   * No write is started while fewer bytes than this are free on the WAL's filesystem (README
+   * "A full disk"); 0 disables the check. Default 256 MiB.
+   */
+  readonly diskReserveBytes?: number;
 };
 
 /**

@@ -187,6 +187,9 @@ export type UbsCoreHandle = {
   readonly ready: UbsReady;
 };
 
+/** What the core reports after it is ready: its WAL stopped taking writes, took them again, or it stops. */
+export type UbsHealthEvent = Extract<UbsParentEvent, { kind: 'ubs.degraded' | 'ubs.recovered' | 'ubs.fatal' }>;
+
 /** What the core reports once ready: the snapshot it loaded (seq 0 for none) and the WAL tail replayed after it. */
 export type UbsReady = { readonly replayedRecords: number; readonly replayMs: number; readonly snapshotSeq: number; readonly snapshotLoadMs: number };
 
@@ -194,12 +197,27 @@ export type UbsReady = { readonly replayedRecords: number; readonly replayMs: nu
  * Starts the UBSCore thread and waits until its snapshot is loaded and its WAL replayed; rejects
  * if it cannot start. The snapshot options are UbsWorkerData's; omitted ones take the defaults.
  */
-export async function startUbsCore(opts: UbsWorkerData): Promise<UbsCoreHandle> {
-  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts } = opts;
-  const workerData: UbsWorkerData = { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts };
+export async function startUbsCore(opts: UbsWorkerData, onEvent: (event: UbsHealthEvent) => void = () => undefined): Promise<UbsCoreHandle> {
+  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes } = opts;
+  const workerData: UbsWorkerData = { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes };
   const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
   const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData, resourceLimits });
   const ready = await waitForReady(worker);
+  // After start the core reports its health: a disk that takes no writes, and its return.
+  worker.on('message', (event: UbsParentEvent) => {
+    switch (event.kind) {
+      case 'ubs.degraded':
+      case 'ubs.recovered':
+      case 'ubs.fatal':
+        onEvent(event);
+        break;
+      case 'ubs.ready':
+        onEvent({ kind: 'ubs.fatal', message: 'ubscore: a second ubs.ready after start' });
+        break;
+      default:
+        unreachable(event);
+    }
+  });
   const post = (message: UbsParentMessage, port: MessagePort): void => worker.postMessage(message, [port]);
   const control = new MessageChannel();
   post({ kind: 'ubs.control', port: control.port2 }, control.port2);
@@ -230,6 +248,10 @@ function waitForReady(worker: Worker): Promise<UbsReady> {
           break;
         case 'ubs.fatal':
           reject(new Error(event.message));
+          break;
+        case 'ubs.degraded':
+        case 'ubs.recovered':
+          reject(new Error(`ubscore reported ${event.kind} before it was ready`));
           break;
         default:
           unreachable(event);

@@ -147,6 +147,17 @@ export class Snapshotter {
     }
   }
 
+  /**
+   * Drops the cycle under way and takes no new one: the ledger it reads is being thrown away
+   * (after a failed write). A snapshot not yet written is simply not written: the WAL holds
+   * every record it would cover, and the next state captures again when one is due.
+   */
+  dispose(): void {
+    this.closing = true;
+    if (this.phase.kind === 'encoding') this.ledger.releaseCapture(this.phase.capture);
+    this.phase = { kind: 'idle' };
+  }
+
   /** At close, once no write is in flight: drops the cycle under way and writes a final snapshot. */
   async closeWithSnapshot(durableSeq: number): Promise<void> {
     this.closing = true;

@@ -21,6 +21,12 @@ export const UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT = 20_000;
 /** Bounds the snapshot options so that no setting is effectively unbounded. */
 export const UBS_SNAPSHOT_RECORDS_MAX = 1_000_000_000;
 export const UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX = 1_000_000;
+/**
+ * Free bytes kept on the WAL's filesystem: more than one transaction can grow the file by (a full
+ * batch's records, processed entries and B-tree pages, or a snapshot of a few million accounts).
+ */
+export const UBS_DISK_RESERVE_BYTES_DEFAULT = 256 * 1024 * 1024;
+export const UBS_DISK_RESERVE_BYTES_MAX = 2 ** 50;
 
 const logger = createLogger({ level: 'warn', name: 'ubscore' });
 
@@ -47,6 +53,7 @@ export function readWorkerData(data: unknown): UbsOptions {
     snapshotEveryRecords: optionalCount(candidate.snapshotEveryRecords, 'snapshotEveryRecords', UBS_SNAPSHOT_EVERY_RECORDS_DEFAULT, 0, UBS_SNAPSHOT_RECORDS_MAX),
     closeSnapshotRecordsMin: optionalCount(candidate.closeSnapshotRecordsMin, 'closeSnapshotRecordsMin', UBS_CLOSE_SNAPSHOT_RECORDS_MIN_DEFAULT, 1, UBS_SNAPSHOT_RECORDS_MAX),
     snapshotSliceAccounts: optionalCount(candidate.snapshotSliceAccounts, 'snapshotSliceAccounts', UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT, 1, UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX),
+    diskReserveBytes: optionalCount(candidate.diskReserveBytes, 'diskReserveBytes', UBS_DISK_RESERVE_BYTES_DEFAULT, 0, UBS_DISK_RESERVE_BYTES_MAX),
   };
 }
 

@@ -20,10 +20,11 @@
 //   26      1+n   asset: length u8, then n ASCII bytes
 //   ..      1+m   key (req_id or ref): length u8, then m ASCII bytes
 
-import type { UbsCommand } from '../src/ubscore/types.js';
+import type { MessagePort } from 'node:worker_threads';
+import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
 // The WAL's op codes serve the wire too: one table of which number is which operation.
 import { OP_CODES } from '../wal/codec.js';
-import type { UbsPortMessage, UbsRequest } from './protocol.js';
+import type { UbsPortMessage, UbsPortReply, UbsRequest } from './protocol.js';
 
 const TAG_TRANSFER_OP = 1;
 const TAG_EXTERNAL_OP = 2;
@@ -202,4 +203,28 @@ function readU64(buf: Buffer, at: number): bigint {
   const high = buf.readUInt32BE(at);
   const low = buf.readUInt32BE(at + 4);
   return high <= SAFE_HIGH_MAX ? BigInt(high * 2 ** 32 + low) : (BigInt(high) << 32n) | BigInt(low);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The core's side of a port.
+
+/** The answers a batch owes one port, in columns: posted as one message once the batch is durable. */
+export type PortReplies = { readonly ids: number[]; readonly results: UbsResult[] };
+
+export function isPortMessage(message: unknown): message is UbsPortMessage {
+  if (typeof message !== 'object' || message === null) return false;
+  const candidate = message as { kind?: unknown };
+  return candidate.kind === 'ubs.requests';
+}
+
+/** Posts one port's answers as one message. */
+export function postReplies(port: MessagePort, replies: PortReplies): void {
+  if (replies.ids.length === 0) return;
+  const reply: UbsPortReply = { kind: 'ubs.replies', ids: Float64Array.from(replies.ids), results: replies.results };
+  try {
+    port.postMessage(reply);
+  } catch (error) {
+    // The client is gone; its effects are durable and a retry will read them as duplicates.
+    console.error(`ubscore: could not post replies: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }

@@ -10,6 +10,7 @@ import type { MemoryFigures } from './memory.js';
 import type { RecoveryReport } from './recovery.js';
 import type { FixedRateLevel, TransferLevel } from './transfer-load.js';
 import type { UbsThroughput } from './ubscore-throughput.js';
+import type { DiskUse } from './disk-use.js';
 
 /** A part of the run: measured, deliberately skipped (with why), or failed (with the error). */
 export type Part<T> =
@@ -87,6 +88,8 @@ export type BenchReport = {
   readonly fixedRate: Part<FixedRateRun>;
   readonly memory: Part<MemoryRun>;
   readonly conservation: Part<Conservation>;
+  /** Disk bytes of UBSCore's LMDB parts per million committed transfers, after the load levels. */
+  readonly disk: Part<DiskUse>;
   readonly pgCeiling: Part<readonly PgCeiling[]>;
   readonly httpCeiling: Part<HttpCeilings>;
   readonly ubscore: Part<UbsThroughput>;

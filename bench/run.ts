@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { benchRestart, httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './baselines.js';
 import { cleanupAll } from './cleanup.js';
+import { measureDiskUse, type DiskUse } from './disk-use.js';
 import { monotonicUs, summariseProfiles } from './cpu-profile.js';
 import { runLoad } from './load.js';
 import { sampleRss } from './memory.js';
@@ -78,6 +79,7 @@ type ServicePhase = {
   users: BenchUser[];
   service: ServiceLevel[];
   fixedRate: Part<FixedRateRun>;
+  disk: Part<DiskUse>;
   memory: Part<MemoryRun>;
   conservation: Part<Conservation>;
   pgCeiling: Part<readonly PgCeiling[]>;
@@ -109,11 +111,14 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
     }
     const fixedRate = opts.fixedRatePerSecond > 0 && opts.durationS > 0 ? await attempt('fixed-rate run', log, () => fixedRateRun(svc, users, opts.fixedRatePerSecond, opts.durationS, log)) : skipped<FixedRateRun>(opts.durationS > 0 ? 'BENCH_FIXED_RATE=0' : 'BENCH_DURATION_S=0');
     const memory = opts.memoryS > 0 ? await attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log)) : skipped<MemoryRun>('BENCH_MEMORY_S=0');
+    // After the levels: the disk the WAL, the processed set and snapshots took for what committed.
+    const disk = await attempt('disk use', log, () => measureDiskUse(svc));
+    if (disk.status === 'measured') log(`  disk per million committed transfers (bytes): ${JSON.stringify(disk.figures.perMillionTransfers)}; ${disk.figures.committed} committed`);
     const conservation = await attempt('conservation check', log, () => conservationCheck(svc));
     log(`conservation: ${JSON.stringify(figuresOf(conservation))}`);
     log('(a) PostgreSQL ceiling on the same server, the service idle');
     const pgCeiling = await attempt('(a) PostgreSQL ceiling', log, () => pgCeilings(svc, opts.levels, opts.durationS, opts.users, log));
-    return { users, service, fixedRate, memory, conservation, pgCeiling };
+    return { users, service, fixedRate, disk, memory, conservation, pgCeiling };
   } finally {
     log('stopping the service (SIGTERM: HTTP, coordinators, UBSCore, PostgreSQL)');
     await svc.stop();
@@ -223,7 +228,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const wantProfile = opts.profile === 'always' || (opts.profile === 'auto' && serviceTargetMissed(targets));
     const profile = wantProfile ? await attempt('profile', log, () => profileRun(opts)) : skipped<ProfileRun>(opts.profile === 'never' ? 'BENCH_PROFILE=0' : 'every service target met');
     const finished = Date.now();
-    const partial = { startedAt, finishedAt: new Date(finished).toISOString(), elapsedS: Math.round((finished - started) / 1000), machine, parameters: paramsOf(opts), ...judged, pgCeiling: phase.pgCeiling, httpCeiling, profile, targets };
+    const partial = { startedAt, finishedAt: new Date(finished).toISOString(), elapsedS: Math.round((finished - started) / 1000), machine, parameters: paramsOf(opts), ...judged, disk: phase.disk, pgCeiling: phase.pgCeiling, httpCeiling, profile, targets };
     const report: BenchReport = { ...partial, bottleneck: bottleneckLines(partial) };
     const files = await writeResults(opts.outDir, report, renderSummary(report));
     log(`results: ${files.json} and ${files.summary}`);

@@ -113,9 +113,18 @@ function componentLines(r: BenchReport): string[] {
         (rec.completed ? '.' : `; stopped at the deadline, projected total ${n(rec.projectedMs, 0)} ms.`),
     );
   }
+  const disk = r.disk === undefined ? null : figuresOf(r.disk);
+  const mib = (bytes: number): string => n(bytes / (1024 * 1024));
+  if (disk !== null && disk.perMillionTransfers !== null) {
+    const pm = disk.perMillionTransfers;
+    out.push(
+      `- Disk (UBSCore's LMDB after the load levels, ${n(disk.committed, 0)} transfers committed), MiB per million transfers: WAL ${mib(pm.wal)}, processed set ${mib(pm.processed)}, snapshots ${mib(pm.snapshot)}; ` +
+        `the data file ${mib(pm.dataFile)} (free pages included). WAL records a snapshot covers are pruned, so the WAL figure is what stays between snapshots.`,
+    );
+  }
   const cons = figuresOf(r.conservation);
   if (cons !== null) out.push(`- Conservation (GET /admin/v1/invariant after the load): ok=${cons.ok}, ${cons.differences} differences, ${n(cons.accountsChecked, 0)} accounts, ${n(cons.transfersExamined, 0)} transfers examined, WAL seq ${n(cons.walSeq, 0)}, halted=${cons.halted}.`);
-  const notes = [partNote('Memory', r.memory), partNote('(a)', r.pgCeiling), partNote('(b)', r.httpCeiling), partNote('(c)', r.ubscore), partNote('(d)', r.restart), partNote('(e)', r.recovery), partNote('Conservation', r.conservation)];
+  const notes = [partNote('Memory', r.memory), partNote('(a)', r.pgCeiling), partNote('(b)', r.httpCeiling), partNote('(c)', r.ubscore), partNote('(d)', r.restart), partNote('(e)', r.recovery), partNote('Conservation', r.conservation), ...(r.disk === undefined ? [] : [partNote('Disk', r.disk)])];
   for (const note of notes) if (note !== null) out.push(`- ${note}`);
   out.push('');
   return out;

@@ -64,6 +64,8 @@ export type Config = {
   readonly ubsBatchMax: number;
   /** UBSCore writes a snapshot every this many WAL records; 0 only at close. */
   readonly ubsSnapshotEveryRecords: number;
+  /** UBSCore starts no WAL write with less than this free on its filesystem (MiB); 0 switches the check off. */
+  readonly ubsDiskReserveMb: number;
   readonly bodyBytesMax: number;
   /** Requests per user per second at the HTTP edge; 0 switches it off. */
   readonly rateLimitPerSecond: number;
@@ -138,6 +140,7 @@ export function loadConfig(env: Env = process.env): Config {
     coordinatorConcurrencyMax: intVar(env, 'COORDINATOR_CONCURRENCY_MAX', 256, 1, 10_000),
     ubsBatchMax: intVar(env, 'UBS_BATCH_MAX', 4_096, 1, 100_000),
     ubsSnapshotEveryRecords: intVar(env, 'UBS_SNAPSHOT_EVERY_RECORDS', 100_000, 0, 1_000_000_000),
+    ubsDiskReserveMb: intVar(env, 'UBS_DISK_RESERVE_MB', 256, 0, 1_000_000),
     bodyBytesMax: intVar(env, 'BODY_BYTES_MAX', 16 * 1024, 256, 1024 * 1024),
     rateLimitPerSecond: intVar(env, 'RATE_LIMIT_PER_SECOND', 10, 0, 1_000_000),
     dailyTransferLimit: intVar(env, 'DAILY_TRANSFER_LIMIT', 100, 0, 100_000_000),

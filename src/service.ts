@@ -5,7 +5,9 @@
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { CoordinatorPools } from '../actors/coordinator-pool.js';
+import { unreachable } from '../actors/protocol.js';
 import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
+import type { UbsHealthEvent } from '../actors/ubscore-client.js';
 import type { Config } from './config.js';
 import { AssetCache } from './db/assets.js';
 import { startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
@@ -37,6 +39,7 @@ import { readUnfinished } from './alerts/measures.js';
 import { AlertMonitor } from './alerts/monitor.js';
 import { AuditLog } from './audit/audit-log.js';
 import { BackupTaker } from './backup/take.js';
+import { WalHealth } from './services/wal-health.js';
 
 export const DATABASE_NAME = 'transfer';
 
@@ -82,7 +85,16 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const halt = await HaltSwitch.load(sql, log);
     if (halt.current !== null) log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', { reason: halt.current.reason });
 
-    const ubs = await startUbsCore({ walDir: path.join(config.dataDir, 'ubscore'), batchMax: config.ubsBatchMax, snapshotEveryRecords: config.ubsSnapshotEveryRecords });
+    const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
+    const walHealth = new WalHealth(log);
+    walHealth.useAlerts(alerts);
+    const ubsOptions = {
+      walDir: path.join(config.dataDir, 'ubscore'),
+      batchMax: config.ubsBatchMax,
+      snapshotEveryRecords: config.ubsSnapshotEveryRecords,
+      diskReserveBytes: config.ubsDiskReserveMb * 1024 * 1024,
+    };
+    const ubs = await startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
     stack.push(async () => {
       // Comlink has no timeout: a dead worker would never answer, so bound the wait.
       const closed = await Promise.race([ubs.control.close(), delay(UBS_CLOSE_TIMEOUT_MS, null, { ref: false })]);
@@ -126,7 +138,6 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const assets = new AssetCache(sql);
     const batch = { batchMax: config.pgBatchMax };
     const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
-    const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
     const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log });
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
@@ -172,11 +183,17 @@ export async function startService(config: Config, log: Logger): Promise<Service
       },
       pulse: new Pulse(),
       snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
-      probe: async () => ({
-        // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
-        postgres: await Promise.race([sql`SELECT 1`.then(() => true, () => false), delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false })]),
-        ubscore: (await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000)) !== null,
-      }),
+      probe: async () => {
+        const answer = await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000);
+        const wal = walHealth.current;
+        return {
+          // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
+          postgres: await Promise.race([sql`SELECT 1`.then(() => true, () => false), delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false })]),
+          ubscore: answer !== null && answer.kind !== 'unavailable',
+          walWritable: wal.writable,
+          walReason: wal.writable ? null : wal.reason,
+        };
+      },
       stuckRetriesMax: config.stuckRetriesMax,
       stuckAgeMs: config.stuckAgeMs,
       external,
@@ -291,6 +308,23 @@ function coordinatorBase(config: Config, databaseUrl: string) {
     dailyAmountLimits: config.dailyAmountLimits,
     crashPoint: config.crashPoint,
   };
+}
+
+/** UBSCore's reports after start: its WAL's health, or why it is about to stop (its exit stops the process). */
+function onUbsEvent(event: UbsHealthEvent, walHealth: WalHealth, log: Logger): void {
+  switch (event.kind) {
+    case 'ubs.degraded':
+      walHealth.report({ kind: 'degraded', reason: event.reason, since: event.since });
+      break;
+    case 'ubs.recovered':
+      walHealth.report({ kind: 'recovered', since: event.since, degradedMs: event.degradedMs, attempts: event.attempts });
+      break;
+    case 'ubs.fatal':
+      log.critical('UBSCore stops', { reason: event.message });
+      break;
+    default:
+      unreachable(event);
+  }
 }
 
 /** A part that cannot go on safely stops the process; restart recovers from the stores. */

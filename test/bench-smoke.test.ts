@@ -66,6 +66,9 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     assert.ok(report.ubscore.status === 'measured' && report.ubscore.figures.applied === 5_000, '(c) every command applied');
     assert.is(report.restart.status, 'skipped');
     assert.is(report.recovery.status, 'skipped');
+    assert.ok(report.disk.status === 'measured' && report.disk.figures.perMillionTransfers !== null, 'disk bytes per million transfers measured');
+    const pm = report.disk.figures.perMillionTransfers;
+    assert.ok(pm.wal > 0 && pm.processed > 0 && pm.dataFile >= pm.wal + pm.processed, `WAL and processed set on disk: ${JSON.stringify(pm)}`);
     assert.ok(report.conservation.status === 'measured', 'conservation checked');
     assert.is(report.conservation.figures.differences, 0);
     assert.ok(report.conservation.figures.ok);
@@ -78,6 +81,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     const summary = await fs.readFile(files.summary, 'utf8');
     assert.match(summary, '## Targets');
     assert.match(summary, '## Fixed rate (open loop)');
+    assert.match(summary, 'MiB per million transfers: WAL');
   } finally {
     await fs.rm(outDir, { recursive: true, force: true });
   }

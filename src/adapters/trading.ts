@@ -60,6 +60,9 @@ function toOutcome(op: TransferOp, result: UbsResult): OpOutcome {
       return op === 'REFUND' ? pending(`UBSCore refused refund input: ${result.code}`) : failed(result.code);
     case 'conflict':
       return pending(`IDEMPOTENCY_CONFLICT: ${result.detail}`);
+    case 'unavailable':
+      // UBSCore could not make the command durable, or refuses commands while its disk fails.
+      return pending(`UBSCore unavailable (${result.reason}) for ${op}`);
     case 'not_found':
     case 'balances':
     case 'status_set':

@@ -28,6 +28,8 @@ export const ALERT_KINDS = {
   HIGH_FAILURE_RATE: 'ERROR',
   /** Spec 002 avg_retry_count, "watch": the unfinished transfers' mean retries above ALERT_AVG_RETRIES_MAX. */
   HIGH_AVG_RETRIES: 'INFO',
+  /** UBSCore's WAL takes no writes (a full disk): spot commands are refused until it does. */
+  UBSCORE_WAL_UNWRITABLE: 'CRITICAL',
 } as const;
 export type AlertKind = keyof typeof ALERT_KINDS;
 

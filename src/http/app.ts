@@ -67,8 +67,8 @@ export type AppDeps = {
   readonly pulse: Pulse;
   /** Unfinished transfers by state, funds in flight and the WAL position, read now. */
   readonly snapshot: () => Promise<ServiceSnapshot>;
-  /** Readiness: PostgreSQL answers and UBSCore has replayed its WAL. */
-  readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean }>;
+  /** `ubscore`: it answers commands; `walWritable`: its WAL takes writes (`walReason` says why not). */
+  readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean; readonly walWritable: boolean; readonly walReason: string | null }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
   /** Whether this process holds the database's owner lock (rule 7); without it no new work is taken. */
@@ -125,8 +125,16 @@ function baseApp(deps: AppDeps): Hono {
     const probe = await deps.probe();
     const halted = deps.halt.current;
     const owner = deps.ownerHeld();
-    const body = { postgres: probe.postgres, owner, ubscore: probe.ubscore, halted: halted !== null, halt_reason: halted?.reason ?? null };
-    const ready = probe.postgres && owner && probe.ubscore && halted === null;
+    const body = {
+      postgres: probe.postgres,
+      owner,
+      ubscore: probe.ubscore,
+      wal_writable: probe.walWritable,
+      wal_reason: probe.walReason,
+      halted: halted !== null,
+      halt_reason: halted?.reason ?? null,
+    };
+    const ready = probe.postgres && owner && probe.ubscore && probe.walWritable && halted === null;
     return ready ? c.json({ status: 'ready', ...body }) : c.json({ code: 'SERVICE_UNAVAILABLE', message: 'not ready', ...body }, 503);
   });
   app.notFound((c) => fail(c, 'NOT_FOUND'));

@@ -45,6 +45,7 @@ export class AdminService {
     }
     const result = await this.deps.ubs({ kind: 'set_status', userId, asset, status }, this.deps.ubsTimeoutMs);
     if (result === null) return { kind: 'refused', code: 'SERVICE_UNAVAILABLE', message: 'UBSCore did not answer; repeat the request' };
+    if (result.kind === 'unavailable') return { kind: 'refused', code: 'SERVICE_UNAVAILABLE', message: `UBSCore is unavailable (${result.reason}); repeat the request` };
     if (result.kind === 'status_set') return { kind: 'ok' };
     return { kind: 'refused', code: result.kind === 'invalid' ? result.code : 'SYSTEM_ERROR' };
   }

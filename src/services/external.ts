@@ -102,6 +102,8 @@ export class ExternalMovements {
         await this.deps.sql`UPDATE external_movements SET state = 'REJECTED', code = ${result.code}, updated_at = now()
                              WHERE ref = ${m.ref} AND state = 'PENDING'`;
         return { kind: 'refused', code: result.code };
+      case 'unavailable':
+        return { kind: 'pending', reason: `UBSCore is unavailable (${result.reason}); repeat with the same ref` };
       default:
         this.deps.log.critical('UBSCore answered an external movement unexpectedly', { ref: m.ref, result: result.kind });
         return { kind: 'pending', reason: `UBSCore answered ${result.kind}` };

@@ -67,6 +67,15 @@ export type UbsResult =
   /** The status was recorded durably. */
   | { readonly kind: 'status_set' }
   | { readonly kind: 'audit_cut'; readonly seq: number; readonly accounts: readonly AuditAccount[] }
-  | { readonly kind: 'op_seqs'; readonly seqs: readonly (number | null)[] };
+  | { readonly kind: 'op_seqs'; readonly seqs: readonly (number | null)[] }
+  /**
+   * Nothing about the command is known: UBSCore could not make its batch durable, or refuses
+   * every command while its disk takes no writes (README "A full disk"). An unknown outcome,
+   * never a failure: retry idempotently later. Answered at once, so no caller waits for its timeout.
+   */
+  | { readonly kind: 'unavailable'; readonly reason: UbsUnavailableReason };
+
+/** Why UBSCore answered `unavailable`: its batch failed to write, or it is waiting for the disk. */
+export type UbsUnavailableReason = 'write_failed' | 'wal_unwritable';
 
 export type AuditAccount = { readonly userId: bigint; readonly asset: string; readonly available: bigint };

@@ -48,7 +48,7 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean 
     invariant: { check: unused },
     metrics: async () => '# metrics\n',
     registry: new Registry(),
-    probe: async () => ({ postgres: true, ubscore: true }),
+    probe: async () => ({ postgres: true, ubscore: true, walWritable: true, walReason: null }),
     ownerHeld: () => true,
     log,
     isReady: () => true,
