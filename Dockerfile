@@ -23,6 +23,7 @@ COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist/src dist/src
 COPY --from=build /app/dist/actors dist/actors
 COPY --from=build /app/dist/wal dist/wal
+COPY --from=build /app/src/db/migrations src/db/migrations
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]

@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test test-external test-browser drill build install clean backup restore
+.PHONY: run test test-external test-browser drill build install clean backup restore migrate
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
 run: build
@@ -23,6 +23,10 @@ test-external: build
 test-browser: build
 	@[ -n "$$CHROMIUM_PATH" ] || command -v chromium >/dev/null || (apt-get update && apt-get install -y chromium) || { echo "make test-browser needs Chromium: run 'apt-get install -y chromium' as root (Debian), or set CHROMIUM_PATH" >&2; exit 1; }
 	node dist/test/browser/console.browser.js
+
+## make migrate: apply the pending schema migrations (DATABASE_URL, or the embedded server of DATA_DIR) and exit
+migrate: build
+	node dist/src/migrate-cli.js
 
 ## make drill: kill the service with SIGKILL under load DRILL_CYCLES times (default 10), then verify every transfer and balance
 drill: build

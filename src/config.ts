@@ -41,6 +41,8 @@ export type Config = {
   readonly adminHost: string;
   /** Development only: print development tokens and curl commands at start. */
   readonly printBanner: boolean;
+  /** Apply pending migrations at start (development default); otherwise only check none is pending. */
+  readonly migrateOnStart: boolean;
   /**
    * Cap of the capped exponential backoff between attempts to start the embedded PostgreSQL again
    * after it died, and to take the owner lock again after its connection closed.
@@ -121,6 +123,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminPort: env.ADMIN_PORT === undefined || env.ADMIN_PORT === '' ? null : intVar(env, 'ADMIN_PORT', 0, 0, 65535),
     adminHost: env.ADMIN_HOST ?? '127.0.0.1',
     printBanner: bannerVar(env, nodeEnv),
+    migrateOnStart: enumVar(env, 'MIGRATE_ON_START', ['true', 'false'] as const, nodeEnv === 'development' ? 'true' : 'false') === 'true',
     pgRecoveryBackoffCapMs: intVar(env, 'PG_RECOVERY_BACKOFF_CAP_MS', 5_000, 250, 600_000),
     coordinators: intVar(env, 'COORDINATORS', COORDINATORS_DEFAULT, 1, 64),
     pgPoolMax: intVar(env, 'PG_POOL_MAX', 8, 1, 200),

@@ -5,6 +5,7 @@ import { banner } from './banner.js';
 import { JwksError } from './http/jwks-keys.js';
 import { createLogger } from './log.js';
 import { OwnershipError } from './ownership/errors.js';
+import { MigrationError } from './db/migrations.js';
 import { startService } from './service.js';
 
 async function main(): Promise<void> {
@@ -56,6 +57,10 @@ main().catch((error: unknown) => {
   if (error instanceof OwnershipError) {
     process.stderr.write(`refused to start: ${error.message}\n`);
     process.exit(3);
+  }
+  if (error instanceof MigrationError) {
+    process.stderr.write(`refused to start: ${error.message}\n`);
+    process.exit(4);
   }
   process.stderr.write(`failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);

@@ -10,9 +10,9 @@ import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
 import type { UbsHealthEvent } from '../actors/ubscore-client.js';
 import type { Config } from './config.js';
 import { AssetCache } from './db/assets.js';
-import { startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
+import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
 import { watchEmbeddedPg, type PgWatch } from './db/embedded-pg-watch.js';
-import { migrate, seedDemoAssets } from './db/schema.js';
+import { checkMigrated, migrate, seedDemoAssets } from './db/schema.js';
 import { openSql, type Sql } from './db/sql.js';
 import { TransferStore } from './db/transfers.js';
 import { TransferWrites } from './db/transfer-writes.js';
@@ -41,7 +41,7 @@ import { AuditLog } from './audit/audit-log.js';
 import { BackupTaker } from './backup/take.js';
 import { WalHealth } from './services/wal-health.js';
 
-export const DATABASE_NAME = 'transfer';
+export { DATABASE_NAME };
 
 /** Bounds of the recovery scan and the in-memory retry timers. */
 const SCAN_BATCH_MAX = 1_000;
@@ -77,7 +77,9 @@ export async function startService(config: Config, log: Logger): Promise<Service
     stack.push(() => owner.release());
     const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
     stack.push(() => sql.end({ timeout: 5 }));
-    const { applied } = await migrate(sql);
+    // Production migrates as its own step (`make migrate`), so a start never changes the schema
+    // under a running fleet by surprise: it only checks that none is pending and none was edited.
+    const applied = config.migrateOnStart ? (await migrate(sql)).applied : (await checkMigrated(sql), 0);
     const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
     // The demo assets are a development convenience; in production an operator creates assets.
     if (config.nodeEnv === 'development') await seedDemoAssets(sql);
@@ -246,13 +248,7 @@ async function database(config: Config, log: Logger, stack: (() => Promise<void>
     log: (line) => log.info(line),
   });
   stack.push(() => pg.stop());
-  const admin = openSql(pg.url('postgres'), { max: 1, application: 'bootstrap' });
-  try {
-    const found = await admin`SELECT 1 FROM pg_database WHERE datname = ${DATABASE_NAME}`;
-    if (found.length === 0) await admin.unsafe(`CREATE DATABASE ${DATABASE_NAME}`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
+  const url = await ensureDatabase(pg, DATABASE_NAME);
   // Undone before pg.stop(): a stop on purpose never looks like a crash to restart from.
   const watch = watchEmbeddedPg(pg, {
     backoffCapMs: config.pgRecoveryBackoffCapMs,
@@ -261,7 +257,7 @@ async function database(config: Config, log: Logger, stack: (() => Promise<void>
     log,
   });
   stack.push(() => watch.stop());
-  return { url: pg.url(DATABASE_NAME), watch };
+  return { url, watch };
 }
 
 /**

@@ -2,7 +2,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { TRANSFER_APPLY_FUNCTION } from '../src/db/transfer-apply-sql.js';
+import { loadMigrations } from '../src/db/migrations.js';
 import { startTestService, type TestService } from './support/service.js';
 
 let svc: TestService;
@@ -133,7 +133,10 @@ test('spec 001 §8.1: a 500 after the request got its req_id names it, and the c
     const asked = await svc.call('GET', `/api/v1/internal_transfer/${String(r.body.req_id)}`, { token: svc.userToken(USER) });
     assert.is(asked.status, 404, 'nothing was recorded under it');
   } finally {
-    await svc.sql.unsafe(TRANSFER_APPLY_FUNCTION);
+    // The functions' current bodies are in the migration that last replaced them.
+    const current = (await loadMigrations()).find((m) => m.name === '0005_user_lock_for_moves.sql');
+    assert.ok(current !== undefined);
+    await svc.sql.unsafe(current.sql);
   }
   const after = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
   assert.is(after.body.state, 'COMMITTED');

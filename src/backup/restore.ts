@@ -7,7 +7,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { startEmbeddedPg, type EmbeddedPg } from '../db/embedded-pg.js';
-import { SCHEMA_VERSION, migrate } from '../db/schema.js';
+import { migrate, schemaVersion } from '../db/schema.js';
 import { openSql, type Sql } from '../db/sql.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from '../ownership/ledger-identity.js';
@@ -36,8 +36,9 @@ export async function restoreBackup(backupDir: string, target: RestoreTarget): P
   const verified = await readVerifiedManifest(backupDir);
   if (!verified.ok) return { kind: 'refused', reason: verified.reason };
   const manifest = verified.manifest;
-  if (manifest.schemaVersion !== SCHEMA_VERSION) {
-    return { kind: 'refused', reason: `the backup is of schema version ${manifest.schemaVersion}, this build's is ${SCHEMA_VERSION}: restore it with the build that took it` };
+  const version = await schemaVersion();
+  if (manifest.schemaVersion !== version) {
+    return { kind: 'refused', reason: `the backup is of schema version ${manifest.schemaVersion}, this build's is ${version}: restore it with the build that took it` };
   }
   if (!(await isEmptyDir(target.dataDir))) return { kind: 'refused', reason: `DATA_DIR ${target.dataDir} is not empty: restore only into a new one` };
   if (target.databaseUrl !== null) {

@@ -16,7 +16,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { UbsControlApi } from '../../actors/protocol.js';
-import { SCHEMA_VERSION } from '../db/schema.js';
+import { schemaVersion } from '../db/schema.js';
 import { openSql, type Tx } from '../db/sql.js';
 import type { Logger } from '../log.js';
 import { MANIFEST_FILE, MANIFEST_FORMAT, POSTGRES_DIR, UBSCORE_FILE, describeFile, isEmptyDir, writeManifest, type BackupManifest } from './manifest.js';
@@ -91,7 +91,8 @@ export class BackupTaker {
     if (copied.kind !== 'copied') return `the UBSCore copy failed: ${copied.reason}`;
     if (copied.walSeq !== paused.walSeq) return `UBSCore moved from ${paused.walSeq} to ${copied.walSeq} while paused`;
     if (pg.ledger_id === null || pg.ledger_id !== copied.ledgerId) return `the two halves name different ledgers: ${String(pg.ledger_id)} and ${String(copied.ledgerId)}`;
-    if (pg.version !== SCHEMA_VERSION) return `the database is at schema version ${pg.version}, this build's is ${SCHEMA_VERSION}`;
+    const version = await schemaVersion();
+    if (pg.version !== version) return `the database is at schema version ${pg.version}, this build's is ${version}`;
     const tables = await dumpTables(tx, dir);
     return { ledgerId: pg.ledger_id, walSeq: paused.walSeq, pgSnapshot: pg.snapshot, schemaVersion: pg.version, pauseMs, tables };
   }

@@ -13,6 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { openSql } from './sql.js';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -274,4 +275,19 @@ function describe(error: unknown): string {
     return typeof stderr === 'string' && stderr.trim() !== '' ? `${error.message.split('\n')[0]}: ${stderr.trim()}` : error.message;
   }
   return String(error);
+}
+
+/** The service's database on its embedded server. */
+export const DATABASE_NAME = 'transfer';
+
+/** Creates `name` on the embedded server unless it exists; answers its URL. */
+export async function ensureDatabase(pg: EmbeddedPg, name: string): Promise<string> {
+  const admin = openSql(pg.url('postgres'), { max: 1, application: 'bootstrap' });
+  try {
+    const found = await admin`SELECT 1 FROM pg_database WHERE datname = ${name}`;
+    if (found.length === 0) await admin.unsafe(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end({ timeout: 5 });
+  }
+  return pg.url(name);
 }

@@ -1,7 +1,7 @@
 // Every write of a transfer, batched: creations, compare-and-swaps along a path of the FSM, and
 // Funding operations (with the moves they decide, or on their own) travel as items of one
-// `transfer_apply` call per batch (src/db/transfer-apply-sql.ts, or its set-based form for large
-// batches, src/db/transfer-apply-set-sql.ts): one round trip and one commit for everything a
+// `transfer_apply` call per batch (src/db/migrations/0005_user_lock_for_moves.sql, or its set-based form for large
+// batches, in the same file): one round trip and one commit for everything a
 // shard's drives asked for at the same time.
 
 import type { NewTransfer } from '../coordinator/types.js';
