@@ -171,7 +171,7 @@ export function loadConfig(env: Env = process.env): Config {
       avgRetriesMax: intVar(env, 'ALERT_AVG_RETRIES_MAX', 2, 0, 1_000_000),
     },
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
-    logFormat: logFormatVar(env),
+    logFormat: logFormatVar(env, nodeEnv),
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');
   if (config.shutdownTimeoutMs <= config.shutdownDrainMs) throw new ConfigError('SHUTDOWN_TIMEOUT_MS must be greater than SHUTDOWN_DRAIN_MS');
@@ -271,10 +271,12 @@ function crashPointVar(env: Env): CrashPoint | null {
   return raw;
 }
 
-function logFormatVar(env: Env): 'json' | 'pretty' {
+/** Readable lines (pino-pretty) are a development convenience: production writes JSON only. */
+function logFormatVar(env: Env, nodeEnv: NodeEnv): 'json' | 'pretty' {
   const format = enumVar(env, 'LOG_FORMAT', ['auto', 'json', 'pretty'] as const, 'auto');
+  if (format === 'pretty' && nodeEnv === 'production') throw new ConfigError('LOG_FORMAT=pretty is for development: production writes JSON lines (LOG_FORMAT=json or auto)');
   if (format !== 'auto') return format;
-  return process.stderr.isTTY === true ? 'pretty' : 'json';
+  return nodeEnv === 'development' && process.stderr.isTTY === true ? 'pretty' : 'json';
 }
 
 function urlVar(env: Env, name: string): string | null {

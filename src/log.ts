@@ -1,9 +1,11 @@
 // Structured JSON log lines (pino) on stderr, one object per line, with an added `critical`
-// level for funds that need attention. bigint fields are written as strings. In a terminal,
-// `make run` can show the same lines in a readable form (LOG_FORMAT=pretty, pino-pretty).
+// level for funds that need attention. bigint fields are written as strings; an `err` field is
+// written by pino's error serializer (type, message, stack, and the cause chain). In development
+// a terminal can show the same lines in a readable form (LOG_FORMAT=pretty): pino-pretty is
+// loaded only then, never in production (src/config.ts refuses LOG_FORMAT=pretty there).
 
+import { createRequire } from 'node:module';
 import pino from 'pino';
-import pretty from 'pino-pretty';
 
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'critical';
 export type LogFormat = 'json' | 'pretty';
@@ -18,6 +20,8 @@ export type Logger = {
   readonly critical: (msg: string, fields?: LogFields) => void;
   /** Whether lines of `level` are written: lets a hot path skip building the fields. */
   readonly enabled: (level: LogLevel) => boolean;
+  /** The same logger with `fields` on every line (a request's request_id, say). */
+  readonly child: (fields: LogFields) => Logger;
 };
 
 const CRITICAL_LEVEL = 55;
@@ -30,10 +34,15 @@ export function createLogger(opts: { level: LogLevel; name: string; format?: Log
       customLevels: { critical: CRITICAL_LEVEL },
       base: undefined,
       timestamp: pino.stdTimeFunctions.isoTime,
+      serializers: { err: pino.stdSerializers.err },
       formatters: { level: (label) => ({ level: label }), log: stringifyBigints },
     },
     destination(opts),
   );
+  return wrap(logger);
+}
+
+function wrap(logger: pino.Logger<'critical'>): Logger {
   const emit = (level: LogLevel) => (msg: string, fields?: LogFields) => logger[level](fields ?? {}, msg);
   return {
     debug: emit('debug'),
@@ -42,6 +51,7 @@ export function createLogger(opts: { level: LogLevel; name: string; format?: Log
     error: emit('error'),
     critical: emit('critical'),
     enabled: (level) => logger.isLevelEnabled(level),
+    child: (fields) => wrap(logger.child(fields)),
   };
 }
 
@@ -51,6 +61,8 @@ function destination(opts: { format?: LogFormat; write?: (line: string) => void 
     return { write: (line: string) => write(line.trimEnd()) };
   }
   if (opts.format === 'pretty') {
+    // Loaded here only: a production process (LOG_FORMAT=json) never loads it.
+    const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
     return pretty({ colorize: true, sync: true, destination: 2, translateTime: 'SYS:HH:MM:ss.l', ignore: 'name', messageFormat: '{name}: {msg}', customLevels: `critical:${CRITICAL_LEVEL}` });
   }
   return pino.destination({ dest: 2, sync: true });

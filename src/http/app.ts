@@ -26,6 +26,7 @@ import { mountConsole } from './console-page.js';
 import { mountDocs } from './openapi.js';
 import type { TokenVerifier } from './token-verifier.js';
 import { ownerGate } from './owner-gate.js';
+import { accessLog, requestLog } from './access-log.js';
 import { transferRoutes } from './transfer-routes.js';
 
 /** What the HTTP edge gets back from a coordinator for one submitted transfer. */
@@ -111,6 +112,7 @@ function mountAdmin(app: Hono, deps: AppDeps): void {
 /** What every listener has: the drain, latency metrics, the body limit, the probes, the error answers. */
 function baseApp(deps: AppDeps): Hono {
   const app = new Hono();
+  app.use('*', accessLog({ log: deps.log }));
   app.use('*', deps.drain.middleware);
   app.use('*', async function httpMetrics(c, next) {
     const started = performance.now();
@@ -139,7 +141,7 @@ function baseApp(deps: AppDeps): Hono {
   });
   app.notFound((c) => fail(c, 'NOT_FOUND'));
   app.onError((error, c) => {
-    deps.log.error('unhandled error in a route', { path: c.req.path, error: error instanceof Error ? error.stack : String(error) });
+    requestLog(c, deps.log).error('unhandled error in a route', { path: c.req.path, err: error });
     return c.json(errorBody('SYSTEM_ERROR'), 500);
   });
   return app;

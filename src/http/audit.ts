@@ -11,6 +11,7 @@
 // it. The action's own answer is left as it is: it says truly what happened to the funds, and an
 // operator told "failed" for a deposit that was made would make it again.
 
+import { requestLog } from './access-log.js';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { AdminAction, AuditEntry, AuditLog } from '../audit/audit-log.js';
 import type { Logger } from '../log.js';
@@ -52,7 +53,7 @@ export function audited(opts: { readonly action: AdminAction; readonly audit: Au
       if (thrown === null) c.res.headers.set('x-audit-id', id);
     } catch (error) {
       opts.registry.inc('admin_audit_failures_total', 'Admin actions whose audit row could not be written (each logged CRITICAL in full)');
-      opts.log.critical('admin action NOT recorded in the audit trail; this line is its record', { ...entry, error: String(error) });
+      requestLog(c, opts.log).critical('admin action NOT recorded in the audit trail; this line is its record', { ...entry, err: error });
       if (thrown === null) c.res.headers.set('x-audit', 'failed');
     }
     if (thrown !== null) throw thrown;

@@ -3,6 +3,7 @@
 // the same step() as everything else, so a transfer only ever moves where its funds allow. The
 // halt (MON-003) is set by the conservation check or here by an operator, and lifted here.
 
+import { requestLog, tagTransfer } from './access-log.js';
 import type { Hono, MiddlewareHandler } from 'hono';
 import { ALERT_KINDS } from '../alerts/alerts.js';
 import type { AdminAction } from '../audit/audit-log.js';
@@ -61,14 +62,14 @@ export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit
     const reason = raw.value.reason;
     if (Object.keys(raw.value).some((k) => k !== 'reason') || typeof reason !== 'string' || reason.length < 1 || reason.length > HALT_REASON_CHARS_MAX) return fail(c, 'INVALID_REQUEST', { field: 'reason' });
     const halted = await deps.halt.halt(`operator: ${reason}`);
-    deps.log.critical('service halted by an operator: new transfers and external movements refused', { reason, was_halted: !halted });
+    requestLog(c, deps.log).critical('service halted by an operator: new transfers and external movements refused', { reason, was_halted: !halted });
     const now = deps.halt.current;
     return c.json({ halted: true, was_halted: !halted, reason: now?.reason ?? null, since: now?.since ?? null });
   });
 
   routes.post('/resume', audit('service.resume'), async (c) => {
     const was = await deps.halt.resume();
-    deps.log.warn('halt lifted by an operator', { operator: c.get('operator'), was_halted: was !== null, reason: was?.reason ?? null });
+    requestLog(c, deps.log).warn('halt lifted by an operator', { operator: c.get('operator'), was_halted: was !== null, reason: was?.reason ?? null });
     return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
   });
 
@@ -77,7 +78,8 @@ export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit
     if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');
     const view = await deps.transfers.get(reqId);
     if (view === null) return fail(c, 'NOT_FOUND');
-    deps.log.info('operator retry', { operator: c.get('operator'), req_id: reqId, state: view.state });
+    tagTransfer(c, reqId);
+    requestLog(c, deps.log).info('operator retry', { operator: c.get('operator'), req_id: reqId, state: view.state });
     const reply = await deps.drive(view.userId, reqId);
     if (reply.kind === 'busy') return fail(c, 'SERVICE_UNAVAILABLE');
     if (reply.kind !== 'transfer') return fail(c, reply.kind === 'refused' ? reply.code : 'SYSTEM_ERROR');

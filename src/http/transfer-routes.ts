@@ -1,6 +1,7 @@
 // Client routes: create a transfer, read one. Checks run in spec 001 §1.5.8 order and answer
 // the first failing code; the coordinator re-checks all of it on its own.
 
+import { requestLog, tagTransfer } from './access-log.js';
 import { Hono } from 'hono';
 import { newReqId } from './req-ids.js';
 import * as v from 'valibot';
@@ -48,6 +49,7 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
     // From here on the transfer may exist: every answer names its req_id, so a client without a
     // client_order_id can ask what became of it instead of sending it again.
     const reqId = newReqId();
+    tagTransfer(c, reqId);
     const reply = await deps.submit({
       reqId,
       userId: claims.userId,
@@ -63,7 +65,7 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
       case 'busy':
         return fail(c, 'SERVICE_UNAVAILABLE', { req_id: reqId });
       case 'error':
-        deps.log.error('coordinator error', { user_id: claims.userId, req_id: reqId, error: reply.message });
+        requestLog(c, deps.log).error('coordinator error', { user_id: claims.userId, req_id: reqId, error: reply.message });
         return fail(c, 'SYSTEM_ERROR', { req_id: reqId });
       case 'transfer':
         if (reply.view.state === 'FAILED') {
@@ -78,6 +80,7 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   routes.get('/internal_transfer/:req_id', async (c) => {
     const reqId = c.req.param('req_id');
     if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');
+    tagTransfer(c, reqId);
     const view = await deps.transfers.get(reqId);
     // Another user's transfer answers exactly as an unknown one.
     if (view === null || view.userId !== c.get('claims').userId) return fail(c, 'NOT_FOUND');

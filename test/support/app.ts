@@ -15,9 +15,11 @@ export type StubApps = Apps & { readonly lines: LogLine[] };
 /** A logger that keeps its lines in `lines`. */
 export function keptLog(): { readonly log: Logger; readonly lines: LogLine[] } {
   const lines: LogLine[] = [];
-  const keep = (level: string) => (msg: string, fields: LogFields = {}) => void lines.push({ level, msg, fields });
-  const log = { debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error'), critical: keep('critical') } as unknown as Logger;
-  return { log, lines };
+  const logWith = (extra: LogFields): Logger => {
+    const keep = (level: string) => (msg: string, fields: LogFields = {}) => void lines.push({ level, msg, fields: { ...extra, ...fields } });
+    return { debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error'), critical: keep('critical'), enabled: () => true, child: (more) => logWith({ ...extra, ...more }) };
+  };
+  return { log: logWith({}), lines };
 }
 
 export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean } = {}): StubApps {

@@ -1,0 +1,47 @@
+// One access-log line per request, and the request's id (X-Request-Id) on it, on the answer and
+// on every line the request's routes write. The id is the client's X-Request-Id when it sends a
+// sane one (up to REQUEST_ID_CHARS_MAX of letters, digits, `_`, `-`, `=`), otherwise a new UUID;
+// it is echoed in the answer's X-Request-Id either way. The line, at info level, names the
+// method, the route (its pattern, so ids in paths do not make every line unique), the status,
+// the latency, the user (a user token's id) or operator (an admin token's `sub`), and the
+// transfer's req_id when the request has one. With LOG_LEVEL above info no line is built.
+
+import { performance } from 'node:perf_hooks';
+import type { Context, MiddlewareHandler } from 'hono';
+import { requestId } from 'hono/request-id';
+import type { Logger } from '../log.js';
+
+export const REQUEST_ID_CHARS_MAX = 128;
+
+/** What a request's handlers may leave in its context for its access-log line. */
+type Tagged = { Variables: { requestId?: string; reqId?: string; operator?: string; claims?: { userId: bigint } } };
+
+export function accessLog(opts: { readonly log: Logger }): MiddlewareHandler {
+  const assignId = requestId({ limitLength: REQUEST_ID_CHARS_MAX });
+  return async function accessLog(c, next) {
+    const started = performance.now();
+    await assignId(c, next);
+    if (!opts.log.enabled('info')) return;
+    const v = (c as unknown as Context<Tagged>).var;
+    opts.log.info('request', {
+      request_id: v.requestId,
+      method: c.req.method,
+      route: c.req.routePath,
+      status: c.res.status,
+      latency_ms: Math.round((performance.now() - started) * 100) / 100,
+      user: v.claims?.userId.toString() ?? v.operator ?? null,
+      req_id: v.reqId ?? null,
+    });
+  };
+}
+
+/** The logger for lines about this request: `log` with its request_id. */
+export function requestLog(c: Context, log: Logger): Logger {
+  const id = (c as unknown as Context<Tagged>).var.requestId;
+  return id === undefined ? log : log.child({ request_id: id });
+}
+
+/** Names the transfer a request is about, for its access-log line. */
+export function tagTransfer(c: Context, reqId: string): void {
+  (c as unknown as Context<Tagged>).set('reqId', reqId);
+}
