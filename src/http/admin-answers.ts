@@ -3,6 +3,7 @@
 
 import * as v from 'valibot';
 import { ALERT_KINDS } from '../alerts/alerts.js';
+import { CONDITION_KINDS } from '../alerts/rules.js';
 import { ADMIN_ACTIONS } from '../audit/audit-log.js';
 import { ULID } from '../domain/checks.js';
 import { STATE_NAMES, isTerminal, type TransferStateName } from '../domain/fsm.js';
@@ -14,13 +15,14 @@ const time = v.pipe(v.string(), v.isoTimestamp());
 const reqId = v.pipe(v.string(), v.regex(ULID));
 const integerText = v.pipe(v.string(), v.regex(/^-?(0|[1-9][0-9]*)$/));
 const stateName = v.picklist(STATE_NAMES as TransferStateName[]);
-const severity = v.picklist(['CRITICAL', 'WARNING']);
+const severity = v.picklist([...new Set(Object.values(ALERT_KINDS))]);
+const alertKind = v.picklist(Object.keys(ALERT_KINDS));
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 const errorCode = v.nullable(v.picklist(ERROR_CODES as string[]));
 
 export const Alert = v.object({
   id: integerText,
-  kind: v.picklist(Object.keys(ALERT_KINDS)),
+  kind: alertKind,
   severity,
   req_id: v.nullable(reqId),
   user_id: v.nullable(integerText),
@@ -28,7 +30,7 @@ export const Alert = v.object({
   details: v.record(v.string(), v.unknown()),
   created_at: time,
 });
-export const AlertCondition = v.object({ kind: v.string(), severity, firing: v.boolean(), value: v.number(), threshold: v.number(), since: v.nullable(time) });
+export const AlertCondition = v.object({ kind: v.picklist([...CONDITION_KINDS]), severity, firing: v.boolean(), value: v.number(), threshold: v.number(), since: v.nullable(time) });
 export const Alerts = v.object({ alerts: v.array(Alert), conditions: v.array(AlertCondition) });
 
 export const AdminTransfer = v.object({

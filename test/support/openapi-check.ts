@@ -120,3 +120,15 @@ export function exampleProblems(doc: Json): { problems: string[]; checked: numbe
   }
   return { problems, checked };
 }
+
+/** Whether `status` is documented for the operation and `body` matches its schema; null when so. */
+export function answerProblem(doc: Json, compile: (schema: Json) => ValidateFunction, method: string, path: string, status: number, body: unknown): string | null {
+  const op = ((doc.paths as Record<string, Json>)[path] as Json | undefined)?.[method.toLowerCase()] as Json | undefined;
+  if (op === undefined) return `${method} ${path}: not in the document`;
+  const response = (op.responses as Record<string, Json>)[String(status)];
+  if (response === undefined) return `${method} ${path}: answered ${status}, not documented`;
+  const schema = ((response.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
+  if (schema === undefined) return `${method} ${path} ${status}: no JSON schema`;
+  const validate = compile(schema);
+  return validate(body) ? null : `${method} ${path} ${status}: ${JSON.stringify(body)} does not match: ${JSON.stringify(validate.errors)}`;
+}
