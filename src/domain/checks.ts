@@ -5,12 +5,13 @@ import { isValidAmountUnits, AMOUNT_UNITS_MAX } from './money.js';
 import { ACCOUNT_KINDS, type AccountKind, type ValidationCode } from './types.js';
 
 export const USER_ID_MAX = 2n ** 63n - 1n;
-const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
+/** Patterns, exported for the OpenAPI document (the same text the checks below test). */
+export const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 export const ASSET_LENGTH_MAX = 16;
-const ASSET_SYMBOL = /^[A-Z0-9]{1,16}$/;
+export const ASSET_SYMBOL = /^[A-Z0-9]{1,16}$/;
 /** A client_order_id, an external ref, or any key of an idempotent operation. */
 export const KEY_LENGTH_MAX = 64;
-const KEY = /^[A-Za-z0-9_-]{1,64}$/;
+export const KEY = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function isUserId(value: unknown): value is bigint {
   return typeof value === 'bigint' && value > 0n && value <= USER_ID_MAX;

@@ -7,10 +7,11 @@ import * as v from 'valibot';
 import type { AppDeps } from './app.js';
 import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
+import { CURSOR } from './history.js';
 import { firstCode } from './schemas.js';
 
 export const AUDIT_LIMIT_MAX = 100;
-const AUDIT_LIMIT_DEFAULT = 20;
+export const AUDIT_LIMIT_DEFAULT = 20;
 const CURSOR_PREFIX = 'a1:';
 
 const AuditQuery = v.strictObject(
@@ -26,7 +27,7 @@ function encodeCursor(id: string): string {
 }
 
 function decodeCursor(cursor: string): bigint | null {
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return null;
+  if (!CURSOR.test(cursor)) return null;
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!text.startsWith(CURSOR_PREFIX)) return null;
   const id = text.slice(CURSOR_PREFIX.length);

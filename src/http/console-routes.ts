@@ -13,7 +13,7 @@ import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
 
 export const SEARCH_LIMIT_MAX = 50;
-const SEARCH_LIMIT_DEFAULT = 20;
+export const SEARCH_LIMIT_DEFAULT = 20;
 const CLIENT_ORDER_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void {

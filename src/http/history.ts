@@ -11,13 +11,17 @@ import { firstCode } from './schemas.js';
 import { transferJson } from './views.js';
 
 export const HISTORY_LIMIT_MAX = 100;
-const HISTORY_LIMIT_DEFAULT = 20;
-const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/;
+export const HISTORY_LIMIT_DEFAULT = 20;
+export const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/;
+/** Epoch milliseconds, the other way from_time and to_time may be given. */
+export const EPOCH_MS = /^\d{1,15}$/;
+/** Every cursor this service hands out is base64url text of at most this shape. */
+export const CURSOR = /^[A-Za-z0-9_-]{1,64}$/;
 const CURSOR_PREFIX = 't1:';
 
 const timeText = v.pipe(
   v.string('INVALID_REQUEST'),
-  v.check((s) => (ISO_TIME.test(s) || /^\d{1,15}$/.test(s)) && Number.isFinite(parseTime(s).getTime()), 'INVALID_REQUEST'),
+  v.check((s) => (ISO_TIME.test(s) || EPOCH_MS.test(s)) && Number.isFinite(parseTime(s).getTime()), 'INVALID_REQUEST'),
 );
 
 export const HistoryQuery = v.strictObject(
@@ -41,7 +45,7 @@ export function encodeCursor(transferId: string): string {
 }
 
 function decodeCursor(cursor: string): bigint | null {
-  if (!/^[A-Za-z0-9_-]{1,64}$/.test(cursor)) return null;
+  if (!CURSOR.test(cursor)) return null;
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!text.startsWith(CURSOR_PREFIX)) return null;
   const id = text.slice(CURSOR_PREFIX.length);

@@ -15,8 +15,9 @@ import { auditedJson } from './audit.js';
 import { fail } from './errors.js';
 import { historyJson } from './views.js';
 
-const LIST_LIMIT_MAX = 500;
-const HALT_REASON_CHARS_MAX = 200;
+export const LIST_LIMIT_MAX = 500;
+export const LIST_LIMIT_DEFAULT = 100;
+export const HALT_REASON_CHARS_MAX = 200;
 
 export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit: (action: AdminAction) => MiddlewareHandler<AdminEnv>): void {
   routes.get('/alerts', async (c) => {
@@ -89,7 +90,7 @@ export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit
 }
 
 function listLimit(text: string | undefined): number | null {
-  if (text === undefined) return 100;
+  if (text === undefined) return LIST_LIMIT_DEFAULT;
   if (!/^[1-9][0-9]{0,3}$/.test(text) || Number(text) > LIST_LIMIT_MAX) return null;
   return Number(text);
 }

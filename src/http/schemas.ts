@@ -4,7 +4,6 @@
 import * as v from 'valibot';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS, type AccountKind } from '../domain/types.js';
 import { isAssetSymbol, isClientOrderId } from '../domain/checks.js';
-import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 
 const assetSymbol = v.pipe(v.string('INVALID_ASSET'), v.check((s: string) => isAssetSymbol(s), 'INVALID_ASSET'));
 
@@ -91,47 +90,4 @@ export const BackupBody = v.strictObject({ dir: v.pipe(v.string('INVALID_REQUEST
 /** The first issue's code, in schema order. */
 export function firstCode(issues: readonly { message: string }[]): string {
   return issues[0]?.message ?? 'INVALID_REQUEST';
-}
-
-// Answers, described with the same library so the OpenAPI document has one source.
-
-const decimalText = v.pipe(v.string(), v.description('Decimal string in the asset\'s units'));
-const stateName = v.picklist(STATE_NAMES as TransferStateName[]);
-/** What a client is told (spec 001 §8.1): a final state, or PENDING while the transfer moves. */
-const clientState = v.pipe(v.picklist(['COMMITTED', 'FAILED', 'ROLLED_BACK', 'PENDING']), v.description('A final state, or PENDING while the transfer is still moving; internal_state says where'));
-
-export const TransferAnswer = v.object({
-  transfer_id: v.string(),
-  req_id: v.pipe(v.string(), v.description('Server-generated ULID')),
-  from: v.picklist(ACCOUNT_KINDS),
-  to: v.picklist(ACCOUNT_KINDS),
-  asset: v.string(),
-  amount: decimalText,
-  state: clientState,
-  internal_state: v.pipe(stateName, v.description('The state of the transfer machine (spec 001 §2)')),
-  message: v.string(),
-  created_at: v.string(),
-  updated_at: v.string(),
-});
-
-export const TransferDetail = v.object({
-  ...TransferAnswer.entries,
-  error_code: v.nullable(v.string()),
-  history: v.array(v.object({ from: v.nullable(stateName), state: stateName, event: v.string(), detail: v.nullable(v.string()), at: v.string() })),
-});
-
-export const TransferPage = v.object({ items: v.array(TransferAnswer), next_cursor: v.nullable(v.string()) });
-
-const balanceLine = v.object({ asset: v.string(), available: decimalText, status: v.picklist(ACCOUNT_STATUSES) });
-export const BalancesAnswer = v.object({ funding: v.array(balanceLine), spot: v.array(balanceLine) });
-
-export const DepositAnswer = v.object({ ref: v.string(), state: v.picklist(['DONE', 'PENDING']), duplicate: v.optional(v.boolean()), message: v.optional(v.string()) });
-
-export function errorAnswer(codes: readonly string[]) {
-  return v.object({
-    code: v.picklist(codes as [string, ...string[]]),
-    message: v.string(),
-    req_id: v.optional(v.string()),
-    state: v.optional(stateName),
-  });
 }
