@@ -2,6 +2,9 @@
 // through every operation (successes and the usual errors), the status is documented for that
 // operation and the body validates against the schema of that status.
 
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { answerProblem, schemaValidator } from './support/openapi-check.js';
@@ -75,6 +78,14 @@ test('operator, audit and public routes answer as documented', async () => {
   await step({ method: 'GET', path: '/admin/v1/transfers', url: '/admin/v1/transfers?stuck=true', as: admin, status: 200 });
   await step({ method: 'GET', path: '/admin/v1/invariant', as: admin, status: 200 });
   await step({ method: 'GET', path: '/admin/v1/overview', as: admin, status: 200 });
+  const backupDir = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-docs-backup-')), 'b');
+  try {
+    await step({ method: 'POST', path: '/admin/v1/backup', as: admin, body: { dir: backupDir }, status: 200 });
+    await step({ method: 'POST', path: '/admin/v1/backup', as: admin, body: { dir: backupDir }, status: 409 });
+    await step({ method: 'POST', path: '/admin/v1/backup', as: admin, body: {}, status: 400 });
+  } finally {
+    await fs.rm(path.dirname(backupDir), { recursive: true, force: true });
+  }
   await step({ method: 'POST', path: '/admin/v1/halt', as: admin, body: { reason: 'docs walk' }, status: 200 });
   await step({ method: 'POST', path: '/api/v1/internal_transfer', body: { from: 'FUNDING', to: 'SPOT', asset: 'DOCS', amount: '1' }, status: 503 });
   await step({ method: 'GET', path: '/readyz', as: 'none', status: 503 });
