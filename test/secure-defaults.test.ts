@@ -89,7 +89,8 @@ test('development prints tokens only when they are signed with the public develo
 test('production with a real secret starts, prints no token and seeds no demo asset', async () => {
   await useOneServerForThisFile();
   await withHarness(async (h) => {
-    const svc = await h.start({ NODE_ENV: 'production', JWT_SECRET: REAL_SECRET, PRINT_BANNER: '' });
+    // Production migrates as a step of its own; here the start does it, explicitly (MIGRATE_ON_START).
+    const svc = await h.start({ NODE_ENV: 'production', JWT_SECRET: REAL_SECRET, PRINT_BANNER: '', MIGRATE_ON_START: 'true' });
     const r = await svc.call('GET', '/api/v1/balances', { token: h.userToken(1) });
     assert.is(r.status, 401, 'a token signed with another secret is refused');
     const assets = await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM assets`;

@@ -7,45 +7,33 @@ import * as v from 'valibot';
 import type { AppDeps } from './app.js';
 import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
-import { CURSOR } from './history.js';
+import { keysetCursor } from './cursor.js';
 import { firstCode } from './schemas.js';
 
 export const AUDIT_LIMIT_MAX = 100;
 export const AUDIT_LIMIT_DEFAULT = 20;
-const CURSOR_PREFIX = 'a1:';
+const cursors = keysetCursor('a1:');
 
 const AuditQuery = v.strictObject(
   {
     limit: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'), v.check((s) => Number(s) <= AUDIT_LIMIT_MAX, 'INVALID_REQUEST'))),
-    cursor: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.check((s) => decodeCursor(s) !== null, 'INVALID_REQUEST'))),
+    cursor: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.check((s) => cursors.decode(s) !== null, 'INVALID_REQUEST'))),
   },
   'INVALID_REQUEST',
 );
-
-function encodeCursor(id: string): string {
-  return Buffer.from(CURSOR_PREFIX + id).toString('base64url');
-}
-
-function decodeCursor(cursor: string): bigint | null {
-  if (!CURSOR.test(cursor)) return null;
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!text.startsWith(CURSOR_PREFIX)) return null;
-  const id = text.slice(CURSOR_PREFIX.length);
-  return /^[1-9][0-9]{0,18}$/.test(id) ? BigInt(id) : null;
-}
 
 export function mountAuditRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void {
   routes.get('/audit', async (c) => {
     const parsed = v.safeParse(AuditQuery, c.req.query(), { abortEarly: true });
     if (!parsed.success) return fail(c, firstCode(parsed.issues));
     const limit = parsed.output.limit === undefined ? AUDIT_LIMIT_DEFAULT : Number(parsed.output.limit);
-    const before = parsed.output.cursor === undefined ? null : decodeCursor(parsed.output.cursor);
+    const before = parsed.output.cursor === undefined ? null : cursors.decode(parsed.output.cursor);
     const rows = await deps.audit.page(before, limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return c.json({
       items: page.map((r) => ({ id: r.id, at: r.at, operator: r.operator, action: r.action, target: r.target, parameters: r.parameters, status: r.status, outcome: r.outcome, req_id: r.reqId })),
-      next_cursor: rows.length > limit && last !== undefined ? encodeCursor(last.id) : null,
+      next_cursor: rows.length > limit && last !== undefined ? cursors.encode(last.id) : null,
     });
   });
 }

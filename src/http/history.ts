@@ -6,6 +6,7 @@ import type { ListQuery } from '../db/transfers.js';
 import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import type { AppDeps } from './app.js';
 import type { AuthEnv } from './auth.js';
+import { keysetCursor } from './cursor.js';
 import { fail } from './errors.js';
 import { firstCode } from './schemas.js';
 import { transferJson } from './views.js';
@@ -15,9 +16,7 @@ export const HISTORY_LIMIT_DEFAULT = 20;
 export const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/;
 /** Epoch milliseconds, the other way from_time and to_time may be given. */
 export const EPOCH_MS = /^\d{1,15}$/;
-/** Every cursor this service hands out is base64url text of at most this shape. */
-export const CURSOR = /^[A-Za-z0-9_-]{1,64}$/;
-const CURSOR_PREFIX = 't1:';
+const cursors = keysetCursor('t1:');
 
 const timeText = v.pipe(
   v.string('INVALID_REQUEST'),
@@ -31,25 +30,13 @@ export const HistoryQuery = v.strictObject(
     from_time: v.optional(timeText),
     to_time: v.optional(timeText),
     limit: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'), v.check((s) => Number(s) <= HISTORY_LIMIT_MAX, 'INVALID_REQUEST'))),
-    cursor: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.check((s) => decodeCursor(s) !== null, 'INVALID_REQUEST'))),
+    cursor: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.check((s) => cursors.decode(s) !== null, 'INVALID_REQUEST'))),
   },
   'INVALID_REQUEST',
 );
 
 function parseTime(s: string): Date {
   return /^\d+$/.test(s) ? new Date(Number(s)) : new Date(s);
-}
-
-export function encodeCursor(transferId: string): string {
-  return Buffer.from(CURSOR_PREFIX + transferId).toString('base64url');
-}
-
-function decodeCursor(cursor: string): bigint | null {
-  if (!CURSOR.test(cursor)) return null;
-  const text = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!text.startsWith(CURSOR_PREFIX)) return null;
-  const id = text.slice(CURSOR_PREFIX.length);
-  return /^[1-9][0-9]{0,18}$/.test(id) ? BigInt(id) : null;
 }
 
 export async function listHistory(c: Context<AuthEnv>, deps: AppDeps): Promise<Response> {
@@ -59,7 +46,7 @@ export async function listHistory(c: Context<AuthEnv>, deps: AppDeps): Promise<R
   const limit = q.limit === undefined ? HISTORY_LIMIT_DEFAULT : Number(q.limit);
   const query: ListQuery = {
     userId: c.get('claims').userId,
-    beforeId: q.cursor === undefined ? null : decodeCursor(q.cursor),
+    beforeId: q.cursor === undefined ? null : cursors.decode(q.cursor),
     asset: q.asset ?? null,
     state: q.state ?? null,
     fromTime: q.from_time === undefined ? null : parseTime(q.from_time),
@@ -71,5 +58,5 @@ export async function listHistory(c: Context<AuthEnv>, deps: AppDeps): Promise<R
   const items = [];
   for (const view of page) items.push(transferJson(view, (await deps.assets.get(view.asset))?.precision ?? 0));
   const last = page[page.length - 1];
-  return c.json({ items, next_cursor: rows.length > limit && last !== undefined ? encodeCursor(last.transferId) : null });
+  return c.json({ items, next_cursor: rows.length > limit && last !== undefined ? cursors.encode(last.transferId) : null });
 }
