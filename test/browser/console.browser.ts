@@ -2,7 +2,7 @@
 // against the real service with real transfers: it loads with no console error and no request
 // leaving 127.0.0.1, shows the counts the API answers, lists the stuck transfer and retries it
 // until it commits once the fault is lifted, asks for a typed confirmation before lifting a
-// halt, finds transfers, degrades when the audit route is missing, and refuses a user's token.
+// halt, finds transfers, shows the admin audit trail, and refuses a user's token.
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -102,7 +102,13 @@ test('the page loads with a strict CSP, shows the stuck transfer, and its counts
   const item = page.locator(`#unfinished li[data-req-id="${stuck.reqId}"]`);
   assert.match((await item.textContent()) ?? '', new RegExp(`${stuck.state}[\\s\\S]*user 7100[\\s\\S]*250\\.50000000 USDT[\\s\\S]*retries 1[\\s\\S]*last error: funding DEPOSIT: canceling statement due to lock timeout`));
   await page.locator('#alerts li', { hasText: 'ABNORMAL_FREQUENCY' }).waitFor({ timeout: WAIT_MS });
-  await page.locator('#audit-status', { hasText: 'not available' }).waitFor({ timeout: WAIT_MS });
+  // The audit panel shows what GET /admin/v1/audit answers: the newest admin action first, with its operator.
+  const audit = (await call(h, svc, 'GET', '/admin/v1/audit?limit=1')).body.items as { id: string; action: string; operator: string }[];
+  const newest = audit[0];
+  assert.ok(newest !== undefined, 'the setup made admin actions');
+  const row = page.locator(`#audit li[data-audit-id="${newest.id}"]`);
+  await row.waitFor({ timeout: WAIT_MS });
+  assert.match((await row.textContent()) ?? '', new RegExp(`${newest.action.replace('.', '\\.')}[\\s\\S]*by ${newest.operator}`));
 });
 
 test('a conservation difference halts: the banner says why, and Resume needs RESUME typed', async () => {
@@ -126,6 +132,8 @@ test('a conservation difference halts: the banner says why, and Resume needs RES
   await page.locator('#check-result', { hasText: 'Halt lifted' }).waitFor({ timeout: WAIT_MS });
   assert.is((await svc.call('GET', '/readyz')).status, 200);
   await page.locator('#resume-box').waitFor({ state: 'hidden', timeout: WAIT_MS });
+  // The Resume the page sent is in the audit trail, under the operator whose token the page holds.
+  await page.locator('#audit li[data-action="service.resume"]', { hasText: 'by 1' }).first().waitFor({ timeout: WAIT_MS });
 });
 
 test('Retry drives the stuck transfer: still pending while the row is locked, COMMITTED once it is free', async () => {

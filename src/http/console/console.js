@@ -163,9 +163,20 @@ function renderAudit(r) {
     $('audit-status').textContent = `Audit trail could not be read: ${describeFailure(r)}`;
     return;
   }
-  const entries = r.body.entries ?? r.body.audit ?? r.body.items ?? r.body.actions ?? [];
+  const entries = r.body.items ?? [];
   $('audit-status').textContent = `${entries.length} most recent admin action(s), newest first.`;
-  fill('audit', entries.map((e) => h('li', { class: 'mono' }, Object.entries(e).map(([k, v]) => `${k}: ${typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v)}`).join(' · '))));
+  fill('audit', entries.length === 0 ? [h('li', {}, 'No admin action yet.')] : entries.map((e) => h('li', { 'data-audit-id': e.id, 'data-action': e.action },
+    h('div', { class: 'row' },
+      h('strong', {}, e.action),
+      h('span', { class: `badge ${e.outcome === 'ok' ? 'OK' : 'WARNING'}` }, e.outcome === 'ok' ? 'ok' : `${e.status} ${e.outcome}`),
+      h('span', { class: 'muted' }, e.at)),
+    h('div', { class: 'mono muted' }, `by ${e.operator}${describeTarget(e.target)}`))));
+}
+
+/** The audit entry's target in one line: its fields joined, nothing when it has none. */
+function describeTarget(target) {
+  const parts = Object.entries(target ?? {}).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k} ${String(v)}`);
+  return parts.length === 0 ? '' : ` · ${parts.join(' · ')}`;
 }
 
 async function pollReady() {
