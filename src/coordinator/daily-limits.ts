@@ -54,10 +54,13 @@ export class DailyLimits {
    */
   async reserve(t: Countable): Promise<LimitCode | null> {
     if (!this.enabled) return null;
-    const tally = await this.tally(t.userId);
     const max = this.config.amountLimits ? await this.config.amountPerDayUnitsMax(t.asset) : null;
-    if (tally.held.has(t.reqId)) return null;
     const perDay = this.config.transfersPerDayMax;
+    // No limit applies to this transfer: nothing to load or remember (a tally would grow with
+    // every transfer of the day for nothing). A limit set later resets every tally (`reset`).
+    if (perDay === 0 && max === null) return null;
+    const tally = await this.tally(t.userId);
+    if (tally.held.has(t.reqId)) return null;
     if (perDay > 0 && tally.count + 1 > perDay) return 'DAILY_LIMIT_EXCEEDED';
     if (max !== null && (tally.amounts.get(t.asset) ?? 0n) + t.amount > max) return 'DAILY_AMOUNT_EXCEEDED';
     tally.held.set(t.reqId, { asset: t.asset, amount: t.amount });
