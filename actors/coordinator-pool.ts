@@ -12,6 +12,7 @@ import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
 import { finishedFrom } from '../src/metrics/finished.js';
+import { LastKnownFamilies } from '../src/metrics/last-known.js';
 import type { MetricFamily } from '../src/metrics/registry.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
 import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
@@ -38,7 +39,7 @@ export type PoolOptions = {
 export class CoordinatorPools {
   private readonly mailboxes: readonly TransferMailbox[];
   /** Each shard's last answer to coord.metrics: a busy shard's counters must not seem to reset. */
-  private readonly lastFamilies: (readonly MetricFamily[])[];
+  private readonly lastFamilies = new LastKnownFamilies();
   private stopping = false;
 
   private constructor(
@@ -47,7 +48,6 @@ export class CoordinatorPools {
     concurrencyMax: number,
   ) {
     this.mailboxes = pools.map((_pool, shard) => new TransferMailbox({ mailboxMax, concurrencyMax, send: (transfers) => this.submitMany(shard, transfers) }));
-    this.lastFamilies = pools.map(() => []);
   }
 
   static async start(opts: PoolOptions): Promise<CoordinatorPools> {
@@ -125,9 +125,9 @@ export class CoordinatorPools {
       this.pools.map(async (pool, shard) => {
         const depth = (this.mailboxes[shard]?.depth ?? 0) + pool.queueSize;
         const result = await this.run(shard, { kind: 'coord.metrics' });
-        const fresh = result.kind === 'coord.metrics';
-        if (fresh) this.lastFamilies[shard] = result.families;
-        return { shard, thread: coordinatorThread(shard), families: this.lastFamilies[shard] ?? [], fresh, depth };
+        const thread = coordinatorThread(shard);
+        const scrape = this.lastFamilies.take(thread, result.kind === 'coord.metrics' ? result.families : null);
+        return { shard, depth, ...(scrape ?? { thread, families: [], fresh: false }) };
       }),
     );
   }

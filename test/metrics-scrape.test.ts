@@ -11,6 +11,7 @@ import type { TransferEvent, TransferStateName } from '../src/domain/fsm.js';
 import { countTransition } from '../src/coordinator/transfer-metrics.js';
 import { coordinatorThread } from '../src/metrics/aggregate.js';
 import { collectMetrics } from '../src/metrics/collect.js';
+import { LastKnownFamilies } from '../src/metrics/last-known.js';
 import { Registry } from '../src/metrics/registry.js';
 import { createTestDatabase } from './support/database.js';
 import { parseMetrics } from './support/prometheus.js';
@@ -88,14 +89,16 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
     count(shard1, 'INIT', 'FAILED', 1);
     count(shard1, 'COMPENSATING', 'ROLLED_BACK', 1);
     count(shard0, 'INIT', 'SOURCE_PENDING', 9);
-    const last = new Map<number, Awaited<ReturnType<Registry['json']>>>();
+    const last = new LastKnownFamilies();
     let scrapes = 0;
     const shardScrape = async () => {
       scrapes += 1;
       return Promise.all(shards.map(async (r, shard) => {
-        const fresh = shard === 0 || scrapes === 1;
-        if (fresh) last.set(shard, await r.json());
-        return { shard, thread: coordinatorThread(shard), families: last.get(shard) ?? [], fresh, depth: shard };
+        const answers = shard === 0 || scrapes === 1;
+        const thread = coordinatorThread(shard);
+        // As the pool does: a shard never heard from shows nothing.
+        const scrape = last.take(thread, answers ? await r.json() : null) ?? { thread, families: [], fresh: false };
+        return { shard, depth: shard, ...scrape };
       }));
     };
     const sources = { main: new Registry(), sql, shards: shardScrape, ubs: async () => null };
