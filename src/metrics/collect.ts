@@ -33,7 +33,9 @@ export async function collectMetrics(src: MetricSources): Promise<string> {
   setFromPostgres(scrape, pg);
   const workers = [...shards, ...(ubs === null ? [] : [ubs])].map((w) => ({ thread: w.thread, families: [...w.families, freshness(w.fresh)] }));
   const text = await aggregate([{ thread: MAIN_THREAD, families: [...(await src.main.json()), ...(await scrape.json())] }, ...workers]);
-  const inFlight = [...pg.unfinished.inFlight].map(([asset, units]) => ({ labels: { asset, thread: MAIN_THREAD }, value: units }));
+  // Every asset, 0 when nothing of it is in flight, so the series never vanish.
+  const assets = new Set([...pg.assets, ...pg.unfinished.inFlight.keys()]);
+  const inFlight = [...assets].sort().map((asset) => ({ labels: { asset, thread: MAIN_THREAD }, value: pg.unfinished.inFlight.get(asset) ?? 0n }));
   return `${text}${renderExactGauge(IN_FLIGHT_AMOUNT, 'Funds debited at the source and not yet credited or refunded, in the asset\'s smallest units (printed exactly)', inFlight)}`;
 }
 
@@ -44,19 +46,21 @@ function freshness(fresh: boolean): MetricFamily {
 
 type FromPostgres = {
   readonly unfinished: Unfinished;
+  readonly assets: readonly string[];
   readonly alerts: readonly { kind: string; n: number }[];
   readonly connections: readonly { application: string; state: string; n: number }[];
 };
 
 async function fromPostgres(sql: Sql): Promise<FromPostgres> {
-  const [rows, alerts, connections] = await Promise.all([
+  const [rows, assets, alerts, connections] = await Promise.all([
     unfinishedTransfers(sql),
+    sql<{ symbol: string }[]>`SELECT symbol FROM assets`,
     sql<{ kind: string; n: number }[]>`SELECT kind, count(*)::int AS n FROM alerts GROUP BY kind`,
     sql<{ application: string; state: string; n: number }[]>`
       SELECT application_name AS application, coalesce(state, 'unknown') AS state, count(*)::int AS n
         FROM pg_stat_activity WHERE datname = current_database() GROUP BY 1, 2`,
   ]);
-  return { unfinished: summarise(rows), alerts, connections };
+  return { unfinished: summarise(rows), assets: assets.map((a) => a.symbol), alerts, connections };
 }
 
 function setFromPostgres(scrape: Registry, pg: FromPostgres): void {
