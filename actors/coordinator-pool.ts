@@ -10,8 +10,10 @@ import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js
 import type { HaltState } from '../src/db/halt-state.js';
 import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
-import { finishedTotals } from '../src/metrics/collect.js';
-import type { MetricSnapshot } from '../src/metrics/registry.js';
+import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
+import { finishedFrom } from '../src/metrics/finished.js';
+import { LastKnownFamilies } from '../src/metrics/last-known.js';
+import type { MetricFamily } from '../src/metrics/registry.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
 import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
 
@@ -36,6 +38,8 @@ export type PoolOptions = {
 
 export class CoordinatorPools {
   private readonly mailboxes: readonly TransferMailbox[];
+  /** Each shard's last answer to coord.metrics: a busy shard's counters must not seem to reset. */
+  private readonly lastFamilies = new LastKnownFamilies();
   private stopping = false;
 
   private constructor(
@@ -111,18 +115,21 @@ export class CoordinatorPools {
     }
   }
 
-  /** Every shard's metrics, plus its mailbox depth, read without waiting behind the mailbox. */
-  async metrics(): Promise<MetricSnapshot[]> {
-    const out: MetricSnapshot[] = [];
-    await Promise.all(
+  /**
+   * Every shard's registry and mailbox depth, read without waiting behind the mailbox. A shard
+   * that does not answer now (busy, failing) is given with the families it gave last, marked not
+   * fresh: its series stay, at their last values, instead of vanishing or dropping to zero.
+   */
+  async metrics(): Promise<ShardScrape[]> {
+    return Promise.all(
       this.pools.map(async (pool, shard) => {
         const depth = (this.mailboxes[shard]?.depth ?? 0) + pool.queueSize;
-        out.push({ name: 'coordinator_mailbox_depth', help: 'Transfers and tasks waiting in a coordinator shard\'s mailbox', type: 'gauge', series: [{ labels: { shard: String(shard) }, value: depth }] });
         const result = await this.run(shard, { kind: 'coord.metrics' });
-        if (result.kind === 'coord.metrics') out.push(...result.metrics);
+        const thread = coordinatorThread(shard);
+        const scrape = this.lastFamilies.take(thread, result.kind === 'coord.metrics' ? result.families : null);
+        return { shard, depth, ...(scrape ?? { thread, families: [], fresh: false }) };
       }),
     );
-    return out;
   }
 
   /**
@@ -131,16 +138,16 @@ export class CoordinatorPools {
    */
   async finishedCounts(): Promise<{ finished: number; failed: number } | null> {
     const results = await Promise.all(this.pools.map((_pool, shard) => this.run(shard, { kind: 'coord.metrics' })));
-    const snapshots: MetricSnapshot[] = [];
+    const families: MetricFamily[] = [];
     for (const r of results) {
       if (r.kind !== 'coord.metrics') return null;
-      snapshots.push(...r.metrics);
+      families.push(...r.families);
     }
     let finished = 0;
     let failed = 0;
-    for (const s of finishedTotals(snapshots).series) {
-      finished += Number(s.value);
-      if (s.labels.state !== 'COMMITTED') failed += Number(s.value);
+    for (const [state, n] of finishedFrom(families)) {
+      finished += n;
+      if (state !== 'COMMITTED') failed += n;
     }
     return { finished, failed };
   }

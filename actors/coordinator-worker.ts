@@ -52,7 +52,7 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       return view === null ? { kind: 'coord.not_found' } : { kind: 'coord.transfer', view };
     }
     case 'coord.metrics':
-      return metricsOf(runningOf());
+      return await metricsOf(runningOf());
     case 'coord.halt':
       runningOf().halt.set(task.state);
       log.warn(task.state === null ? 'service resumed: new transfers accepted' : 'service halted: new transfers refused', { shard: config.shard, reason: task.state?.reason ?? null });
@@ -103,10 +103,10 @@ async function init(port: MessagePort): Promise<CoordinatorResult> {
   return { kind: 'coord.ready' };
 }
 
-/** The shard's registry, plus whether this thread refuses new transfers now (MON-003). */
-function metricsOf(r: Running): CoordinatorResult {
-  r.metrics.set('coordinator_halted', 'Whether this coordinator shard refuses new transfers because the service is halted (1) or not (0)', { shard: String(config.shard) }, r.halt.current === null ? 0 : 1);
-  return { kind: 'coord.metrics', metrics: r.metrics.snapshot() };
+/** The shard's registry as values (its `shard` label set by compose), plus whether this thread refuses new transfers now (MON-003). */
+async function metricsOf(r: Running): Promise<CoordinatorResult> {
+  r.metrics.set('transfer_coordinator_halted', 'Whether this coordinator shard refuses new transfers because the service is halted (1) or not (0)', {}, r.halt.current === null ? 0 : 1);
+  return { kind: 'coord.metrics', families: await r.metrics.json() };
 }
 
 async function stop(): Promise<CoordinatorResult> {

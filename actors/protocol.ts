@@ -4,7 +4,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from '../src/coordinator/types.js';
 import type { HaltState } from '../src/db/halt-state.js';
-import type { MetricSnapshot } from '../src/metrics/registry.js';
+import type { MetricFamily } from '../src/metrics/registry.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
 export type * from '../src/ubscore/types.js';
 
@@ -54,6 +54,8 @@ export type UbsParentEvent =
 /** The control surface UBSCore exposes through comlink: low-frequency calls only. */
 export type UbsControlApi = {
   stats(): Promise<UbsStats>;
+  /** UBSCore's prom-client registry as values for GET /metrics; a failure is a value too. */
+  metrics(): Promise<UbsMetricsOutcome>;
   /** Stop accepting commands, make every accepted command durable, close LMDB. */
   close(): Promise<{ readonly closed: true }>;
   /**
@@ -71,6 +73,10 @@ export type UbsControlApi = {
   resume(): Promise<UbsResumeOutcome>;
 };
 
+export type UbsMetricsOutcome =
+  | { readonly kind: 'metrics'; readonly families: readonly MetricFamily[] }
+  | { readonly kind: 'failed'; readonly message: string };
+
 export type UbsPauseOutcome =
   | { readonly kind: 'paused'; readonly walSeq: number }
   | { readonly kind: 'refused'; readonly reason: string };
@@ -85,8 +91,6 @@ export type UbsStats = {
   readonly walSeq: number;
   readonly batches: number;
   readonly commands: number;
-  /** Group-commit histograms (batch size, WAL sync latency) as plain data for GET /metrics. */
-  readonly metrics?: readonly MetricSnapshot[];
   /** Present once a snapshot exists (loaded at start or written since) or is being taken. */
   readonly snapshots?: {
     /** Snapshots this core wrote since it started. */
@@ -158,14 +162,14 @@ export type CoordinatorTask =
   | { readonly kind: 'coord.assets_changed' }
   /** The service was halted (a state) or resumed (null): refuse, or again accept, new transfers. */
   | { readonly kind: 'coord.halt'; readonly state: HaltState }
-  /** The shard's metrics, as plain data. */
+  /** The shard's prom-client registry as values (getMetricsAsJSON). */
   | { readonly kind: 'coord.metrics' }
   | { readonly kind: 'coord.stop' };
 
 export type CoordinatorResult =
   | { readonly kind: 'coord.ready' }
   | { readonly kind: 'coord.done' }
-  | { readonly kind: 'coord.metrics'; readonly metrics: readonly MetricSnapshot[] }
+  | { readonly kind: 'coord.metrics'; readonly families: readonly MetricFamily[] }
   | { readonly kind: 'coord.transfer'; readonly view: TransferView }
   | { readonly kind: 'coord.submitted'; readonly answers: readonly SubmitAnswer[] }
   | { readonly kind: 'coord.not_found' }

@@ -27,12 +27,12 @@ import type { WalBatch } from '../wal/block.js';
 import { commitFailure, diskShortfall, overflowedHeap } from '../wal/disk.js';
 import { readLedgerId } from '../wal/meta.js';
 import { unreachable } from './protocol.js';
-import type { UbsCommand, UbsCopyOutcome, UbsParentEvent, UbsPauseOutcome, UbsPortMessage, UbsResult, UbsResumeOutcome, UbsStats } from './protocol.js';
+import type { UbsCommand, UbsCopyOutcome, UbsMetricsOutcome, UbsParentEvent, UbsPauseOutcome, UbsPortMessage, UbsResult, UbsResumeOutcome, UbsStats } from './protocol.js';
 import { PauseGate } from './ubscore-pause.js';
 import { DiskRecovery, probeWalDir } from './ubscore-recovery.js';
 import { describeError as describe } from './ubscore-snapshotter.js';
 import type { Write } from './ubscore-snapshotter.js';
-import { closeCoreState, setDiskGauges, setProcessedGauges } from './ubscore-state.js';
+import { closeCoreState, setCoreGauges, setDiskGauges, setProcessedGauges } from './ubscore-state.js';
 import type { CoreState } from './ubscore-state.js';
 import { RequestUnpacker, isPortMessage, postReplies } from './ubscore-wire.js';
 import type { PortReplies } from './ubscore-wire.js';
@@ -97,7 +97,7 @@ export class UbsActor {
   /** A backup's pause: while it holds, messages wait undecided. */
   private readonly gate = new PauseGate();
   private batchesWritten = 0;
-  private readonly metrics = new Registry();
+  private readonly metrics = new Registry({ runtime: { processWide: false } });
   private commandsAnswered = 0;
 
   constructor(
@@ -127,11 +127,20 @@ export class UbsActor {
       commands: this.commandsAnswered,
     };
     const snapshots = this.state.snapshots.stats();
-    setProcessedGauges(this.metrics, this.state);
-    // While degraded the environment may be closed between a rebuild's close and its reopen.
-    if (this.degraded === null) setDiskGauges(this.metrics, this.state, this.hooks.walDir);
-    const withMetrics = { ...base, metrics: this.metrics.snapshot() };
-    return snapshots === undefined ? withMetrics : { ...withMetrics, snapshots };
+    return snapshots === undefined ? base : { ...base, snapshots };
+  }
+
+  /** The thread's registry as values, its gauges and counters brought up to date first. */
+  async metricValues(): Promise<UbsMetricsOutcome> {
+    try {
+      setCoreGauges(this.metrics, this.stats());
+      setProcessedGauges(this.metrics, this.state);
+      // While degraded the environment may be closed between a rebuild's close and its reopen.
+      if (this.degraded === null) setDiskGauges(this.metrics, this.state, this.hooks.walDir);
+      return { kind: 'metrics', families: await this.metrics.json() };
+    } catch (error) {
+      return { kind: 'failed', message: describe(error) };
+    }
   }
 
   /** Asks for a writer turn from outside a write (a snapshot finished encoding). */
@@ -291,8 +300,8 @@ export class UbsActor {
     if (wal === null) return Promise.resolve();
     const started = performance.now();
     return this.state.log.appendBatch(wal).then(() => {
-      this.metrics.observe('ubscore_wal_sync_seconds', 'Time from submitting a WAL batch to LMDB until it is durable', WAL_SYNC_BUCKETS_S, {}, (performance.now() - started) / 1000);
-      this.metrics.observe('ubscore_batch_records', 'WAL records per group commit (one sync each)', BATCH_RECORDS_BUCKETS, {}, wal.lastSeq - wal.firstSeq + 1);
+      this.metrics.observe('transfer_ubscore_wal_sync_seconds', 'Time from submitting a WAL batch to LMDB until it is durable', WAL_SYNC_BUCKETS_S, {}, (performance.now() - started) / 1000);
+      this.metrics.observe('transfer_ubscore_wal_batch_records', 'WAL records per group commit (one sync each)', BATCH_RECORDS_BUCKETS, {}, wal.lastSeq - wal.firstSeq + 1);
     });
   }
 

@@ -17,6 +17,7 @@ import { openCoreState } from './ubscore-state.js';
 function exposeControl(actor: UbsActor, port: MessagePort): void {
   const api: UbsControlApi = {
     stats: () => Promise.resolve(actor.stats()),
+    metrics: () => actor.metricValues(),
     close: () => actor.close(),
     pause: (pauseMsMax) => actor.pause(pauseMsMax),
     copyTo: (dir) => actor.copyTo(dir),

@@ -1,6 +1,6 @@
 // Disk bytes per million committed transfers, by part of UBSCore's LMDB environment (the WAL,
 // the processed set, snapshots), read once after the load levels from the service's GET
-// /metrics (ubscore_lmdb_bytes, ubscore_lmdb_file_bytes) and PostgreSQL's count of COMMITTED
+// /metrics (transfer_ubscore_lmdb_bytes, transfer_ubscore_lmdb_file_bytes) and PostgreSQL's count of COMMITTED
 // transfers. What is measured is what stays on disk: WAL records a snapshot covers are pruned,
 // and the count includes the seeding deposits' records, a small share of the total.
 
@@ -14,11 +14,21 @@ export type DiskUse = {
 };
 export type DiskParts = { readonly wal: number; readonly processed: number; readonly snapshot: number; readonly dataFile: number };
 
-/** One gauge's value from Prometheus text, or null when the series is absent. */
+/**
+ * One gauge's value from Prometheus text, or null when the series is absent. `series` is a name
+ * with some of its labels (`name{db="wal"}`); the line may carry more (`thread`), in any order.
+ */
 function gauge(text: string, series: string): number | null {
+  const brace = series.indexOf('{');
+  const name = brace < 0 ? series : series.slice(0, brace);
+  const wanted = brace < 0 ? [] : series.slice(brace + 1, -1).split(',');
   for (const line of text.split('\n')) {
-    if (!line.startsWith(`${series} `)) continue;
-    const value = Number(line.slice(series.length + 1));
+    const at = line.lastIndexOf(' ');
+    const head = line.slice(0, at);
+    if (head !== name && !head.startsWith(`${name}{`)) continue;
+    const labels = head.length > name.length ? head.slice(name.length + 1, -1).split(',') : [];
+    if (!wanted.every((w) => labels.includes(w))) continue;
+    const value = Number(line.slice(at + 1));
     return Number.isFinite(value) ? value : null;
   }
   return null;
@@ -32,10 +42,10 @@ export function diskUseFrom(metricsText: string, committed: number): DiskUse {
     return value;
   };
   const bytes: DiskParts = {
-    wal: read('ubscore_lmdb_bytes{db="wal"}'),
-    processed: read('ubscore_lmdb_bytes{db="processed"}'),
-    snapshot: read('ubscore_lmdb_bytes{db="snapshot"}'),
-    dataFile: read('ubscore_lmdb_file_bytes'),
+    wal: read('transfer_ubscore_lmdb_bytes{db="wal"}'),
+    processed: read('transfer_ubscore_lmdb_bytes{db="processed"}'),
+    snapshot: read('transfer_ubscore_lmdb_bytes{db="snapshot"}'),
+    dataFile: read('transfer_ubscore_lmdb_file_bytes'),
   };
   const scale = (x: number): number => Math.round((x / committed) * 1_000_000);
   const perMillionTransfers = committed > 0 ? { wal: scale(bytes.wal), processed: scale(bytes.processed), snapshot: scale(bytes.snapshot), dataFile: scale(bytes.dataFile) } : null;

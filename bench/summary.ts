@@ -181,7 +181,7 @@ function leverLines(r: BenchReport): string[] {
   out.push(
     `- One committed transfer at ${row.connections} connections, against one baseline (a) transaction in brackets: ${s.pgWriteTxnsPerCommitted ?? '?'} PostgreSQL write transactions (1), ` +
       `${s.pgStatementsPerCommitted ?? '?'} statements (${a?.statementsPerOp ?? '?'}), PostgreSQL CPU ${n(s.postgresCpuMsPerCommitted, 3)} ms (${n(a?.postgresCpuMsPerOp, 3)} ms); service CPU ${n(s.serviceCpuMsPerCommitted, 3)} ms (target ${TARGETS.serviceCpuMsPerTransferMax} ms).`,
-    `- State moves per committed transfer (fsm_state_count over the window): ${transitionText(s.transitions, s.committed)}.`,
+    `- State moves per committed transfer (transfer_fsm_transitions_total, spec 004's fsm_state_count, over the window): ${transitionText(s.transitions, s.committed)}.`,
   );
   const top = s.statements?.byStatement ?? [];
   if (top.length > 0 && s.committed > 0) {

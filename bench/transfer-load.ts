@@ -42,7 +42,7 @@ export type WindowFigures = {
   readonly serviceCpuMsPerCommitted: number | null;
   /** UBSCore commands per WAL batch during the window (one sync per batch), from /metrics. */
   readonly ubsCommandsPerBatch: number | null;
-  /** fsm_state_count moves during the window, by "FROM→TO", from /metrics. */
+  /** transfer_fsm_transitions_total (spec 004's fsm_state_count) moves during the window, by "FROM→TO", from /metrics. */
   readonly transitions: Readonly<Record<string, number>>;
   readonly statements: StatementCounts | null;
   readonly cpu: CpuShares;
@@ -181,6 +181,11 @@ async function serviceCounters(base: string): Promise<ServiceCounters> {
   const text = await fetch(`${base}/metrics`).then((r) => (r.ok ? r.text() : ''), () => '');
   const read = (name: string): number => Number(new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+([0-9.eE+]+)\\s*$`, 'm').exec(text)?.[1] ?? 0);
   const transitions = new Map<string, number>();
-  for (const m of text.matchAll(/^fsm_state_count\{from="([A-Z_]+)",to="([A-Z_]+)"\}\s+([0-9.eE+]+)\s*$/gm)) transitions.set(`${m[1]}→${m[2]}`, Number(m[3]));
-  return { ubsCommands: read('ubscore_commands_total'), ubsBatches: read('ubscore_batches_total'), transitions };
+  // One series per shard (and thread): summed by from and to.
+  for (const m of text.matchAll(/^transfer_fsm_transitions_total\{([^}]*)\}\s+([0-9.eE+]+)\s*$/gm)) {
+    const from = /from="([A-Z_]+)"/.exec(m[1] ?? '')?.[1];
+    const to = /to="([A-Z_]+)"/.exec(m[1] ?? '')?.[1];
+    if (from !== undefined && to !== undefined) transitions.set(`${from}→${to}`, (transitions.get(`${from}→${to}`) ?? 0) + Number(m[2]));
+  }
+  return { ubsCommands: read('transfer_ubscore_commands_total'), ubsBatches: read('transfer_ubscore_wal_batches_total'), transitions };
 }

@@ -26,7 +26,9 @@ import { BalanceReader } from './services/balances.js';
 import type { UbsCommand } from './ubscore/types.js';
 import { ExternalMovements } from './services/external.js';
 import { recordForScan } from './services/overflow.js';
-import { collectMetrics, collectSnapshot } from './metrics/collect.js';
+import { collectMetrics } from './metrics/collect.js';
+import { collectSnapshot } from './metrics/unfinished.js';
+import { ubscoreScrape } from './metrics/ubscore-scrape.js';
 import { Pulse } from './metrics/pulse.js';
 import { Registry } from './metrics/registry.js';
 import { HaltSwitch } from './services/halt.js';
@@ -136,11 +138,11 @@ export async function startService(config: Config, log: Logger): Promise<Service
     if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
 
     const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
-    const registry = new Registry();
+    const registry = new Registry({ runtime: { processWide: true } });
     const assets = new AssetCache(sql);
     const batch = { batchMax: config.pgBatchMax };
     const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
-    const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log });
+    const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log, registry });
     invariant.start(config.invariantIntervalMs);
     stack.push(async () => invariant.stop());
     const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
@@ -148,6 +150,7 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const drain = new Drain();
     const backups = new BackupTaker({ databaseUrl, control: ubs.control, log });
     const ubsStats = () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]);
+    const ubsMetrics = ubscoreScrape(() => Promise.race([ubs.control.metrics(), delay(2_000, null, { ref: false })]));
     const apps = createApps({
       tokens,
       bodyBytesMax: config.bodyBytesMax,
@@ -175,12 +178,12 @@ export async function startService(config: Config, log: Logger): Promise<Service
       registry,
       metrics: () => {
         // The reason is in /readyz and the log, never a label: a label per reason is a new series.
-        registry.set('service_halted', 'Whether the service is halted (1): new transfers and external movements refused until an operator resumes', {}, halt.current === null ? 0 : 1);
+        registry.set('transfer_service_halted', 'Whether the service is halted (1): new transfers and external movements refused until an operator resumes', {}, halt.current === null ? 0 : 1);
         return collectMetrics({
           main: registry,
           sql,
           shards: () => pools.metrics(),
-          ubs: ubsStats,
+          ubs: ubsMetrics,
         });
       },
       pulse: new Pulse(),

@@ -51,8 +51,8 @@ async function evaluated(svc: TestService, kind: ConditionKind, value: number): 
   const deadline = Date.now() + 15_000;
   for (;;) {
     const m = parseMetrics(await (await fetch(`${svc.base}/metrics`)).text());
-    const measured = m.get(`alert_value{alert="${kind}"}`);
-    if (measured !== undefined && Math.abs(measured - value) < 1e-9) return m.get(`alert_firing{alert="${kind}"}`) === 1;
+    const measured = m.get(`transfer_alert_value{alert="${kind}"}`);
+    if (measured !== undefined && Math.abs(measured - value) < 1e-9) return m.get(`transfer_alert_firing{alert="${kind}"}`) === 1;
     assert.ok(Date.now() < deadline, `${kind} never measured ${value} (last ${measured})`);
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -5,13 +5,13 @@ import * as assert from 'uvu/assert';
 import { diskUseFrom } from '../bench/disk-use.js';
 
 const METRICS = [
-  '# HELP ubscore_lmdb_bytes Bytes of each UBSCore LMDB database',
-  '# TYPE ubscore_lmdb_bytes gauge',
-  'ubscore_lmdb_bytes{db="wal"} 4096000',
-  'ubscore_lmdb_bytes{db="processed"} 8192000',
-  'ubscore_lmdb_bytes{db="snapshot"} 409600',
-  'ubscore_lmdb_bytes{db="meta"} 4096',
-  'ubscore_lmdb_file_bytes 16384000',
+  '# HELP transfer_ubscore_lmdb_bytes Bytes of each UBSCore LMDB database',
+  '# TYPE transfer_ubscore_lmdb_bytes gauge',
+  'transfer_ubscore_lmdb_bytes{db="wal",thread="ubscore"} 4096000',
+  'transfer_ubscore_lmdb_bytes{thread="ubscore",db="processed"} 8192000',
+  'transfer_ubscore_lmdb_bytes{db="snapshot",thread="ubscore"} 409600',
+  'transfer_ubscore_lmdb_bytes{db="meta",thread="ubscore"} 4096',
+  'transfer_ubscore_lmdb_file_bytes{thread="ubscore"} 16384000',
   '',
 ].join('\n');
 
@@ -26,7 +26,7 @@ test('no committed transfer: no per-million figures', () => {
 });
 
 test('a missing gauge is an error, not a zero', () => {
-  assert.throws(() => diskUseFrom(METRICS.replace('ubscore_lmdb_file_bytes 16384000', ''), 10), /ubscore_lmdb_file_bytes/);
+  assert.throws(() => diskUseFrom(METRICS.replace('transfer_ubscore_lmdb_file_bytes{thread="ubscore"} 16384000', ''), 10), /transfer_ubscore_lmdb_file_bytes/);
 });
 
 test.run();

@@ -1,4 +1,4 @@
-// Proves a /metrics scrape counts the unfinished transfers and the funds in flight through transfers_active, reads no more rows of transfers_tb than are unfinished (never a scan of the whole table), and totals the finished ones from the coordinators' transition counters.
+// Proves a /metrics scrape counts the unfinished transfers, the age of the oldest and the funds in flight (exactly, beyond 2^53) through transfers_active, reads no more rows of transfers_tb than are unfinished (never a scan of the whole table), and keeps each coordinator shard's counters apart, by shard and thread, with a shard that does not answer shown at its last values.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -8,7 +8,10 @@ import { openSql, type Sql } from '../src/db/sql.js';
 import { TransferStore } from '../src/db/transfers.js';
 import { TransferWrites } from '../src/db/transfer-writes.js';
 import type { TransferEvent, TransferStateName } from '../src/domain/fsm.js';
+import { countTransition } from '../src/coordinator/transfer-metrics.js';
+import { coordinatorThread } from '../src/metrics/aggregate.js';
 import { collectMetrics } from '../src/metrics/collect.js';
+import { LastKnownFamilies } from '../src/metrics/last-known.js';
 import { Registry } from '../src/metrics/registry.js';
 import { createTestDatabase } from './support/database.js';
 import { parseMetrics } from './support/prometheus.js';
@@ -16,6 +19,8 @@ import { parseMetrics } from './support/prometheus.js';
 /** Enough finished transfers that reading the whole table is many times more rows than are unfinished. */
 const FINISHED_TRANSFERS = 400;
 const SCRAPES = 3;
+/** Beyond 2^53: a float would round it. */
+const BIG_UNITS = 2n ** 62n;
 
 type Path = readonly (readonly [TransferEvent, TransferStateName])[];
 const TO_COMMITTED: Path = [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_OK', 'COMMITTED']];
@@ -64,21 +69,39 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
     await transferAt(store, 'USDT', 3n, [['SOURCE_CALL', 'SOURCE_PENDING']]);
     await transferAt(store, 'USDT', 5n, [['SOURCE_OK', 'SOURCE_DONE']]);
     await transferAt(store, 'USDT', 7n, [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_CALL', 'TARGET_PENDING']]);
-    await transferAt(store, 'BTC', 11n, [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_CALL', 'TARGET_PENDING']]);
+    await transferAt(store, 'BTC', BIG_UNITS, [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_CALL', 'TARGET_PENDING']]);
+    await transferAt(store, 'BTC', BIG_UNITS + 2n, [['SOURCE_OK', 'SOURCE_DONE']]);
+    // The oldest unfinished transfer, made old by hand; the age read at scrape time starts from it.
+    await sql`UPDATE transfers_tb SET created_at = now() - interval '1 hour' WHERE amount = 2`;
     await transferAt(store, 'USDT', 13n, [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_CALL', 'TARGET_PENDING'], ['TARGET_FAIL', 'COMPENSATING']]);
-    const unfinished = 6;
+    const unfinished = 7;
 
-    // Two shards' transition counters, as the coordinators report them.
-    const shard0 = new Registry();
-    const shard1 = new Registry();
-    const count = (r: Registry, from: string, to: string, n: number): void => r.inc('fsm_state_count', 'transitions', { from, to }, n);
+    // Two shards' counters, as the coordinators count them; shard 1 answers only the first scrape.
+    const shards = [0, 1].map((shard) => new Registry({ constLabels: { shard: String(shard) } }));
+    const [shard0, shard1] = shards as [Registry, Registry];
+    const createdAt = new Date(Date.now() - 2_000).toISOString();
+    const count = (r: Registry, from: TransferStateName, to: TransferStateName, n: number): void => {
+      for (let i = 0; i < n; i++) countTransition(r, { createdAt }, from, to);
+    };
     count(shard0, 'TARGET_PENDING', 'COMMITTED', 4);
     count(shard1, 'SOURCE_DONE', 'COMMITTED', 2);
     count(shard0, 'SOURCE_PENDING', 'FAILED', 1);
     count(shard1, 'INIT', 'FAILED', 1);
     count(shard1, 'COMPENSATING', 'ROLLED_BACK', 1);
     count(shard0, 'INIT', 'SOURCE_PENDING', 9);
-    const sources = { main: new Registry(), sql, shards: async () => [...shard0.snapshot(), ...shard1.snapshot()], ubs: async () => null };
+    const last = new LastKnownFamilies();
+    let scrapes = 0;
+    const shardScrape = async () => {
+      scrapes += 1;
+      return Promise.all(shards.map(async (r, shard) => {
+        const answers = shard === 0 || scrapes === 1;
+        const thread = coordinatorThread(shard);
+        // As the pool does: a shard never heard from shows nothing.
+        const scrape = last.take(thread, answers ? await r.json() : null) ?? { thread, families: [], fresh: false };
+        return { shard, depth: shard, ...scrape };
+      }));
+    };
+    const sources = { main: new Registry(), sql, shards: shardScrape, ubs: async () => null };
 
     await flushStats(sql);
     const tbBefore = await reads(sql, 'transfers_tb');
@@ -97,19 +120,33 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
 
     const m = parseMetrics(text);
     const expect: Array<[string, number]> = [
-      ['transfers_by_state{state="INIT"}', 1],
-      ['transfers_by_state{state="SOURCE_PENDING"}', 1],
-      ['transfers_by_state{state="SOURCE_DONE"}', 1],
-      ['transfers_by_state{state="TARGET_PENDING"}', 2],
-      ['transfers_by_state{state="COMPENSATING"}', 1],
-      ['in_flight_amount_units{asset="USDT"}', 5 + 7 + 13],
-      ['in_flight_amount_units{asset="BTC"}', 11],
-      ['transfers_finished_total{state="COMMITTED"}', 6],
-      ['transfers_finished_total{state="FAILED"}', 2],
-      ['transfers_finished_total{state="ROLLED_BACK"}', 1],
+      ['transfer_unfinished{state="INIT",thread="main"}', 1],
+      ['transfer_unfinished{state="SOURCE_PENDING"}', 1],
+      ['transfer_unfinished{state="SOURCE_DONE"}', 2],
+      ['transfer_unfinished{state="TARGET_PENDING"}', 2],
+      ['transfer_unfinished{state="COMPENSATING"}', 1],
+      ['transfer_in_flight_amount_units{asset="USDT",thread="main"}', 5 + 7 + 13],
+      ['transfer_finished_total{state="COMMITTED"}', 6],
+      ['transfer_finished_total{state="COMMITTED",shard="0",thread="coordinator-0"}', 4],
+      ['transfer_finished_total{state="COMMITTED",shard="1",thread="coordinator-1"}', 2],
+      ['transfer_finished_total{state="FAILED"}', 2],
+      ['transfer_finished_total{state="ROLLED_BACK"}', 1],
+      ['transfer_duration_seconds_count{state="COMMITTED"}', 6],
+      ['transfer_fsm_transitions_total{from="INIT",to="SOURCE_PENDING",shard="0"}', 9],
+      ['transfer_coordinator_mailbox_depth{shard="1",thread="main"}', 1],
+      ['transfer_thread_metrics_fresh{thread="coordinator-0"}', 1],
+      ['transfer_thread_metrics_fresh{thread="coordinator-1"}', 0],
     ];
     for (const [series, value] of expect) assert.is(m.get(series), value, series);
-    for (const state of ['COMMITTED', 'FAILED', 'ROLLED_BACK']) assert.is(m.get(`transfers_by_state{state="${state}"}`), undefined, `no gauge of finished ${state} transfers`);
+    // 2^62 + 2^62 + 2: a double would print 9223372036854775808.
+    const btc = m.samples.find((s) => s.name === 'transfer_in_flight_amount_units' && s.labels.asset === 'BTC');
+    assert.is(btc?.raw, String(BIG_UNITS * 2n + 2n), 'the amount in flight printed exactly');
+    const age = m.get('transfer_oldest_unfinished_age_seconds{state="INIT"}') ?? 0;
+    const younger = m.get('transfer_oldest_unfinished_age_seconds{state="SOURCE_PENDING"}') ?? 0;
+    assert.ok(younger > 0 && younger < 60, `the others are seconds old, read ${younger}`);
+    assert.ok(age >= 3_600 && age < 3_600 + 60, `the oldest unfinished transfer is an hour old, read ${age}`);
+    assert.ok((m.get('transfer_duration_seconds_sum{state="COMMITTED"}') ?? 0) >= 6 * 2, 'each finished transfer timed from its creation');
+    for (const state of ['COMMITTED', 'FAILED', 'ROLLED_BACK']) assert.is(m.get(`transfer_unfinished{state="${state}"}`), undefined, `no gauge of finished ${state} transfers`);
   } finally {
     await sql.end({ timeout: 5 });
     await db.drop();

@@ -1,4 +1,4 @@
-// Proves the whole-service halt (MON-003): while halted every new movement of money is refused with SERVICE_HALTED and leaves no row (an HTTP transfer, an admin deposit and withdrawal, a transfer entering through the mailbox-full path or straight at a coordinator shard), transfers already in flight still finish, every thread knows it (/readyz 503, service_halted and coordinator_halted gauges), a shard reads a stored halt on its own, and resume lifts it everywhere.
+// Proves the whole-service halt (MON-003): while halted every new movement of money is refused with SERVICE_HALTED and leaves no row (an HTTP transfer, an admin deposit and withdrawal, a transfer entering through the mailbox-full path or straight at a coordinator shard), transfers already in flight still finish, every thread knows it (/readyz 503, transfer_service_halted and transfer_coordinator_halted gauges), a shard reads a stored halt on its own, and resume lifts it everywhere.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -62,8 +62,8 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
 
     const ready = await svc.call('GET', '/readyz');
     assert.equal([ready.status, ready.body.halted, ready.body.halt_reason], [503, true, 'operator: drill']);
-    assert.is(await metric(svc, 'service_halted'), 1);
-    assert.is(await metric(svc, 'coordinator_halted{shard="0"}'), 1);
+    assert.is(await metric(svc, 'transfer_service_halted'), 1);
+    assert.is(await metric(svc, 'transfer_coordinator_halted{shard="0"}'), 1);
     // In flight: the scan drives every parked transfer to its final state while halted.
     await until('the parked transfers to commit', async () => {
       const open = await svc.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE req_id = ANY(${parked}) AND state <> 40`;
@@ -74,8 +74,8 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
     const resumed = await svc.call('POST', '/admin/v1/resume', { token: admin });
     assert.equal([resumed.status, resumed.body.was_halted, resumed.body.previous_reason], [200, true, 'operator: drill']);
     assert.is((await svc.call('GET', '/readyz')).status, 200);
-    assert.is(await metric(svc, 'service_halted'), 0);
-    assert.is(await metric(svc, 'coordinator_halted{shard="0"}'), 0);
+    assert.is(await metric(svc, 'transfer_service_halted'), 0);
+    assert.is(await metric(svc, 'transfer_coordinator_halted{shard="0"}'), 0);
     const after = await transfer(svc, 951n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
     assert.ok(after.status === 200 || after.status === 202, JSON.stringify(after.body));
     await deposit(svc, 951n, 'FUNDING', 'USDT', '1', 'h-d-f');
@@ -88,9 +88,9 @@ test('MON-003: a coordinator shard reads a halt stored behind it (a restart, a m
   const svc = await startTestService({ COORDINATORS: '1', SCAN_INTERVAL_MS: '200', RATE_LIMIT_PER_SECOND: '0' });
   try {
     await svc.sql`INSERT INTO service_state (key, value) VALUES ('halt', ${JSON.stringify(HALTED)}::text::jsonb)`;
-    await until('the shard to read the stored halt', async () => (await metric(svc, 'coordinator_halted{shard="0"}')) === 1);
+    await until('the shard to read the stored halt', async () => (await metric(svc, 'transfer_coordinator_halted{shard="0"}')) === 1);
     await svc.sql`DELETE FROM service_state WHERE key = 'halt'`;
-    await until('the shard to read the resume', async () => (await metric(svc, 'coordinator_halted{shard="0"}')) === 0);
+    await until('the shard to read the resume', async () => (await metric(svc, 'transfer_coordinator_halted{shard="0"}')) === 0);
   } finally {
     await svc.stop();
   }

@@ -107,7 +107,7 @@ test('a restart rebuilds balances and the processed set', async () => {
   assert.equal(await again.send(withdraw('r3', 3n, 900n), TIMEOUT_MS), { kind: 'rejected', code: 'INSUFFICIENT_BALANCE', duplicate: true });
   assert.equal(await again.send({ kind: 'transfer_op', op: 'REFUND', reqId: 'r2', userId: 3n, asset: 'BTC', amount: 400n }, TIMEOUT_MS), { kind: 'applied', duplicate: false });
   assert.is(await available(again, 3n), 1_000n);
-  const { metrics: _histograms, ...counters } = await second.control.stats();
+  const counters = await second.control.stats();
   assert.equal(counters, { accounts: 2, walSeq: 5, batches: 1, commands: 5 });
   again.close();
   await stop(second);

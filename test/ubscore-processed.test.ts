@@ -128,9 +128,9 @@ test('a filter past its capacity is rebuilt larger while keys keep arriving, and
 });
 
 async function metric(core: UbsCoreHandle, name: string): Promise<number> {
-  const found = (await core.control.stats()).metrics?.find((m) => m.name === name);
-  const value = found?.type !== 'histogram' ? found?.series[0]?.value : undefined;
-  return Number(value ?? -1);
+  const answer = await core.control.metrics();
+  const found = answer.kind === 'metrics' ? answer.families.find((m) => m.name === name) : undefined;
+  return found?.values[0]?.value ?? -1;
 }
 
 test('a restarted core answers every repeat as a duplicate, before and after its filter is ready', async () => {
@@ -153,7 +153,7 @@ test('a restarted core answers every repeat as a duplicate, before and after its
     const early = await Promise.all(keys.map((key) => client.send(deposit(key), TIMEOUT_MS)));
     for (const result of early) assert.equal(result, { kind: 'applied', duplicate: true });
     const deadline = Date.now() + WAIT_MS_MAX;
-    while ((await metric(second, 'ubscore_processed_filter_ready')) !== 1) {
+    while ((await metric(second, 'transfer_ubscore_processed_filter_ready')) !== 1) {
       if (Date.now() > deadline) throw new Error('the filter never became ready');
       await sleep(5);
     }

@@ -77,9 +77,9 @@ export class AlertMonitor {
     for (const j of judgements) {
       await this.settle(j);
       const labels = { alert: j.kind };
-      this.deps.registry.set('alert_firing', 'Whether each alert of spec 002\'s table is firing (1) or clear (0)', labels, j.firing ? 1 : 0);
-      this.deps.registry.set('alert_value', 'The value each alert of spec 002\'s table last measured (a count, a percent, a mean)', labels, j.value);
-      this.deps.registry.set('alert_threshold', 'The threshold each alert of spec 002\'s table fires above', labels, j.threshold);
+      this.deps.registry.set('transfer_alert_firing', 'Whether each alert of spec 002\'s table is firing (1) or clear (0)', labels, j.firing ? 1 : 0);
+      this.deps.registry.set('transfer_alert_value', 'The value each alert of spec 002\'s table last measured (a count, a percent, a mean)', labels, j.value);
+      this.deps.registry.set('transfer_alert_threshold', 'The threshold each alert of spec 002\'s table fires above', labels, j.threshold);
     }
     return judgements;
   }

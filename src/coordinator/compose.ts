@@ -18,6 +18,7 @@ import { HaltFlag } from './halt-flag.js';
 import { Shard } from './shard.js';
 import { Watchdog } from './watchdog.js';
 import { Registry } from '../metrics/registry.js';
+import { declareCounters } from './transfer-metrics.js';
 import type { CoordinatorConfig } from './types.js';
 
 export type ShardParts = {
@@ -56,7 +57,9 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
   const trading = new TradingAdapter(opts.ubs, config.adapterTimeoutMs);
   const backoff = { baseMs: config.retryBaseMs, capMs: config.retryCapMs };
   const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
-  const metrics = new Registry();
+  // The shard's own series carry its number: per-shard counters stay apart in the main thread's sum.
+  const metrics = new Registry({ constLabels: { shard: String(config.shard) }, runtime: { processWide: false } });
+  declareCounters(metrics);
   const watchdog = new Watchdog({ alerts, store, config });
   const limits = new DailyLimits(sql, {
     transfersPerDayMax: config.dailyTransferLimit,

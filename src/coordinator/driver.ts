@@ -18,6 +18,7 @@ import type { AccountKind, OpOutcome, TransferOp } from '../domain/types.js';
 import type { CrashPoint } from '../faults/crash-points.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
+import { countRetry, countTransition } from './transfer-metrics.js';
 import type { NewTransfer, TransferView } from './types.js';
 
 export type StepResult =
@@ -41,7 +42,7 @@ export type DriverDeps = {
   readonly precheck: (t: TransferView) => Promise<string | null>;
   /** Told of every stay, with the transfer as it is now (alerts, escalation). */
   readonly watch: (t: TransferView, reason: string) => Promise<void>;
-  /** Counts each transition (spec 004's fsm_state_count{from,to}) and each retry. */
+  /** Counts each transition (spec 004's fsm_state_count{from,to}), each finished transfer and each retry. */
   readonly metrics: Registry;
 };
 
@@ -63,10 +64,11 @@ export class TransferDriver {
     if (isLocal(source)) {
       const moved = await source.applyWithMove('WITHDRAW', opRequest(t), { create: t, from: 'INIT', paths: this.sourcePaths(t) });
       if (moved.kind === 'moved') {
-        this.countPath('INIT', moved.result.state === 'FAILED' ? FAIL_AT_SOURCE : this.sourcePaths(t).ok);
+        const view = createdView(t, moved.result);
+        this.countPath({ ...view, state: 'INIT' }, moved.result.state === 'FAILED' ? FAIL_AT_SOURCE : this.sourcePaths(t).ok);
         this.deps.crash('created_debited_before_target_call');
         this.deps.crash('coordinator_thread_uncaught');
-        return { kind: 'created', view: createdView(t, moved.result) };
+        return { kind: 'created', view };
       }
       // Not folded into the creation (refused input, an unknown outcome, a creation that
       // committed though its answer was lost): created INIT, or found as it is, and driven on.
@@ -190,7 +192,7 @@ export class TransferDriver {
     switch (moved.kind) {
       case 'moved': {
         const path = moved.outcome.kind === 'FAILED' ? paths.ko : paths.ok;
-        this.countPath(t.state, path);
+        this.countPath(t, path);
         const view: TransferView = { ...t, state: moved.result.state, errorCode: moved.result.code ?? t.errorCode, attempts: 0, updatedAt: moved.result.at.toISOString() };
         return isTerminal(view.state) ? { kind: 'terminal', view } : { kind: 'moved', view };
       }
@@ -223,16 +225,17 @@ export class TransferDriver {
   private async move(t: TransferView, path: readonly PathStep[], code: string | null = null): Promise<TransferView | null> {
     const updatedAt = await this.deps.store.move(t, path, code);
     if (updatedAt === null) return null;
-    this.countPath(t.state, path);
+    this.countPath(t, path);
     const to = path[path.length - 1]?.to ?? t.state;
     return { ...t, state: to, errorCode: code ?? t.errorCode, attempts: 0, updatedAt: updatedAt.toISOString() };
   }
 
   /** Counts each transition of a committed path (spec 004's fsm_state_count{from,to}); logs them at debug. */
-  private countPath(from: TransferStateName, path: readonly PathStep[]): void {
+  private countPath(t: TransferView, path: readonly PathStep[]): void {
+    const from = t.state;
     let at = from;
     for (const s of path) {
-      this.deps.metrics.inc('fsm_state_count', 'State transitions made, by from and to state', { from: at, to: s.to });
+      countTransition(this.deps.metrics, t, at, s.to);
       at = s.to;
     }
     if (this.deps.log.enabled('debug')) this.deps.log.debug('transfer moved', { from_state: from, state: at, path: path.map((s) => s.event).join(',') });
@@ -240,8 +243,7 @@ export class TransferDriver {
 
   /** Counts the move a creation made, if any (INIT → SOURCE_PENDING, or INIT → FAILED). */
   private counted(outcome: CreateOutcome): CreateOutcome {
-    const to = outcome.kind === 'created' ? outcome.view.state : 'INIT';
-    if (to !== 'INIT') this.deps.metrics.inc('fsm_state_count', 'State transitions made, by from and to state', { from: 'INIT', to });
+    if (outcome.kind === 'created' && outcome.view.state !== 'INIT') countTransition(this.deps.metrics, outcome.view, 'INIT', outcome.view.state);
     return outcome;
   }
 
@@ -249,7 +251,7 @@ export class TransferDriver {
     assertTransition(t.state, event, t.state);
     const retryAt = this.deps.nextRetryAt(t.retryCount);
     await this.deps.store.noteRetry(t, reason, retryAt);
-    this.deps.metrics.inc('transfer_retries_total', 'Unknown outcomes that left a transfer where it was, to be retried', { state: t.state });
+    countRetry(this.deps.metrics, t.state);
     const level = t.state === 'SOURCE_PENDING' || t.state === 'INIT' ? 'warn' : 'critical';
     this.deps.log[level]('transfer outcome unknown, will retry', { req_id: t.reqId, user_id: t.userId, state: t.state, reason, latency_ms: sinceCreated(t) });
     const now = { ...t, retryCount: t.retryCount + 1, attempts: t.attempts + 1 };

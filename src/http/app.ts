@@ -9,7 +9,8 @@ import type { Logger } from '../log.js';
 import type { AlertSink } from '../alerts/alerts.js';
 import type { AlertMonitor } from '../alerts/monitor.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import { HTTP_BUCKETS_S, type ServiceSnapshot } from '../metrics/collect.js';
+import { HTTP_BUCKETS_S } from '../metrics/collect.js';
+import type { ServiceSnapshot } from '../metrics/unfinished.js';
 import type { Pulse } from '../metrics/pulse.js';
 import type { Registry } from '../metrics/registry.js';
 import type { AdminService } from '../services/admin.js';
@@ -118,7 +119,7 @@ function baseApp(deps: AppDeps): Hono {
     const started = performance.now();
     await next();
     const labels = { method: c.req.method, route: c.req.routePath, status: String(c.res.status) };
-    deps.registry.observe('http_request_duration_seconds', 'HTTP request latency by route and status', HTTP_BUCKETS_S, labels, (performance.now() - started) / 1000);
+    deps.registry.observe('transfer_http_request_duration_seconds', 'HTTP request latency by method, route and status', HTTP_BUCKETS_S, labels, (performance.now() - started) / 1000);
   });
   app.use('*', ownerGate({ held: deps.ownerHeld }));
   app.use('*', bodyLimit({ bytesMax: deps.bodyBytesMax }));

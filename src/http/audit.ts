@@ -30,7 +30,12 @@ export async function auditedJson(c: Context, bytesMax: number): Promise<JsonBod
   return body;
 }
 
+const AUDIT_FAILURES = 'transfer_admin_audit_failures_total';
+const AUDIT_FAILURES_HELP = 'Admin actions whose audit row could not be written (each logged CRITICAL in full)';
+
 export function audited(opts: { readonly action: AdminAction; readonly audit: AuditLog; readonly log: Logger; readonly registry: Registry }): MiddlewareHandler<AdminEnv> {
+  // From zero, so the series exists before the first failure.
+  opts.registry.inc(AUDIT_FAILURES, AUDIT_FAILURES_HELP, {}, 0);
   return async function auditedAction(c, next) {
     let thrown: unknown = null;
     try {
@@ -52,7 +57,7 @@ export function audited(opts: { readonly action: AdminAction; readonly audit: Au
       const id = await opts.audit.record(entry);
       if (thrown === null) c.res.headers.set('x-audit-id', id);
     } catch (error) {
-      opts.registry.inc('admin_audit_failures_total', 'Admin actions whose audit row could not be written (each logged CRITICAL in full)');
+      opts.registry.inc(AUDIT_FAILURES, AUDIT_FAILURES_HELP);
       requestLog(c, opts.log).critical('admin action NOT recorded in the audit trail; this line is its record', { ...entry, err: error });
       if (thrown === null) c.res.headers.set('x-audit', 'failed');
     }

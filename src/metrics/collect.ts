@@ -1,135 +1,76 @@
-// GET /metrics: the main thread's own series (HTTP latency), every coordinator shard's (state
-// transitions, retries, mailbox depth), UBSCore's (commands, batches, WAL position), totals of
-// finished transfers summed from the shards' transition counters, and aggregates read from
-// PostgreSQL at scrape time: the unfinished transfers (through transfers_active, so a scrape
-// reads what is in flight and never the whole of transfers_tb), alerts and pool use.
+// GET /metrics: the main thread's registry (runtime, HTTP latency, halt, alerts, conservation),
+// each coordinator shard's (transitions, finished transfers and their duration, retries,
+// runtime), UBSCore's (commands, WAL batches and sync time, LMDB, runtime), and what this scrape
+// reads itself: mailbox depths and, from PostgreSQL, the unfinished transfers (through
+// transfers_active: never the whole of transfers_tb), the alerts raised and the connections.
+// Every series is labelled with the thread it came from (src/metrics/aggregate.ts).
 
+import { ALERT_KINDS } from '../alerts/alerts.js';
 import type { Sql } from '../db/sql.js';
-import { isTerminal, STATE_NAMES, stateName, type TransferStateName } from '../domain/fsm.js';
-import { render, type MetricSnapshot, type Registry } from './registry.js';
-
-export type UbsCounters = {
-  readonly commands: number;
-  readonly batches: number;
-  readonly accounts: number;
-  readonly walSeq: number;
-  readonly metrics?: readonly MetricSnapshot[];
-};
+import { isTerminal, STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
+import { aggregate, MAIN_THREAD, type ShardScrape, type ThreadScrape } from './aggregate.js';
+import { renderExactGauge } from './exact.js';
+import { Registry, type MetricFamily } from './registry.js';
+import { summarise, unfinishedTransfers, type Unfinished } from './unfinished.js';
 
 export type MetricSources = {
   readonly main: Registry;
   readonly sql: Sql;
-  readonly shards: () => Promise<MetricSnapshot[]>;
-  readonly ubs: () => Promise<UbsCounters | null>;
+  readonly shards: () => Promise<readonly ShardScrape[]>;
+  /** UBSCore's families; null when it has never answered. */
+  readonly ubs: () => Promise<ThreadScrape | null>;
 };
 
 export const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+export const IN_FLIGHT_AMOUNT = 'transfer_in_flight_amount_units';
 
 const UNFINISHED_STATES: readonly TransferStateName[] = STATE_NAMES.filter((s) => !isTerminal(s));
-const FINISHED_STATES: readonly TransferStateName[] = STATE_NAMES.filter((s) => isTerminal(s));
-/** Debited at the source and not yet credited at the target or refunded. */
-const FUNDS_IN_FLIGHT_STATES: ReadonlySet<TransferStateName> = new Set(['SOURCE_DONE', 'TARGET_PENDING', 'COMPENSATING']);
 
 export async function collectMetrics(src: MetricSources): Promise<string> {
   const [shards, ubs, pg] = await Promise.all([src.shards(), src.ubs(), fromPostgres(src.sql)]);
-  const ubsSeries: MetricSnapshot[] =
-    ubs === null
-      ? []
-      : [
-          gauge('ubscore_commands_total', 'Commands UBSCore processed since it started', ubs.commands, 'counter'),
-          gauge('ubscore_batches_total', 'WAL batches UBSCore committed since it started (one sync each)', ubs.batches, 'counter'),
-          gauge('ubscore_accounts', 'Spot accounts held by UBSCore', ubs.accounts),
-          gauge('ubscore_wal_seq', 'Sequence number of UBSCore\'s last applied WAL record', ubs.walSeq),
-          ...(ubs.metrics ?? []),
-        ];
-  return render([...src.main.snapshot(), ...shards, finishedTotals(shards), ...ubsSeries, ...pg]);
+  const scrape = new Registry();
+  for (const s of shards) scrape.set('transfer_coordinator_mailbox_depth', 'Transfers and tasks waiting in a coordinator shard\'s mailbox', { shard: String(s.shard) }, s.depth);
+  setFromPostgres(scrape, pg);
+  const workers = [...shards, ...(ubs === null ? [] : [ubs])].map((w) => ({ thread: w.thread, families: [...w.families, freshness(w.fresh)] }));
+  const text = await aggregate([{ thread: MAIN_THREAD, families: [...(await src.main.json()), ...(await scrape.json())] }, ...workers]);
+  // Every asset, 0 when nothing of it is in flight, so the series never vanish.
+  const assets = new Set([...pg.assets, ...pg.unfinished.inFlight.keys()]);
+  const inFlight = [...assets].sort().map((asset) => ({ labels: { asset, thread: MAIN_THREAD }, value: pg.unfinished.inFlight.get(asset) ?? 0n }));
+  return `${text}${renderExactGauge(IN_FLIGHT_AMOUNT, 'Funds debited at the source and not yet credited or refunded, in the asset\'s smallest units (printed exactly)', inFlight)}`;
 }
 
-function gauge(name: string, help: string, value: number, type: 'gauge' | 'counter' = 'gauge'): MetricSnapshot {
-  return { name, help, type, series: [{ labels: {}, value }] };
+/** Whether a worker thread answered this scrape (1) or its last answer is shown again (0). */
+function freshness(fresh: boolean): MetricFamily {
+  return { name: 'transfer_thread_metrics_fresh', help: 'Whether this thread answered this scrape (1) or its series are its last answer, shown again (0)', type: 'gauge', aggregator: 'sum', values: [{ value: fresh ? 1 : 0, labels: {} }] };
 }
 
-/**
- * transfers_finished_total{state}: the moves into each terminal state that the coordinators
- * counted in fsm_state_count, summed over the state they came from. A counter since the
- * coordinators started, like the transition counts it is made of, not an all-time table count.
- */
-export function finishedTotals(shards: readonly MetricSnapshot[]): MetricSnapshot {
-  const totals = new Map<string, number>(FINISHED_STATES.map((s) => [s, 0]));
-  for (const m of shards) {
-    if (m.name !== 'fsm_state_count' || m.type === 'histogram') continue;
-    for (const s of m.series) {
-      const to = s.labels.to;
-      const sum = to === undefined ? undefined : totals.get(to);
-      if (to !== undefined && sum !== undefined) totals.set(to, sum + Number(s.value));
-    }
-  }
-  return {
-    name: 'transfers_finished_total',
-    help: 'Transfers the coordinators moved into each terminal state since they started (the sum of fsm_state_count by its to label)',
-    type: 'counter',
-    series: [...totals].map(([state, value]) => ({ labels: { state }, value })),
-  };
-}
-
-type UnfinishedRow = { state: number; asset: string; n: number; units: string };
-
-/**
- * The unfinished transfers by state and asset. transfers_active lists exactly them, and each is
- * found in transfers_tb by its req_id, so the rows read are as many as are in flight. Sequential
- * scans are off for this one transaction: on a small table, or with many transfers unfinished,
- * the planner would otherwise read the whole of transfers_tb to find them.
- */
-async function unfinishedTransfers(sql: Sql): Promise<UnfinishedRow[]> {
-  return sql.begin(async (tx) => {
-    await tx`SET LOCAL enable_seqscan = off`;
-    return tx<UnfinishedRow[]>`
-      SELECT state, asset, count(*)::int AS n, sum(amount)::text AS units
-        FROM transfers_tb WHERE req_id = ANY (ARRAY(SELECT req_id FROM transfers_active))
-       GROUP BY state, asset`;
-  });
-}
-
-/** What the operator console shows beside the metrics: the same unfinished read and WAL position. */
-export type ServiceSnapshot = {
-  readonly byState: ReadonlyMap<TransferStateName, number>;
-  /** Smallest units per asset, in the states where funds are in flight. */
-  readonly inFlight: ReadonlyMap<string, bigint>;
-  /** null when UBSCore did not answer in time. */
-  readonly walSeq: number | null;
+type FromPostgres = {
+  readonly unfinished: Unfinished;
+  readonly assets: readonly string[];
+  readonly alerts: readonly { kind: string; n: number }[];
+  readonly connections: readonly { application: string; state: string; n: number }[];
 };
 
-export async function collectSnapshot(src: Pick<MetricSources, 'sql' | 'ubs'>): Promise<ServiceSnapshot> {
-  const [rows, ubs] = await Promise.all([unfinishedTransfers(src.sql), src.ubs()]);
-  return { ...summarise(rows), walSeq: ubs?.walSeq ?? null };
-}
-
-function summarise(unfinished: readonly UnfinishedRow[]): { byState: Map<TransferStateName, number>; inFlight: Map<string, bigint> } {
-  const byState = new Map<TransferStateName, number>();
-  const inFlight = new Map<string, bigint>();
-  for (const r of unfinished) {
-    // The table's CHECK admits only the FSM's state ids.
-    const state = stateName(r.state);
-    if (state === null) continue;
-    byState.set(state, (byState.get(state) ?? 0) + r.n);
-    if (FUNDS_IN_FLIGHT_STATES.has(state)) inFlight.set(r.asset, (inFlight.get(r.asset) ?? 0n) + BigInt(r.units));
-  }
-  return { byState, inFlight };
-}
-
-async function fromPostgres(sql: Sql): Promise<MetricSnapshot[]> {
-  const [unfinished, alerts, pool] = await Promise.all([
+async function fromPostgres(sql: Sql): Promise<FromPostgres> {
+  const [rows, assets, alerts, connections] = await Promise.all([
     unfinishedTransfers(sql),
+    sql<{ symbol: string }[]>`SELECT symbol FROM assets`,
     sql<{ kind: string; n: number }[]>`SELECT kind, count(*)::int AS n FROM alerts GROUP BY kind`,
     sql<{ application: string; state: string; n: number }[]>`
       SELECT application_name AS application, coalesce(state, 'unknown') AS state, count(*)::int AS n
         FROM pg_stat_activity WHERE datname = current_database() GROUP BY 1, 2`,
   ]);
-  const { byState, inFlight } = summarise(unfinished);
-  return [
-    { name: 'transfers_by_state', help: 'Unfinished transfers in each non-terminal FSM state now', type: 'gauge', series: UNFINISHED_STATES.map((s) => ({ labels: { state: s }, value: byState.get(s) ?? 0 })) },
-    { name: 'in_flight_amount_units', help: 'Funds debited at the source and not yet credited or refunded, in smallest units', type: 'gauge', series: [...inFlight].map(([asset, units]) => ({ labels: { asset }, value: units })) },
-    { name: 'alerts_total', help: 'Alerts raised, by kind', type: 'counter', series: alerts.map((r) => ({ labels: { kind: r.kind }, value: r.n })) },
-    { name: 'pg_connections', help: 'PostgreSQL connections of this database, by application and state', type: 'gauge', series: pool.map((r) => ({ labels: { application: r.application, state: r.state }, value: r.n })) },
-  ];
+  return { unfinished: summarise(rows), assets: assets.map((a) => a.symbol), alerts, connections };
+}
+
+function setFromPostgres(scrape: Registry, pg: FromPostgres): void {
+  for (const state of UNFINISHED_STATES) {
+    scrape.set('transfer_unfinished', 'Unfinished transfers in each non-terminal FSM state now', { state }, pg.unfinished.byState.get(state) ?? 0);
+    scrape.set('transfer_oldest_unfinished_age_seconds', 'Seconds since the oldest unfinished transfer in each state was created (0 with none)', { state }, pg.unfinished.oldestAgeS.get(state) ?? 0);
+  }
+  // Every kind from zero, so a rule on one kind has a series before its first alert.
+  const raised = new Map<string, number>(Object.keys(ALERT_KINDS).map((kind) => [kind, 0]));
+  for (const a of pg.alerts) raised.set(a.kind, a.n);
+  for (const [kind, n] of raised) scrape.inc('transfer_alerts_raised_total', 'Alerts raised and stored, by kind', { kind }, n);
+  for (const c of pg.connections) scrape.set('transfer_db_connections', 'PostgreSQL backends on this service\'s database, by application_name and state', { application: c.application, state: c.state }, c.n);
 }
