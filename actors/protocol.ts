@@ -128,6 +128,8 @@ export type UbsWorkerData = {
  */
 export type UbsFilterWorkerData = { readonly walDir: string; readonly capacityKeys: number; readonly keysMin: number };
 export type UbsFilterEvent =
+  /** Its modules (lmdb's native addon among them) are loaded: from now on it may be terminated. */
+  | { readonly kind: 'filter.started' }
   | { readonly kind: 'filter.built'; readonly words: Uint32Array<ArrayBuffer>; readonly keys: number }
   | { readonly kind: 'filter.failed'; readonly message: string };
 

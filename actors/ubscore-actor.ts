@@ -461,7 +461,7 @@ export class UbsActor {
     }
     await this.degraded?.recovery.stop();
     for (const port of this.ports) port.close();
-    this.state.processed.close();
+    await this.state.processed.close();
     try {
       // After the drain every decided record is durable, so the snapshot covers only durable ones.
       if (!this.failed && this.degraded === null) await this.state.snapshots.closeWithSnapshot(this.durableSeq);

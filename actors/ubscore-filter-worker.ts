@@ -32,6 +32,10 @@ function start(): void {
   const parent = parentPort;
   if (parent === null) throw new Error('ubscore-filter-worker must run in a worker thread');
   const data = workerData as UbsFilterWorkerData;
+  // Every import is evaluated by now, lmdb's native addon included: a terminate() that lands
+  // while a thread registers that addon aborts the whole process (napi_throw in a stopping
+  // environment, seen with lmdb 3.5.6), so UBSCore terminates this thread only after this.
+  parent.postMessage({ kind: 'filter.started' } satisfies UbsFilterEvent);
   build(data).then(
     (event) => parent.postMessage(event, event.kind === 'filter.built' ? [event.words.buffer] : []),
     (error: unknown) => parent.postMessage({ kind: 'filter.failed', message: String(error) } satisfies UbsFilterEvent),

@@ -50,7 +50,7 @@ export function openCoreState(options: UbsOptions, hooks: CoreHooks): CoreState 
  */
 export async function closeCoreState(state: CoreState): Promise<void> {
   state.snapshots.dispose();
-  state.processed.close();
+  await state.processed.close();
   await state.log.close();
 }
 

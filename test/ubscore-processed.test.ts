@@ -87,7 +87,7 @@ test('keys pending or committed while the filter is built are found once it is r
     const reads = set.stats().lmdbReads;
     for (let i = 0; i < 1_000; i++) assert.is(set.lookup(opKeyOf('DEPOSIT', `fresh-${i}`)), undefined);
     assert.ok(set.stats().lmdbReads - reads < 50, `fresh keys read LMDB ${set.stats().lmdbReads - reads} times in 1,000`);
-    set.close();
+    await set.close();
   });
 });
 
@@ -123,7 +123,7 @@ test('a filter past its capacity is rebuilt larger while keys keep arriving, and
     }
     await untilReady(set);
     check('settled');
-    set.close();
+    await set.close();
   });
 });
 
