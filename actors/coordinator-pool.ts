@@ -13,7 +13,6 @@ import type { Logger } from '../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
 import { finishedFrom } from '../src/metrics/finished.js';
 import { LastKnownFamilies } from '../src/metrics/last-known.js';
-import type { MetricFamily } from '../src/metrics/registry.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
 import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
 
@@ -137,15 +136,11 @@ export class CoordinatorPools {
    * ROLLED_BACK (spec 002's failure rate); null when a shard did not answer.
    */
   async finishedCounts(): Promise<{ finished: number; failed: number } | null> {
-    const results = await Promise.all(this.pools.map((_pool, shard) => this.run(shard, { kind: 'coord.metrics' })));
-    const families: MetricFamily[] = [];
-    for (const r of results) {
-      if (r.kind !== 'coord.metrics') return null;
-      families.push(...r.families);
-    }
+    const scrapes = await this.metrics();
+    if (scrapes.some((s) => !s.fresh)) return null;
     let finished = 0;
     let failed = 0;
-    for (const [state, n] of finishedFrom(families)) {
+    for (const [state, n] of finishedFrom(scrapes.flatMap((s) => s.families))) {
       finished += n;
       if (state !== 'COMMITTED') failed += n;
     }

@@ -43,7 +43,6 @@ import { AuditLog } from './audit/audit-log.js';
 import { BackupTaker } from './backup/take.js';
 import { WalHealth } from './services/wal-health.js';
 
-export { DATABASE_NAME };
 
 /** Bounds of the recovery scan and the in-memory retry timers. */
 const SCAN_BATCH_MAX = 1_000;

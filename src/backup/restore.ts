@@ -6,7 +6,7 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { startEmbeddedPg, type EmbeddedPg } from '../db/embedded-pg.js';
+import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from '../db/embedded-pg.js';
 import { migrate, schemaVersion } from '../db/schema.js';
 import { openSql, type Sql } from '../db/sql.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
@@ -16,9 +16,6 @@ import { UBSCORE_FILE, isEmptyDir, readVerifiedManifest, syncDir, type BackupMan
 import { loadTables } from './pg-tables.js';
 
 const RESTORE_RETAKE_BACKOFF_CAP_MS = 1_000;
-
-/** The database the service uses on its embedded server (src/service.ts). */
-const EMBEDDED_DATABASE = 'transfer';
 
 export type RestoreTarget = {
   readonly dataDir: string;
@@ -100,13 +97,8 @@ async function copyLedgerFile(backupDir: string, dataDir: string): Promise<void>
 async function embeddedDatabase(target: RestoreTarget, undo: (() => Promise<void>)[]): Promise<string> {
   const pg: EmbeddedPg = await startEmbeddedPg({ dir: path.join(target.dataDir, 'postgres'), port: target.embeddedPgPort, log: target.log });
   undo.push(() => pg.stop());
-  const admin = openSql(pg.url('postgres'), { max: 1, application: 'restore' });
-  try {
-    await admin.unsafe(`CREATE DATABASE ${EMBEDDED_DATABASE}`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-  return pg.url(EMBEDDED_DATABASE);
+  // A new cluster (DATA_DIR was empty): the database is new too, and is checked empty below.
+  return ensureDatabase(pg, DATABASE_NAME);
 }
 
 async function nonEmptyDatabase(url: string): Promise<string | null> {

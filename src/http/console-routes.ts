@@ -4,7 +4,7 @@
 
 import type { Hono } from 'hono';
 import type { TransferView } from '../coordinator/types.js';
-import { isReqId, isUserId } from '../domain/checks.js';
+import { isClientOrderId, isReqId, isUserId } from '../domain/checks.js';
 import { isTerminal, STATE_NAMES } from '../domain/fsm.js';
 import { formatAmount } from '../domain/money.js';
 import { adminTransfersJson } from './admin-views.js';
@@ -14,7 +14,6 @@ import { fail } from './errors.js';
 
 export const SEARCH_LIMIT_MAX = 50;
 export const SEARCH_LIMIT_DEFAULT = 20;
-const CLIENT_ORDER_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void {
   routes.get('/overview', async (c) => {
@@ -57,7 +56,7 @@ export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void 
     if (limit === null) return fail(c, 'INVALID_REQUEST', { field: 'limit', detail: `1 to ${SEARCH_LIMIT_MAX}` });
     let views: readonly TransferView[];
     if (q.client_order_id !== undefined) {
-      if (!CLIENT_ORDER_ID.test(q.client_order_id)) return fail(c, 'INVALID_REQUEST', { field: 'client_order_id', detail: '1 to 64 of A-Z a-z 0-9 _ -' });
+      if (!isClientOrderId(q.client_order_id)) return fail(c, 'INVALID_REQUEST', { field: 'client_order_id', detail: '1 to 64 of A-Z a-z 0-9 _ -' });
       const view = await deps.transfers.byClientOrderId(userId, q.client_order_id);
       views = view === null ? [] : [view];
     } else {

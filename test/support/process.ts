@@ -8,10 +8,9 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLUSTER_LOCATION_FILE, livePostmasterPid, startEmbeddedPg, type EmbeddedPg } from '../../src/db/embedded-pg.js';
+import { CLUSTER_LOCATION_FILE, DATABASE_NAME, ensureDatabase, livePostmasterPid, startEmbeddedPg, type EmbeddedPg } from '../../src/db/embedded-pg.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/jwt.js';
-import { DATABASE_NAME } from '../../src/service.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
 import { freePort } from './ports.js';
 import { TEST_JWT_SECRET, type Reply } from './service.js';
@@ -274,8 +273,7 @@ async function startOwnPg(mode: 'embedded' | 'external', dataDir: string): Promi
   const location = await fs.readFile(path.join(dir, CLUSTER_LOCATION_FILE), 'utf8').catch(() => null);
   const pgData = path.join(location?.trim() ?? dir, 'pg');
   livePgData.add(pgData);
-  const admin = openSql(server.url('postgres'), { max: 1, application: 'test-admin' });
-  await admin.unsafe(`CREATE DATABASE ${DATABASE_NAME}`).finally(() => admin.end({ timeout: 5 }));
+  await ensureDatabase(server, DATABASE_NAME);
   if (mode === 'embedded') await server.stop();
   const pg: OwnPg = {
     mode,
