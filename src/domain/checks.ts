@@ -17,6 +17,16 @@ export function isUserId(value: unknown): value is bigint {
   return typeof value === 'bigint' && value > 0n && value <= USER_ID_MAX;
 }
 
+/** A user id as text at the edge: decimal, no sign, no leading zero, at most 19 digits. */
+export const USER_ID_TEXT = /^[1-9][0-9]{0,18}$/;
+
+/** The user id a decimal text names (1 to 2^63−1), or null when it names none. */
+export function parseUserId(text: string): bigint | null {
+  if (!USER_ID_TEXT.test(text)) return null;
+  const id = BigInt(text);
+  return isUserId(id) ? id : null;
+}
+
 export function isReqId(value: unknown): value is string {
   return typeof value === 'string' && ULID.test(value);
 }

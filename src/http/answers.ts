@@ -3,7 +3,7 @@
 // answers against the document built from these.
 
 import * as v from 'valibot';
-import { ASSET_SYMBOL, KEY, ULID } from '../domain/checks.js';
+import { ASSET_SYMBOL, KEY, ULID, USER_ID_TEXT } from '../domain/checks.js';
 import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES } from '../domain/types.js';
 import { ERROR_CODES } from './errors.js';
@@ -12,7 +12,7 @@ const decimalText = v.pipe(v.string(), v.regex(/^(0|[1-9][0-9]*)(\.[0-9]+)?$/), 
 const unitsText = v.pipe(v.string(), v.regex(/^-?(0|[1-9][0-9]*)$/), v.description('Integer string in the asset\'s smallest units'));
 const time = v.pipe(v.string(), v.isoTimestamp());
 const reqId = v.pipe(v.string(), v.regex(ULID), v.description('Server-generated ULID'));
-const userIdText = v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,18}$/), v.description('User id in decimal, 1 to 2^63−1'));
+const userIdText = v.pipe(v.string(), v.regex(USER_ID_TEXT), v.description('User id in decimal, 1 to 2^63−1'));
 const assetSymbol = v.pipe(v.string(), v.regex(ASSET_SYMBOL));
 const stateName = v.picklist(STATE_NAMES as TransferStateName[]);
 const accountKind = v.picklist(ACCOUNT_KINDS);

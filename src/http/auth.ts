@@ -5,7 +5,7 @@
 // takes any `sub` as the operator's name (`ops-alice`), which it hands on as c.get('operator').
 
 import type { MiddlewareHandler } from 'hono';
-import { USER_ID_MAX } from '../domain/checks.js';
+import { parseUserId } from '../domain/checks.js';
 import { fail } from './errors.js';
 import type { Claims } from './jwt-claims.js';
 import type { TokenVerifier } from './token-verifier.js';
@@ -18,14 +18,13 @@ export type AuthEnv = { Variables: { claims: UserClaims } };
 export type AdminEnv = { Variables: { operator: string } };
 
 const BEARER = /^bearer +([A-Za-z0-9_.-]+) *$/i;
-const USER_ID_TEXT = /^[1-9][0-9]{0,18}$/;
 
 export function userAuth(opts: { tokens: TokenVerifier }): MiddlewareHandler<AuthEnv> {
   const verified = new VerifiedTokens({ verify: (token, nowS) => opts.tokens.verify(token, nowS) });
   return async function userAuthMiddleware(c, next) {
     const claims = await bearerClaims(c.req.header('authorization'), verified);
     if (claims === null) return fail(c, 'UNAUTHORIZED');
-    const userId = userIdOf(claims.subject);
+    const userId = parseUserId(claims.subject);
     if (userId === null) return fail(c, 'UNAUTHORIZED');
     c.set('claims', { userId, role: claims.role, exp: claims.exp });
     await next();
@@ -50,11 +49,4 @@ async function bearerClaims(header: string | undefined, verified: VerifiedTokens
   if (match === null) return null;
   const result = await verified.verify(match[1] as string);
   return result.ok ? result.claims : null;
-}
-
-/** A user id in decimal within range, or null. */
-export function userIdOf(subject: string): bigint | null {
-  if (!USER_ID_TEXT.test(subject)) return null;
-  const id = BigInt(subject);
-  return id > USER_ID_MAX ? null : id;
 }

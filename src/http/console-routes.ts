@@ -4,7 +4,7 @@
 
 import type { Hono } from 'hono';
 import type { TransferView } from '../coordinator/types.js';
-import { isClientOrderId, isReqId, isUserId } from '../domain/checks.js';
+import { isClientOrderId, isReqId, parseUserId } from '../domain/checks.js';
 import { isTerminal, STATE_NAMES } from '../domain/fsm.js';
 import { formatAmount } from '../domain/money.js';
 import { adminTransfersJson } from './admin-views.js';
@@ -50,8 +50,8 @@ export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void 
       return c.json({ transfers: await adminTransfersJson(deps, view === null ? [] : [view]) });
     }
     if (q.user_id === undefined) return fail(c, 'INVALID_REQUEST', { field: 'user_id', detail: 'give req_id, or user_id with an optional client_order_id' });
-    const userId = /^[1-9][0-9]{0,19}$/.test(q.user_id) ? BigInt(q.user_id) : null;
-    if (userId === null || !isUserId(userId)) return fail(c, 'INVALID_USER', { field: 'user_id' });
+    const userId = parseUserId(q.user_id);
+    if (userId === null) return fail(c, 'INVALID_USER', { field: 'user_id' });
     const limit = q.limit === undefined ? SEARCH_LIMIT_DEFAULT : /^[1-9][0-9]?$/.test(q.limit) && Number(q.limit) <= SEARCH_LIMIT_MAX ? Number(q.limit) : null;
     if (limit === null) return fail(c, 'INVALID_REQUEST', { field: 'limit', detail: `1 to ${SEARCH_LIMIT_MAX}` });
     let views: readonly TransferView[];

@@ -1,7 +1,7 @@
 // Query and path parameters of the OpenAPI document, typed with the bounds and patterns the
 // routes enforce (each constant is imported from the route that checks it).
 
-import { ASSET_SYMBOL, KEY, ULID } from '../domain/checks.js';
+import { ASSET_SYMBOL, KEY, ULID, USER_ID_TEXT } from '../domain/checks.js';
 import { STATE_NAMES } from '../domain/fsm.js';
 import { AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX } from './audit-routes.js';
 import { SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX } from './console-routes.js';
@@ -39,7 +39,7 @@ export const unfinishedParams: Json[] = [query('stuck', { type: 'boolean', defau
 
 export const searchParams: Json[] = [
   query('req_id', { type: 'string', pattern: ULID.source }, 'Alone: the transfer with this req_id'),
-  query('user_id', { type: 'string', pattern: '^[1-9][0-9]{0,18}$' }, 'The user (1 to 2^63−1); alone, their newest transfers', '42'),
+  query('user_id', { type: 'string', pattern: USER_ID_TEXT.source }, 'The user (1 to 2^63−1); alone, their newest transfers', '42'),
   query('client_order_id', { type: 'string', pattern: KEY.source }, 'With user_id: the transfer with this client_order_id'),
   limit(SEARCH_LIMIT_MAX, SEARCH_LIMIT_DEFAULT),
 ];

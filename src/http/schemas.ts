@@ -3,7 +3,7 @@
 
 import * as v from 'valibot';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS, type AccountKind } from '../domain/types.js';
-import { isAssetSymbol, isClientOrderId } from '../domain/checks.js';
+import { isAssetSymbol, isClientOrderId, USER_ID_TEXT } from '../domain/checks.js';
 
 const assetSymbol = v.pipe(v.string('INVALID_ASSET'), v.check((s: string) => isAssetSymbol(s), 'INVALID_ASSET'));
 
@@ -47,7 +47,7 @@ export const TransferBody = v.pipe(
 );
 export type TransferBody = v.InferOutput<typeof TransferBody>;
 
-const userIdText = v.pipe(v.string('INVALID_USER'), v.regex(/^[1-9][0-9]{0,18}$/, 'INVALID_USER'));
+const userIdText = v.pipe(v.string('INVALID_USER'), v.regex(USER_ID_TEXT, 'INVALID_USER'));
 
 export const DepositBody = v.strictObject(
   {
