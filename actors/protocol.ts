@@ -126,10 +126,14 @@ export type UbsWorkerData = {
  * UBSCore's helper that reads every durable processed-set key into a filter off UBSCore's thread
  * (actors/ubscore-filter-worker.ts): its input, and its one answer, the filter's bits handed over.
  */
-export type UbsFilterWorkerData = { readonly walDir: string; readonly capacityKeys: number; readonly keysMin: number };
+export type UbsFilterWorkerData = {
+  readonly walDir: string;
+  readonly capacityKeys: number;
+  readonly keysMin: number;
+  /** Shared with UBSCore: set to 1 to stop the build; the thread then closes LMDB and exits. */
+  readonly stop: Int32Array<SharedArrayBuffer>;
+};
 export type UbsFilterEvent =
-  /** Its modules (lmdb's native addon among them) are loaded: from now on it may be terminated. */
-  | { readonly kind: 'filter.started' }
   | { readonly kind: 'filter.built'; readonly words: Uint32Array<ArrayBuffer>; readonly keys: number }
   | { readonly kind: 'filter.failed'; readonly message: string };
 

@@ -10,12 +10,19 @@ import { openWalDatabases } from '../wal/log.js';
 import { opKeyOfProcessedKey } from '../wal/processed-key.js';
 import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
 
-async function build(data: UbsFilterWorkerData): Promise<UbsFilterEvent> {
+/** Keys read between two looks at the stop flag. */
+const STOP_CHECK_EVERY_KEYS = 4_096;
+
+/** The filter of every durable key, or null when UBSCore asked the build to stop. */
+async function build(data: UbsFilterWorkerData): Promise<UbsFilterEvent | null> {
+  const stopped = () => Atomics.load(data.stop, 0) === 1;
+  if (stopped()) return null;
   const { env, processed } = openWalDatabases(data.walDir);
   try {
     const filter = new KeyFilter(data.capacityKeys, data.keysMin);
     let keys = 0;
     for (const key of processed.getKeys()) {
+      if (keys % STOP_CHECK_EVERY_KEYS === 0 && stopped()) return null;
       // The filter holds the ledger's names of entries, the text every lookup asks about.
       const opKey = opKeyOfProcessedKey(key);
       if (opKey === null) throw new Error(`processed key ${key.toString('hex')} names no operation`);
@@ -28,16 +35,19 @@ async function build(data: UbsFilterWorkerData): Promise<UbsFilterEvent> {
   }
 }
 
+/**
+ * This thread is never terminated: a terminate that lands inside one of lmdb's native calls (its
+ * addon's registration, an environment's open) aborts the whole process (FATAL ERROR napi_throw,
+ * lmdb 3.5.6). UBSCore sets the shared stop flag instead, and the thread ends by itself.
+ */
 function start(): void {
   const parent = parentPort;
   if (parent === null) throw new Error('ubscore-filter-worker must run in a worker thread');
   const data = workerData as UbsFilterWorkerData;
-  // Every import is evaluated by now, lmdb's native addon included: a terminate() that lands
-  // while a thread registers that addon aborts the whole process (napi_throw in a stopping
-  // environment, seen with lmdb 3.5.6), so UBSCore terminates this thread only after this.
-  parent.postMessage({ kind: 'filter.started' } satisfies UbsFilterEvent);
   build(data).then(
-    (event) => parent.postMessage(event, event.kind === 'filter.built' ? [event.words.buffer] : []),
+    (event) => {
+      if (event !== null) parent.postMessage(event, event.kind === 'filter.built' ? [event.words.buffer] : []);
+    },
     (error: unknown) => parent.postMessage({ kind: 'filter.failed', message: String(error) } satisfies UbsFilterEvent),
   );
 }

@@ -20,16 +20,16 @@ import type { WalLog } from '../wal/log.js';
 import { unreachable } from './protocol.js';
 import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
 
-/** How long close waits for a helper thread to exit (it loads its modules in tens of ms). */
+/** How long close waits for a helper thread to stop (it looks at its flag every few thousand keys). */
 const FILTER_EXIT_WAIT_MS = 5_000;
 /** A new filter is sized for this many times the keys it starts with, so it rebuilds rarely. */
 const FILTER_GROWTH = 2;
 
 /**
- * A build under way: its helper thread, and the keys decided meanwhile, in a filter of its size.
- * `started`: the thread has loaded its modules and may be terminated (see the worker).
+ * A build under way: its helper thread, the keys decided meanwhile in a filter of its size, and
+ * the flag that asks the thread to stop (it is never terminated: see the worker).
  */
-type Build = { readonly worker: Worker; readonly capacityKeys: number; readonly delta: KeyFilter; started: boolean };
+type Build = { readonly worker: Worker; readonly capacityKeys: number; readonly delta: KeyFilter; readonly stop: Int32Array<SharedArrayBuffer> };
 
 export type ProcessedStats = { readonly filterReady: boolean; readonly filterKeys: number; readonly filterCapacityKeys: number; readonly lmdbReads: number };
 
@@ -94,21 +94,22 @@ export class ProcessedSet {
     }
   }
 
-  /** Stops a build under way: called before the log closes. */
+  /**
+   * Stops a build under way and waits for its thread to end, bounded: called before the log
+   * closes. A thread that outlived UBSCore's own would be ended with it, maybe inside one of
+   * lmdb's native calls, which aborts the process.
+   */
   async close(): Promise<void> {
     this.closed = true;
     const build = this.build;
     this.build = null;
     if (build === null) return;
-    // A thread still loading its modules is terminated once it says it has (onEvent). Either
-    // way close waits for its exit, bounded: a thread that outlived UBSCore's own would be
-    // terminated with it, maybe while it registers lmdb's addon, which aborts the process.
+    Atomics.store(build.stop, 0, 1);
     // Referenced while waited for: the thread's event loop must not end under this wait.
     build.worker.ref();
     let timer: NodeJS.Timeout | undefined;
     const exited = new Promise<void>((resolve) => build.worker.once('exit', () => resolve()));
     const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, FILTER_EXIT_WAIT_MS)));
-    if (build.started) void build.worker.terminate();
     await Promise.race([exited, bound]);
     clearTimeout(timer);
   }
@@ -122,9 +123,10 @@ export class ProcessedSet {
     const capacityKeys = FILTER_GROWTH * keys;
     const delta = new KeyFilter(capacityKeys, this.filterKeysMin);
     for (const batch of this.pending) for (const key of batch.keys()) delta.add(key);
-    const workerData: UbsFilterWorkerData = { walDir: this.walDir, capacityKeys, keysMin: this.filterKeysMin };
+    const stop = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+    const workerData: UbsFilterWorkerData = { walDir: this.walDir, capacityKeys, keysMin: this.filterKeysMin, stop };
     const worker = new Worker(new URL('./ubscore-filter-worker.js', import.meta.url), { workerData });
-    const build: Build = { worker, capacityKeys, delta, started: false };
+    const build: Build = { worker, capacityKeys, delta, stop };
     worker.on('message', (event: UbsFilterEvent) => this.onEvent(build, event));
     worker.once('error', (error: Error) => this.onEvent(build, { kind: 'filter.failed', message: error.message }));
     // A helper still reading must not hold the process open when UBSCore stops.
@@ -133,12 +135,6 @@ export class ProcessedSet {
   }
 
   private onEvent(build: Build, event: UbsFilterEvent): void {
-    if (event.kind === 'filter.started') {
-      build.started = true;
-      // Closed (or replaced) while the thread loaded: it can be stopped safely now.
-      if (this.build !== build) void build.worker.terminate();
-      return;
-    }
     if (this.build !== build || this.closed) return;
     this.build = null;
     switch (event.kind) {
