@@ -6,7 +6,7 @@ import { deposit, transfer } from './support/funds.js';
 import { parseMetrics } from './support/prometheus.js';
 import { startTestService } from './support/service.js';
 
-test('metrics: transitions by from/to, finished totals and durations, unfinished by state, HTTP latency by route and status, mailbox depth, UBSCore, connections, every thread\'s runtime', async () => {
+test('metrics: transitions by from/to, finished totals and durations, unfinished by state, HTTP latency by route and status, mailbox depth, UBSCore, connections, every thread\'s runtime, GC series from the start', async () => {
   const svc = await startTestService({ RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0' });
   try {
     await deposit(svc, 1401n, 'FUNDING', 'USDT', '10', 'met-f');
@@ -56,6 +56,10 @@ test('metrics: transitions by from/to, finished totals and durations, unfinished
       assert.ok(m.get(`transfer_nodejs_heap_size_used_bytes{thread="${thread}"}`) !== undefined, `heap of ${thread}`);
       const elu = m.get(`transfer_nodejs_eventloop_utilization_ratio{thread="${thread}"}`);
       assert.ok(elu !== undefined && elu >= 0 && elu <= 1, `event-loop utilisation of ${thread}: ${elu}`);
+      // GC series exist from a thread's start, before its first collection of each kind (weakcb is rare).
+      for (const kind of ['major', 'minor', 'incremental', 'weakcb']) {
+        assert.ok(m.get(`transfer_nodejs_gc_duration_seconds_count{kind="${kind}",thread="${thread}"}`) !== undefined, `GC ${kind} of ${thread}`);
+      }
     }
     assert.is(m.samples.filter((s) => s.name === 'transfer_process_resident_memory_bytes').length, 1, 'process-wide series once, from the main thread');
     assert.ok(m.samples.every((s) => s.name.startsWith('transfer_')), 'one prefix for every series');

@@ -4,7 +4,10 @@
 // every thread of the process, so only the main thread keeps them.
 
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
-import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
+import { collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** The kinds prom-client's GC histogram labels its observations with. */
+const GC_KINDS = ['major', 'minor', 'incremental', 'weakcb'] as const;
 
 /** The shortest window the utilisation gauge measures over: scrapes closer together reuse the last value. */
 export const ELU_WINDOW_MS_MIN = 1_000;
@@ -17,9 +20,20 @@ export const ELU_WINDOW_MS_MIN = 1_000;
  */
 export function addRuntimeMetrics(registry: Registry, prefix: string, processWide: boolean): (name: string) => boolean {
   collectDefaultMetrics({ register: registry, prefix });
+  zeroGcSeries(registry, `${prefix}nodejs_gc_duration_seconds`);
   addUtilisationGauge(registry, `${prefix}nodejs_eventloop_utilization_ratio`);
   const processPrefix = `${prefix}process_`;
   return (name) => (name.startsWith(`${prefix}nodejs_active_`) && name.endsWith('_total')) || (!processWide && name.startsWith(processPrefix));
+}
+
+/**
+ * The GC histogram has a `kind` label, so it has no series until a thread's first collection of
+ * that kind: a young thread's scrape would lack the family the dashboard reads. Every kind starts at zero.
+ */
+function zeroGcSeries(registry: Registry, name: string): void {
+  const gc = registry.getSingleMetric(name);
+  if (!(gc instanceof Histogram)) throw new Error(`prom-client no longer registers ${name} as a histogram`);
+  for (const kind of GC_KINDS) gc.zero({ kind });
 }
 
 /** performance.eventLoopUtilization() over the time since the window before, read at collection; no timer. */
