@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test test-external test-browser drill build install clean backup restore migrate
+.PHONY: run test lint format test-external test-browser drill build install clean backup restore migrate
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
 run: build
@@ -13,6 +13,14 @@ run: build
 ## make test: the whole suite (uvu), on an embedded PostgreSQL the runner starts and stops
 test: build
 	node dist/test/run.js $(FILTER)
+
+## make lint: Biome checks the formatting and the lint rules, import boundaries and room sizes included (biome.json); writes nothing
+lint: $(INSTALL_STAMP)
+	node_modules/.bin/biome ci --error-on-warnings
+
+## make format: Biome formats the tree and applies its safe lint fixes
+format: $(INSTALL_STAMP)
+	node_modules/.bin/biome check --write
 
 ## make test-external: the suite and a short drill on Debian's system PostgreSQL (installed when missing) through DATABASE_URL
 test-external: build

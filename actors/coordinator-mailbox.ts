@@ -25,8 +25,10 @@ export class TransferMailbox {
   private flushQueued = false;
 
   constructor(private readonly opts: MailboxOptions) {
-    if (!Number.isInteger(opts.mailboxMax) || opts.mailboxMax < 1) throw new Error(`mailboxMax must be a positive integer, got ${opts.mailboxMax}`);
-    if (!Number.isInteger(opts.concurrencyMax) || opts.concurrencyMax < 1) throw new Error(`concurrencyMax must be a positive integer, got ${opts.concurrencyMax}`);
+    if (!Number.isInteger(opts.mailboxMax) || opts.mailboxMax < 1)
+      throw new Error(`mailboxMax must be a positive integer, got ${opts.mailboxMax}`);
+    if (!Number.isInteger(opts.concurrencyMax) || opts.concurrencyMax < 1)
+      throw new Error(`concurrencyMax must be a positive integer, got ${opts.concurrencyMax}`);
   }
 
   /** Transfers waiting for the shard, not yet sent. */
@@ -76,7 +78,7 @@ export class TransferMailbox {
       const message = typeof answers === 'string' ? answers : `the shard answered ${answers.length} of ${batch.length} transfers`;
       for (const w of batch) w.resolve({ kind: 'error', message });
     } else {
-      batch.forEach((w, i) => w.resolve(answers[i] as SubmitAnswer));
+      for (const [i, w] of batch.entries()) w.resolve(answers[i] as SubmitAnswer);
     }
     this.flush();
   }

@@ -46,13 +46,19 @@ export class CoordinatorPools {
     private readonly mailboxMax: number,
     concurrencyMax: number,
   ) {
-    this.mailboxes = pools.map((_pool, shard) => new TransferMailbox({ mailboxMax, concurrencyMax, send: (transfers) => this.submitMany(shard, transfers) }));
+    this.mailboxes = pools.map(
+      (_pool, shard) => new TransferMailbox({ mailboxMax, concurrencyMax, send: (transfers) => this.submitMany(shard, transfers) }),
+    );
   }
 
   static async start(opts: PoolOptions): Promise<CoordinatorPools> {
     const pools: Piscina[] = [];
     for (let shard = 0; shard < opts.shards; shard += 1) {
-      const data: CoordinatorWorkerData = { config: { ...opts.base, shard, shards: opts.shards }, logLevel: opts.logLevel, logFormat: opts.logFormat };
+      const data: CoordinatorWorkerData = {
+        config: { ...opts.base, shard, shards: opts.shards },
+        logLevel: opts.logLevel,
+        logFormat: opts.logFormat,
+      };
       const pool = new Piscina({
         filename: new URL('./coordinator-worker.js', import.meta.url).href,
         minThreads: 1,
@@ -162,7 +168,9 @@ export class CoordinatorPools {
     await Promise.all(
       this.pools.map(async (pool, shard) => {
         const task: CoordinatorTask = { kind: 'coord.halt', state };
-        const result = (await pool.run(task).catch((error: unknown) => ({ kind: 'coord.error', message: String(error) }))) as CoordinatorResult;
+        const result = (await pool
+          .run(task)
+          .catch((error: unknown) => ({ kind: 'coord.error', message: String(error) }))) as CoordinatorResult;
         if (result.kind !== 'coord.done') failed.push(`shard ${shard}: ${result.kind === 'coord.error' ? result.message : result.kind}`);
       }),
     );

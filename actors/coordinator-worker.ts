@@ -13,7 +13,14 @@ import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import type { Registry } from '../src/metrics/registry.js';
 import type { NewTransfer } from '../src/coordinator/types.js';
-import { SUBMIT_BATCH_MAX, unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData, type SubmitAnswer } from './protocol.js';
+import {
+  SUBMIT_BATCH_MAX,
+  unreachable,
+  type CoordinatorResult,
+  type CoordinatorTask,
+  type CoordinatorWorkerData,
+  type SubmitAnswer,
+} from './protocol.js';
 import { UbsClient } from './ubscore-client.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
@@ -55,7 +62,10 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       return await metricsOf(runningOf());
     case 'coord.halt':
       runningOf().halt.set(task.state);
-      log.warn(task.state === null ? 'service resumed: new transfers accepted' : 'service halted: new transfers refused', { shard: config.shard, reason: task.state?.reason ?? null });
+      log.warn(task.state === null ? 'service resumed: new transfers accepted' : 'service halted: new transfers refused', {
+        shard: config.shard,
+        reason: task.state?.reason ?? null,
+      });
       return { kind: 'coord.done' };
     case 'coord.assets_changed':
       runningOf().assets.invalidate();
@@ -74,14 +84,16 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
  * answers each in its place. One transfer's exception is that transfer's error, not the batch's.
  */
 async function submitMany(transfers: readonly NewTransfer[]): Promise<CoordinatorResult> {
-  if (transfers.length === 0 || transfers.length > SUBMIT_BATCH_MAX) return { kind: 'coord.error', message: `a submit batch holds 1 to ${SUBMIT_BATCH_MAX} transfers, got ${transfers.length}` };
+  if (transfers.length === 0 || transfers.length > SUBMIT_BATCH_MAX)
+    return { kind: 'coord.error', message: `a submit batch holds 1 to ${SUBMIT_BATCH_MAX} transfers, got ${transfers.length}` };
   const shard = shardOf();
   const answers = await Promise.all(
-    transfers.map((t): Promise<SubmitAnswer> =>
-      shard.submit(t).catch((error: unknown) => {
-        log.error('coordinator submit failed', { req_id: t.reqId, error: error instanceof Error ? error.stack : String(error) });
-        return { kind: 'error', message: error instanceof Error ? error.message : String(error) };
-      }),
+    transfers.map(
+      (t): Promise<SubmitAnswer> =>
+        shard.submit(t).catch((error: unknown) => {
+          log.error('coordinator submit failed', { req_id: t.reqId, error: error instanceof Error ? error.stack : String(error) });
+          return { kind: 'error', message: error instanceof Error ? error.message : String(error) };
+        }),
     ),
   );
   return { kind: 'coord.submitted', answers };
@@ -89,7 +101,11 @@ async function submitMany(transfers: readonly NewTransfer[]): Promise<Coordinato
 
 async function init(port: MessagePort): Promise<CoordinatorResult> {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
-  const sql = openSql(config.databaseUrl, { max: config.pgPoolMax, application: `coordinator-${config.shard}`, timeouts: config.pgTimeouts });
+  const sql = openSql(config.databaseUrl, {
+    max: config.pgPoolMax,
+    application: `coordinator-${config.shard}`,
+    timeouts: config.pgTimeouts,
+  });
   const ubs = new UbsClient(port, {});
   const { shard, assets, limits, metrics, halt } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
   // The stored halt is read before the first transfer is taken: a start while halted refuses.
@@ -105,7 +121,12 @@ async function init(port: MessagePort): Promise<CoordinatorResult> {
 
 /** The shard's registry as values (its `shard` label set by compose), plus whether this thread refuses new transfers now (MON-003). */
 async function metricsOf(r: Running): Promise<CoordinatorResult> {
-  r.metrics.set('transfer_coordinator_halted', 'Whether this coordinator shard refuses new transfers because the service is halted (1) or not (0)', {}, r.halt.current === null ? 0 : 1);
+  r.metrics.set(
+    'transfer_coordinator_halted',
+    'Whether this coordinator shard refuses new transfers because the service is halted (1) or not (0)',
+    {},
+    r.halt.current === null ? 0 : 1,
+  );
   return { kind: 'coord.metrics', families: await r.metrics.json() };
 }
 

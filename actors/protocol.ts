@@ -20,7 +20,12 @@ export type UbsRequest = { readonly id: number; readonly command: UbsCommand };
  * `count` requests in arrival order: keyed operations packed in `bytes` (actors/ubscore-wire.ts), any
  * other command as an object of `others`, its place in the order marked in `bytes`.
  */
-export type UbsPortMessage = { readonly kind: 'ubs.requests'; readonly count: number; readonly bytes: Uint8Array<ArrayBuffer>; readonly others: readonly UbsRequest[] };
+export type UbsPortMessage = {
+  readonly kind: 'ubs.requests';
+  readonly count: number;
+  readonly bytes: Uint8Array<ArrayBuffer>;
+  readonly others: readonly UbsRequest[];
+};
 /**
  * `results[i]` answers the request `ids[i]`. Common results are shared objects, which a clone
  * writes once per message.
@@ -40,7 +45,13 @@ export type UbsParentEvent =
    * `snapshotSeq` is the snapshot the ledger was loaded from (0 for none) and `snapshotLoadMs` the
    * time to read, verify and load it; `replayMs` is the time to replay the WAL records after it.
    */
-  | { readonly kind: 'ubs.ready'; readonly replayedRecords: number; readonly replayMs: number; readonly snapshotSeq: number; readonly snapshotLoadMs: number }
+  | {
+      readonly kind: 'ubs.ready';
+      readonly replayedRecords: number;
+      readonly replayMs: number;
+      readonly snapshotSeq: number;
+      readonly snapshotLoadMs: number;
+    }
   | { readonly kind: 'ubs.fatal'; readonly message: string }
   /**
    * A WAL write failed (a full disk, say): RAM was thrown away and is being rebuilt from disk,
@@ -77,9 +88,7 @@ export type UbsMetricsOutcome =
   | { readonly kind: 'metrics'; readonly families: readonly MetricFamily[] }
   | { readonly kind: 'failed'; readonly message: string };
 
-export type UbsPauseOutcome =
-  | { readonly kind: 'paused'; readonly walSeq: number }
-  | { readonly kind: 'refused'; readonly reason: string };
+export type UbsPauseOutcome = { readonly kind: 'paused'; readonly walSeq: number } | { readonly kind: 'refused'; readonly reason: string };
 export type UbsCopyOutcome =
   | { readonly kind: 'copied'; readonly walSeq: number; readonly ledgerId: string | null; readonly copyMs: number }
   | { readonly kind: 'refused'; readonly reason: string };

@@ -27,7 +27,17 @@ import type { WalBatch } from '../wal/block.js';
 import { commitFailure, diskShortfall, overflowedHeap } from '../wal/disk.js';
 import { readLedgerId } from '../wal/meta.js';
 import { unreachable } from './protocol.js';
-import type { UbsCommand, UbsCopyOutcome, UbsMetricsOutcome, UbsParentEvent, UbsPauseOutcome, UbsPortMessage, UbsResult, UbsResumeOutcome, UbsStats } from './protocol.js';
+import type {
+  UbsCommand,
+  UbsCopyOutcome,
+  UbsMetricsOutcome,
+  UbsParentEvent,
+  UbsPauseOutcome,
+  UbsPortMessage,
+  UbsResult,
+  UbsResumeOutcome,
+  UbsStats,
+} from './protocol.js';
 import { PauseGate } from './ubscore-pause.js';
 import { DiskRecovery, probeWalDir } from './ubscore-recovery.js';
 import { describeError as describe } from './ubscore-snapshotter.js';
@@ -271,7 +281,12 @@ export class UbsActor {
       else this.notifyDrained();
       return;
     }
-    this.startWrite(() => this.write(batch), () => this.onDurable(batch), 'WAL write', batch);
+    this.startWrite(
+      () => this.write(batch),
+      () => this.onDurable(batch),
+      'WAL write',
+      batch,
+    );
   }
 
   /** `batch` is the batch being written, or null for a maintenance write. */
@@ -300,8 +315,20 @@ export class UbsActor {
     if (wal === null) return Promise.resolve();
     const started = performance.now();
     return this.state.log.appendBatch(wal).then(() => {
-      this.metrics.observe('transfer_ubscore_wal_sync_seconds', 'Time from submitting a WAL batch to LMDB until it is durable', WAL_SYNC_BUCKETS_S, {}, (performance.now() - started) / 1000);
-      this.metrics.observe('transfer_ubscore_wal_batch_records', 'WAL records per group commit (one sync each)', BATCH_RECORDS_BUCKETS, {}, wal.lastSeq - wal.firstSeq + 1);
+      this.metrics.observe(
+        'transfer_ubscore_wal_sync_seconds',
+        'Time from submitting a WAL batch to LMDB until it is durable',
+        WAL_SYNC_BUCKETS_S,
+        {},
+        (performance.now() - started) / 1000,
+      );
+      this.metrics.observe(
+        'transfer_ubscore_wal_batch_records',
+        'WAL records per group commit (one sync each)',
+        BATCH_RECORDS_BUCKETS,
+        {},
+        wal.lastSeq - wal.firstSeq + 1,
+      );
     });
   }
 
@@ -348,15 +375,21 @@ export class UbsActor {
       log: (line) => console.error(line),
     });
     this.degraded = { since, recovery };
-    for (const failed of undurable) for (const [port, replies] of failed.replies) postReplies(port, { ids: replies.ids, results: replies.ids.map(() => WRITE_FAILED) });
+    for (const failed of undurable)
+      for (const [port, replies] of failed.replies) postReplies(port, { ids: replies.ids, results: replies.ids.map(() => WRITE_FAILED) });
     void commitFailure(error).then((failure) => {
       const reason = `${label} failed: ${failure.message} (code ${String(failure.code)})`;
       // lmdb-js overflowed a heap buffer reporting this failure: nothing in this process can be trusted.
       if (overflowedHeap(failure)) {
-        this.fatal(`${reason}; lmdb-js overflows its heap reporting a failed page write, so the process stops and the restart replays the durable WAL`);
+        this.fatal(
+          `${reason}; lmdb-js overflows its heap reporting a failed page write, so the process stops and the restart replays the durable WAL`,
+        );
         return;
       }
-      logger.critical('UBSCore cannot write its WAL: RAM is rebuilt from disk and every command is answered unavailable until a probe write succeeds', { reason, commands_unanswered: undurable.reduce((n, b) => n + b.commands, 0) });
+      logger.critical(
+        'UBSCore cannot write its WAL: RAM is rebuilt from disk and every command is answered unavailable until a probe write succeeds',
+        { reason, commands_unanswered: undurable.reduce((n, b) => n + b.commands, 0) },
+      );
       this.hooks.post({ kind: 'ubs.degraded', reason, since });
       // A close under way waits for no recovery: it closes what is durable.
       if (this.closing === null) recovery.start();
@@ -375,7 +408,9 @@ export class UbsActor {
     this.state = this.hooks.reopen();
     this.durableSeq = this.state.ledger.lastSeq;
     const { snapshotSeq, replayedRecords } = this.state.restored;
-    console.error(`ubscore: state rebuilt from disk: snapshot seq ${snapshotSeq}, ${replayedRecords} WAL records replayed, durable seq ${this.durableSeq}`);
+    console.error(
+      `ubscore: state rebuilt from disk: snapshot seq ${snapshotSeq}, ${replayedRecords} WAL records replayed, durable seq ${this.durableSeq}`,
+    );
   }
 
   private onRecovered(since: number, attempts: number): void {
@@ -405,7 +440,8 @@ export class UbsActor {
    * is then exactly the ledger's, and stays so until `resume` (or the time limit).
    */
   async pause(pauseMsMax: number): Promise<UbsPauseOutcome> {
-    if (this.closing !== null || this.failed || this.degraded !== null) return { kind: 'refused', reason: 'UBSCore is closing, failed, or cannot write its WAL' };
+    if (this.closing !== null || this.failed || this.degraded !== null)
+      return { kind: 'refused', reason: 'UBSCore is closing, failed, or cannot write its WAL' };
     if (this.gate.paused) return { kind: 'refused', reason: 'UBSCore is already paused by another backup' };
     this.gate.start(pauseMsMax, () => {
       console.error(`ubscore: a backup pause lifted by itself after ${pauseMsMax} ms`);
@@ -415,9 +451,11 @@ export class UbsActor {
       this.drainWaiters.push(resolve);
       this.pump();
     });
-    if (this.failed || this.degraded !== null || !this.gate.paused) return { kind: 'refused', reason: 'UBSCore failed, or the pause lifted, before every decided command was durable' };
+    if (this.failed || this.degraded !== null || !this.gate.paused)
+      return { kind: 'refused', reason: 'UBSCore failed, or the pause lifted, before every decided command was durable' };
     // Pair assertion: nothing decided is waiting for the writer.
-    if (this.durableSeq !== this.state.ledger.lastSeq) throw new Error(`ubscore: paused at durable seq ${this.durableSeq} with the ledger at ${this.state.ledger.lastSeq}`);
+    if (this.durableSeq !== this.state.ledger.lastSeq)
+      throw new Error(`ubscore: paused at durable seq ${this.durableSeq} with the ledger at ${this.state.ledger.lastSeq}`);
     return { kind: 'paused', walSeq: this.durableSeq };
   }
 
@@ -478,4 +516,3 @@ export class UbsActor {
     return { closed: true };
   }
 }
-

@@ -44,7 +44,12 @@ type Waiter = { readonly resolve: Resolve; readonly group: TimeoutGroup };
 function isPortReply(message: unknown): message is UbsPortReply {
   if (typeof message !== 'object' || message === null) return false;
   const candidate = message as { kind?: unknown; ids?: unknown; results?: unknown };
-  return candidate.kind === 'ubs.replies' && candidate.ids instanceof Float64Array && Array.isArray(candidate.results) && candidate.ids.length === candidate.results.length;
+  return (
+    candidate.kind === 'ubs.replies' &&
+    candidate.ids instanceof Float64Array &&
+    Array.isArray(candidate.results) &&
+    candidate.ids.length === candidate.results.length
+  );
 }
 
 export class UbsClient {
@@ -65,7 +70,8 @@ export class UbsClient {
     const batchMax = opts.batchMax ?? UBS_CLIENT_BATCH_MAX_DEFAULT;
     const inFlightMax = opts.inFlightMax ?? UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT;
     if (!Number.isSafeInteger(batchMax) || batchMax < 1) throw new Error(`UbsClient: batchMax must be a positive integer, got ${batchMax}`);
-    if (!Number.isSafeInteger(inFlightMax) || inFlightMax < 1) throw new Error(`UbsClient: inFlightMax must be a positive integer, got ${inFlightMax}`);
+    if (!Number.isSafeInteger(inFlightMax) || inFlightMax < 1)
+      throw new Error(`UbsClient: inFlightMax must be a positive integer, got ${inFlightMax}`);
     this.batchMax = batchMax;
     this.inFlightMax = inFlightMax;
     port.on('message', (message: unknown) => this.onMessage(message));
@@ -191,15 +197,30 @@ export type UbsCoreHandle = {
 export type UbsHealthEvent = Extract<UbsParentEvent, { kind: 'ubs.degraded' | 'ubs.recovered' | 'ubs.fatal' }>;
 
 /** What the core reports once ready: the snapshot it loaded (seq 0 for none) and the WAL tail replayed after it. */
-export type UbsReady = { readonly replayedRecords: number; readonly replayMs: number; readonly snapshotSeq: number; readonly snapshotLoadMs: number };
+export type UbsReady = {
+  readonly replayedRecords: number;
+  readonly replayMs: number;
+  readonly snapshotSeq: number;
+  readonly snapshotLoadMs: number;
+};
 
 /**
  * Starts the UBSCore thread and waits until its snapshot is loaded and its WAL replayed; rejects
  * if it cannot start. The snapshot options are UbsWorkerData's; omitted ones take the defaults.
  */
-export async function startUbsCore(opts: UbsWorkerData, onEvent: (event: UbsHealthEvent) => void = () => undefined): Promise<UbsCoreHandle> {
+export async function startUbsCore(
+  opts: UbsWorkerData,
+  onEvent: (event: UbsHealthEvent) => void = () => undefined,
+): Promise<UbsCoreHandle> {
   const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes } = opts;
-  const workerData: UbsWorkerData = { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes };
+  const workerData: UbsWorkerData = {
+    walDir,
+    batchMax,
+    snapshotEveryRecords,
+    closeSnapshotRecordsMin,
+    snapshotSliceAccounts,
+    diskReserveBytes,
+  };
   const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
   const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData, resourceLimits });
   const ready = await waitForReady(worker);
@@ -244,7 +265,12 @@ function waitForReady(worker: Worker): Promise<UbsReady> {
       cleanUp();
       switch (event.kind) {
         case 'ubs.ready':
-          resolve({ replayedRecords: event.replayedRecords, replayMs: event.replayMs, snapshotSeq: event.snapshotSeq, snapshotLoadMs: event.snapshotLoadMs });
+          resolve({
+            replayedRecords: event.replayedRecords,
+            replayMs: event.replayMs,
+            snapshotSeq: event.snapshotSeq,
+            snapshotLoadMs: event.snapshotLoadMs,
+          });
           break;
         case 'ubs.fatal':
           reject(new Error(event.message));

@@ -27,7 +27,8 @@ export class PauseGate {
   /** Starts a pause that calls `onExpire` after `pauseMs` unless released first. */
   start(pauseMs: number, onExpire: () => void): void {
     if (this.held !== null) throw new Error('ubscore: pause while paused');
-    if (!Number.isSafeInteger(pauseMs) || pauseMs < 1 || pauseMs > PAUSE_MS_MAX) throw new Error(`ubscore: pause of ${pauseMs} ms is outside 1..${PAUSE_MS_MAX}`);
+    if (!Number.isSafeInteger(pauseMs) || pauseMs < 1 || pauseMs > PAUSE_MS_MAX)
+      throw new Error(`ubscore: pause of ${pauseMs} ms is outside 1..${PAUSE_MS_MAX}`);
     this.held = [];
     this.expiredLast = false;
     this.timer = setTimeout(() => {

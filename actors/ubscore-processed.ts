@@ -29,9 +29,19 @@ const FILTER_GROWTH = 2;
  * A build under way: its helper thread, the keys decided meanwhile in a filter of its size, and
  * the flag that asks the thread to stop (it is never terminated: see the worker).
  */
-type Build = { readonly worker: Worker; readonly capacityKeys: number; readonly delta: KeyFilter; readonly stop: Int32Array<SharedArrayBuffer> };
+type Build = {
+  readonly worker: Worker;
+  readonly capacityKeys: number;
+  readonly delta: KeyFilter;
+  readonly stop: Int32Array<SharedArrayBuffer>;
+};
 
-export type ProcessedStats = { readonly filterReady: boolean; readonly filterKeys: number; readonly filterCapacityKeys: number; readonly lmdbReads: number };
+export type ProcessedStats = {
+  readonly filterReady: boolean;
+  readonly filterKeys: number;
+  readonly filterCapacityKeys: number;
+  readonly lmdbReads: number;
+};
 
 export class ProcessedSet {
   /**
@@ -75,7 +85,8 @@ export class ProcessedSet {
     if (filter === null) return;
     filter.add(opKey);
     // Past its capacity the filter still holds every key, but says "maybe" more often.
-    if (this.build === null && filter.count > filter.capacityKeys && filter.capacityKeys < KEY_FILTER_KEYS_MAX) this.startBuild(filter.count);
+    if (this.build === null && filter.count > filter.capacityKeys && filter.capacityKeys < KEY_FILTER_KEYS_MAX)
+      this.startBuild(filter.count);
   }
 
   /** The open batch is sealed: the entries added from now on belong to the next one. */
@@ -90,7 +101,9 @@ export class ProcessedSet {
   settle(entries: readonly ProcessedWrite[]): void {
     const oldest = this.pending.length > 1 ? this.pending.shift() : undefined;
     if (oldest === undefined || oldest.size !== entries.length) {
-      throw new Error(`ubscore: a durable batch wrote ${entries.length} processed entries, its pending map holds ${oldest?.size ?? 'none'}`);
+      throw new Error(
+        `ubscore: a durable batch wrote ${entries.length} processed entries, its pending map holds ${oldest?.size ?? 'none'}`,
+      );
     }
   }
 
@@ -116,7 +129,12 @@ export class ProcessedSet {
 
   stats(): ProcessedStats {
     const filter = this.filter;
-    return { filterReady: filter !== null, filterKeys: filter?.count ?? 0, filterCapacityKeys: filter?.capacityKeys ?? 0, lmdbReads: this.lmdbReads };
+    return {
+      filterReady: filter !== null,
+      filterKeys: filter?.count ?? 0,
+      filterCapacityKeys: filter?.capacityKeys ?? 0,
+      lmdbReads: this.lmdbReads,
+    };
   }
 
   private startBuild(keys: number): void {

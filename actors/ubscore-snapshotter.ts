@@ -49,9 +49,16 @@ export class Snapshotter {
   }
 
   stats(): UbsStats['snapshots'] {
-    const pendingSeq = this.phase.kind === 'encoding' ? this.phase.capture.seq : this.phase.kind === 'ready' ? this.phase.snapshot.info.seq : null;
+    const pendingSeq =
+      this.phase.kind === 'encoding' ? this.phase.capture.seq : this.phase.kind === 'ready' ? this.phase.snapshot.info.seq : null;
     if (this.newestSeq === 0 && pendingSeq === null) return undefined;
-    return { written: this.written, seq: this.newestSeq, pendingSeq, walPrunedThroughSeq: this.log.prunedThroughSeq(), sliceMsMax: this.sliceMsMax };
+    return {
+      written: this.written,
+      seq: this.newestSeq,
+      pendingSeq,
+      walPrunedThroughSeq: this.log.prunedThroughSeq(),
+      sliceMsMax: this.sliceMsMax,
+    };
   }
 
   /**
@@ -120,7 +127,9 @@ export class Snapshotter {
     // snapshot covers are durable, and a read of the log on disk already finds the last of them.
     const onDisk = this.log.lastSeq();
     if (seq > durableSeq || seq > onDisk) {
-      throw new Error(`ubscore: snapshot at seq ${seq} submitted before its records are durable (durable ${durableSeq}, on disk ${onDisk})`);
+      throw new Error(
+        `ubscore: snapshot at seq ${seq} submitted before its records are durable (durable ${durableSeq}, on disk ${onDisk})`,
+      );
     }
     await this.store.write(snapshot);
     this.newestSeq = seq;
@@ -172,4 +181,3 @@ export class Snapshotter {
     await this.writeSnapshot(this.finishEncoding(capture, encoder), durableSeq);
   }
 }
-

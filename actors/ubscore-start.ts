@@ -50,10 +50,34 @@ export function readWorkerData(data: unknown): UbsOptions {
   return {
     walDir,
     batchMax,
-    snapshotEveryRecords: optionalCount(candidate.snapshotEveryRecords, 'snapshotEveryRecords', UBS_SNAPSHOT_EVERY_RECORDS_DEFAULT, 0, UBS_SNAPSHOT_RECORDS_MAX),
-    closeSnapshotRecordsMin: optionalCount(candidate.closeSnapshotRecordsMin, 'closeSnapshotRecordsMin', UBS_CLOSE_SNAPSHOT_RECORDS_MIN_DEFAULT, 1, UBS_SNAPSHOT_RECORDS_MAX),
-    snapshotSliceAccounts: optionalCount(candidate.snapshotSliceAccounts, 'snapshotSliceAccounts', UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT, 1, UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX),
-    diskReserveBytes: optionalCount(candidate.diskReserveBytes, 'diskReserveBytes', UBS_DISK_RESERVE_BYTES_DEFAULT, 0, UBS_DISK_RESERVE_BYTES_MAX),
+    snapshotEveryRecords: optionalCount(
+      candidate.snapshotEveryRecords,
+      'snapshotEveryRecords',
+      UBS_SNAPSHOT_EVERY_RECORDS_DEFAULT,
+      0,
+      UBS_SNAPSHOT_RECORDS_MAX,
+    ),
+    closeSnapshotRecordsMin: optionalCount(
+      candidate.closeSnapshotRecordsMin,
+      'closeSnapshotRecordsMin',
+      UBS_CLOSE_SNAPSHOT_RECORDS_MIN_DEFAULT,
+      1,
+      UBS_SNAPSHOT_RECORDS_MAX,
+    ),
+    snapshotSliceAccounts: optionalCount(
+      candidate.snapshotSliceAccounts,
+      'snapshotSliceAccounts',
+      UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT,
+      1,
+      UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX,
+    ),
+    diskReserveBytes: optionalCount(
+      candidate.diskReserveBytes,
+      'diskReserveBytes',
+      UBS_DISK_RESERVE_BYTES_DEFAULT,
+      0,
+      UBS_DISK_RESERVE_BYTES_MAX,
+    ),
   };
 }
 
@@ -67,13 +91,20 @@ function loadSnapshot(store: SnapshotStore, prunedThrough: number): { ledger: Sp
   for (const seq of [...store.seqs(), 0]) {
     if (seq < prunedThrough) {
       const problem = damage ?? `no snapshot covers the WAL records through seq ${prunedThrough}, which were pruned`;
-      throw new Error(`ubscore: ${problem}; the WAL is pruned through seq ${prunedThrough}, so no older state can be completed: refusing to start`);
+      throw new Error(
+        `ubscore: ${problem}; the WAL is pruned through seq ${prunedThrough}, so no older state can be completed: refusing to start`,
+      );
     }
     const ledger = new SpotLedger();
-    const loaded = seq === 0 ? null : store.load(seq, (userId, asset, available, status) => ledger.restoreAccount(userId, asset, available, status));
+    const loaded =
+      seq === 0 ? null : store.load(seq, (userId, asset, available, status) => ledger.restoreAccount(userId, asset, available, status));
     if (loaded === null || loaded.ok) {
       if (loaded !== null) ledger.finishRestore(seq, loaded.record.accountCount);
-      if (damage !== null) logger.critical('UBSCore fell back past a corrupt snapshot; every WAL record after the one used is present', { used_seq: seq, damage });
+      if (damage !== null)
+        logger.critical('UBSCore fell back past a corrupt snapshot; every WAL record after the one used is present', {
+          used_seq: seq,
+          damage,
+        });
       return { ledger, seq };
     }
     damage ??= `the newest snapshot, at seq ${seq}, is corrupt: ${loaded.reason}`;
@@ -93,7 +124,13 @@ function replayInto(ledger: SpotLedger, wal: WalLog): number {
   return replayed;
 }
 
-export type Restored = { readonly ledger: SpotLedger; readonly snapshotSeq: number; readonly snapshotLoadMs: number; readonly replayedRecords: number; readonly replayMs: number };
+export type Restored = {
+  readonly ledger: SpotLedger;
+  readonly snapshotSeq: number;
+  readonly snapshotLoadMs: number;
+  readonly replayedRecords: number;
+  readonly replayMs: number;
+};
 
 export function restore(wal: WalLog, store: SnapshotStore): Restored {
   const started = performance.now();

@@ -57,7 +57,13 @@ function start(): void {
     const hooks = { wake: () => actor?.wake(), die };
     const state = openCoreState(options, hooks);
     const reopen = () => openCoreState(options, hooks);
-    actor = new UbsActor(state, options.batchMax, { onFatal: die, post, reopen, walDir: options.walDir, diskReserveBytes: options.diskReserveBytes });
+    actor = new UbsActor(state, options.batchMax, {
+      onFatal: die,
+      post,
+      reopen,
+      walDir: options.walDir,
+      diskReserveBytes: options.diskReserveBytes,
+    });
     const ready = actor;
     parent.on('message', (message: UbsParentMessage) => {
       switch (message.kind) {

@@ -61,7 +61,12 @@ async function createScratch(sql: Sql, accounts: number): Promise<void> {
   await sql`VACUUM ANALYZE bench_ceiling_accounts`;
 }
 
-async function postgresJsCeiling(svc: BenchService, connections: number, durationS: number, accounts: number): Promise<PgCeiling['postgresJs']> {
+async function postgresJsCeiling(
+  svc: BenchService,
+  connections: number,
+  durationS: number,
+  accounts: number,
+): Promise<PgCeiling['postgresJs']> {
   const pool = Math.min(connections, PG_CEILING_CONNECTIONS_MAX);
   const sql = openSql(pgUrl(svc.pgPort, svc.pgPassword), { max: pool, application: 'bench-ceiling' });
   try {
@@ -88,7 +93,8 @@ async function postgresJsCeiling(svc: BenchService, connections: number, duratio
     const elapsedS = (performance.now() - started) / 1000;
     const { postgresCores, postgresCpuS } = await cpu.stop();
     const counted = await statements.stop();
-    const perOp = (x: number, digits: number): number | null => (transactions > 0 ? Math.round((x / transactions) * 10 ** digits) / 10 ** digits : null);
+    const perOp = (x: number, digits: number): number | null =>
+      transactions > 0 ? Math.round((x / transactions) * 10 ** digits) / 10 ** digits : null;
     return {
       transactions,
       durationS: round1(elapsedS),
@@ -110,10 +116,28 @@ INSERT INTO bench_ceiling_ops (account_id, amount) VALUES (:aid, :amount);
 END;
 `;
 
-async function pgbenchCeiling(svc: BenchService, scriptFile: string, connections: number, durationS: number): Promise<PgCeiling['pgbench']> {
-  const args = ['-n', '-f', scriptFile, '-c', String(connections), '-j', String(Math.min(PGBENCH_THREADS_MAX, connections)), '-T', String(durationS)];
+async function pgbenchCeiling(
+  svc: BenchService,
+  scriptFile: string,
+  connections: number,
+  durationS: number,
+): Promise<PgCeiling['pgbench']> {
+  const args = [
+    '-n',
+    '-f',
+    scriptFile,
+    '-c',
+    String(connections),
+    '-j',
+    String(Math.min(PGBENCH_THREADS_MAX, connections)),
+    '-T',
+    String(durationS),
+  ];
   args.push('-h', '127.0.0.1', '-p', String(svc.pgPort), '-U', 'postgres', 'transfer');
-  const { stdout } = await run(PGBENCH_PATH, args, { env: { ...process.env, PGPASSWORD: svc.pgPassword }, timeout: durationS * 1000 + PGBENCH_SLACK_MS });
+  const { stdout } = await run(PGBENCH_PATH, args, {
+    env: { ...process.env, PGPASSWORD: svc.pgPassword },
+    timeout: durationS * 1000 + PGBENCH_SLACK_MS,
+  });
   const tps = /^tps = ([0-9.]+)/m.exec(stdout)?.[1];
   const transactions = /number of transactions actually processed: (\d+)/.exec(stdout)?.[1];
   if (tps === undefined) throw new Error(`pgbench printed no tps: ${stdout}`);
@@ -121,18 +145,29 @@ async function pgbenchCeiling(svc: BenchService, scriptFile: string, connections
 }
 
 /** (a) at each connection level, on the running service's PostgreSQL while the service is idle. */
-export async function pgCeilings(svc: BenchService, levels: readonly number[], durationS: number, accounts: number, log: (line: string) => void): Promise<PgCeiling[]> {
+export async function pgCeilings(
+  svc: BenchService,
+  levels: readonly number[],
+  durationS: number,
+  accounts: number,
+  log: (line: string) => void,
+): Promise<PgCeiling[]> {
   const scriptDir = await fs.mkdtemp(path.join(os.tmpdir(), 'bench-pgbench-'));
   const scriptFile = path.join(scriptDir, 'ceiling.sql');
   await fs.writeFile(scriptFile, PGBENCH_SCRIPT(accounts));
-  const hasPgbench = await fs.access(PGBENCH_PATH).then(() => true, () => false);
+  const hasPgbench = await fs.access(PGBENCH_PATH).then(
+    () => true,
+    () => false,
+  );
   try {
     await createScratch(svc.sql, accounts);
     const results: PgCeiling[] = [];
     for (const connections of levels) {
       const poolConnections = Math.min(connections, PG_CEILING_CONNECTIONS_MAX);
       const postgresJs = await postgresJsCeiling(svc, connections, durationS, accounts);
-      log(`  (a) postgres.js, ${connections} clients on ${poolConnections} connections: ${postgresJs.perSecond} txn/s, PostgreSQL ${postgresJs.postgresCores} cores, ${postgresJs.postgresCpuMsPerOp ?? '?'} ms CPU and ${postgresJs.statementsPerOp ?? '?'} statements per transaction`);
+      log(
+        `  (a) postgres.js, ${connections} clients on ${poolConnections} connections: ${postgresJs.perSecond} txn/s, PostgreSQL ${postgresJs.postgresCores} cores, ${postgresJs.postgresCpuMsPerOp ?? '?'} ms CPU and ${postgresJs.statementsPerOp ?? '?'} statements per transaction`,
+      );
       const pgbench = hasPgbench ? await pgbenchCeiling(svc, scriptFile, poolConnections, durationS) : null;
       if (pgbench !== null) log(`  (a) pgbench -c ${poolConnections}: ${pgbench.tps} tps`);
       results.push({ connections, poolConnections, postgresJs, pgbench });
@@ -153,19 +188,34 @@ export type HttpCeiling = LoadFigures;
 export type HttpCeilings = { readonly levels: readonly HttpCeiling[]; readonly fixedRate: FixedRateFigures | null };
 
 /** (b): the same requests (headers, token, body) to a server that only parses and answers JSON. */
-export async function httpCeilings(levels: readonly number[], durationS: number, ratePerSecond: number, users: readonly BenchUser[], log: (line: string) => void): Promise<HttpCeilings> {
+export async function httpCeilings(
+  levels: readonly number[],
+  durationS: number,
+  ratePerSecond: number,
+  users: readonly BenchUser[],
+  log: (line: string) => void,
+): Promise<HttpCeilings> {
   const server = await startHttpCeilingServer();
   try {
     const requests = transferRequests(users).map((r) => ({ ...r, path: '/echo' }));
     const results: HttpCeiling[] = [];
     for (const connections of levels) {
       const load = await runLoad({ url: server.base, connections, durationS, requests });
-      log(`  (b) Hono echo at ${connections} connections: ${load.responsesPerSecond} req/s, p99 ${load.latencyMs.p99} ms, ${load.non2xx} non-2xx`);
+      log(
+        `  (b) Hono echo at ${connections} connections: ${load.responsesPerSecond} req/s, p99 ${load.latencyMs.p99} ms, ${load.non2xx} non-2xx`,
+      );
       results.push(load);
     }
     if (ratePerSecond <= 0 || durationS <= 0) return { levels: results, fixedRate: null };
-    const fixedRate = await runFixedRate({ url: server.base, ratePerSecond, durationS, request: () => ({ ...randomTransfer(users), path: '/echo' }) });
-    log(`  (b) Hono echo at ${ratePerSecond}/s offered: p50 ${fixedRate.latencyMs.p50} / p99 ${fixedRate.latencyMs.p99} / p99.9 ${fixedRate.latencyMs.p99_9} ms, ${fixedRate.errors} errors, send lag p99 ${fixedRate.sendLagMs.p99} ms`);
+    const fixedRate = await runFixedRate({
+      url: server.base,
+      ratePerSecond,
+      durationS,
+      request: () => ({ ...randomTransfer(users), path: '/echo' }),
+    });
+    log(
+      `  (b) Hono echo at ${ratePerSecond}/s offered: p50 ${fixedRate.latencyMs.p50} / p99 ${fixedRate.latencyMs.p99} / p99.9 ${fixedRate.latencyMs.p99_9} ms, ${fixedRate.errors} errors, send lag p99 ${fixedRate.sendLagMs.p99} ms`,
+    );
     return { levels: results, fixedRate };
   } finally {
     await server.stop();
@@ -173,7 +223,9 @@ export async function httpCeilings(levels: readonly number[], durationS: number,
 }
 
 async function startHttpCeilingServer(): Promise<{ base: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bench', 'http-ceiling-server.js')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bench', 'http-ceiling-server.js')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = registerCleanup(async () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
@@ -228,7 +280,11 @@ export async function benchRestart(accounts: number, records: number): Promise<R
   const code = await exited;
   clearTimeout(timer);
   await stop();
-  const line = stdout.trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  const line = stdout
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
   if (code !== 0 || line === undefined) throw new Error(`ubscore-restart exited with ${String(code)}: ${stderr || stdout}`);
   const raw = JSON.parse(line) as Record<string, unknown>;
   const num = (key: string): number => {
@@ -236,5 +292,13 @@ export async function benchRestart(accounts: number, records: number): Promise<R
     if (typeof value !== 'number') throw new Error(`ubscore-restart printed no number ${key}: ${line}`);
     return value;
   };
-  return { accounts: num('accounts'), recordsAfterSnapshot: num('recordsAfterSnapshot'), snapshotLoadMs: num('snapshotLoadMs'), replayMs: num('replayMs'), totalRestartMs: num('totalRestartMs'), recordsPerSecond: num('recordsPerSecond'), raw };
+  return {
+    accounts: num('accounts'),
+    recordsAfterSnapshot: num('recordsAfterSnapshot'),
+    snapshotLoadMs: num('snapshotLoadMs'),
+    replayMs: num('replayMs'),
+    totalRestartMs: num('totalRestartMs'),
+    recordsPerSecond: num('recordsPerSecond'),
+    raw,
+  };
 }

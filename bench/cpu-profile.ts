@@ -6,7 +6,13 @@ import path from 'node:path';
 
 type CallFrame = { readonly functionName: string; readonly url: string; readonly lineNumber: number };
 type ProfileNode = { readonly id: number; readonly callFrame: CallFrame; readonly children?: readonly number[] };
-type CpuProfile = { readonly nodes: readonly ProfileNode[]; readonly startTime: number; readonly endTime: number; readonly samples: readonly number[]; readonly timeDeltas: readonly number[] };
+type CpuProfile = {
+  readonly nodes: readonly ProfileNode[];
+  readonly startTime: number;
+  readonly endTime: number;
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+};
 
 export type SelfTime = {
   readonly name: string;
@@ -86,7 +92,10 @@ function summarise(file: string, p: CpuProfile, window: WindowUs): ThreadProfile
   }
   const sampledUs = [...selfUs.values()].reduce((a, b) => a + b, 0);
   const top = (m: Map<string, number>): SelfTime[] =>
-    [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP_ENTRIES_MAX).map(([name, us]) => ({ name, ms: Math.round(us / 1000), share: round3(us / profiledUs) }));
+    [...m.entries()]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, TOP_ENTRIES_MAX)
+      .map(([name, us]) => ({ name, ms: Math.round(us / 1000), share: round3(us / profiledUs) }));
   const topFunctions = top(functions).map((f) => {
     const best = [...(vias.get(f.name) ?? new Map<string, number>()).entries()].sort((a, b) => b[1] - a[1])[0];
     return best === undefined || best[0] === '' ? f : { ...f, via: best[0] };

@@ -26,7 +26,14 @@ export type CpuShares = {
   readonly serviceThreads: readonly { readonly name: string; readonly cores: number }[];
 };
 
-type Snapshot = { at: number; service: number; threads: Map<string, number>; postgres: Map<number, number>; harness: number; machine: number };
+type Snapshot = {
+  at: number;
+  service: number;
+  threads: Map<string, number>;
+  postgres: Map<number, number>;
+  harness: number;
+  machine: number;
+};
 
 /** Busy ticks of the whole machine: every column of /proc/stat's `cpu` line but idle and iowait. */
 export async function machineTicks(): Promise<number> {

@@ -48,7 +48,10 @@ export function diskUseFrom(metricsText: string, committed: number): DiskUse {
     dataFile: read('transfer_ubscore_lmdb_file_bytes'),
   };
   const scale = (x: number): number => Math.round((x / committed) * 1_000_000);
-  const perMillionTransfers = committed > 0 ? { wal: scale(bytes.wal), processed: scale(bytes.processed), snapshot: scale(bytes.snapshot), dataFile: scale(bytes.dataFile) } : null;
+  const perMillionTransfers =
+    committed > 0
+      ? { wal: scale(bytes.wal), processed: scale(bytes.processed), snapshot: scale(bytes.snapshot), dataFile: scale(bytes.dataFile) }
+      : null;
   return { committed, bytes, perMillionTransfers };
 }
 

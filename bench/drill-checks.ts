@@ -43,7 +43,10 @@ async function checkActiveList(sql: Sql): Promise<Violation[]> {
   return rows.map((r) => {
     const state = r.state === null ? null : stateName(r.state);
     const finished = state !== null && isTerminal(state);
-    return { check: 'active-list', detail: `transfer ${r.req_id} in state ${state ?? 'none'} is ${finished ? 'listed as unfinished' : 'missing from the unfinished list'}` };
+    return {
+      check: 'active-list',
+      detail: `transfer ${r.req_id} in state ${state ?? 'none'} is ${finished ? 'listed as unfinished' : 'missing from the unfinished list'}`,
+    };
   });
 }
 
@@ -62,13 +65,17 @@ async function checkBalances(s: DrillState, userId: bigint, asset: string): Prom
   const actual = await readBalances(s, userId, asset);
   const out: Violation[] = [];
   if (actual === null) return [{ check: 'balances', detail: `user ${userId}: balances unreadable` }];
-  if (actual.funding !== expected.funding) out.push({ check: 'funding-balance', detail: `user ${userId} ${asset}: ${actual.funding} != expected ${expected.funding}` });
-  if (actual.spot !== expected.spot) out.push({ check: 'spot-balance', detail: `user ${userId} ${asset}: ${actual.spot} != expected ${expected.spot}` });
+  if (actual.funding !== expected.funding)
+    out.push({ check: 'funding-balance', detail: `user ${userId} ${asset}: ${actual.funding} != expected ${expected.funding}` });
+  if (actual.spot !== expected.spot)
+    out.push({ check: 'spot-balance', detail: `user ${userId} ${asset}: ${actual.spot} != expected ${expected.spot}` });
   return out;
 }
 
 async function readBalances(s: DrillState, userId: bigint, asset: string): Promise<{ funding: bigint; spot: bigint } | null> {
-  const funding = await s.sql<{ available: bigint }[]>`SELECT available FROM funding_balances WHERE user_id = ${userId} AND asset = ${asset}`;
+  const funding = await s.sql<
+    { available: bigint }[]
+  >`SELECT available FROM funding_balances WHERE user_id = ${userId} AND asset = ${asset}`;
   const r = await fetch(`${s.base}/api/v1/balances`, { headers: { authorization: `Bearer ${s.token(userId)}` } });
   if (!r.ok) return null;
   const body = (await r.json()) as { spot: { asset: string; available: string }[] };
@@ -95,7 +102,8 @@ async function checkOperations(sql: Sql): Promise<Violation[]> {
   const out: Violation[] = [];
   for (const r of rows) {
     const want = expected(r.state, r.source_type === 1);
-    if ((r.ops ?? '') !== want) out.push({ check: 'funding-operations', detail: `${r.req_id} state ${r.state}: applied [${r.ops ?? ''}], expected [${want}]` });
+    if ((r.ops ?? '') !== want)
+      out.push({ check: 'funding-operations', detail: `${r.req_id} state ${r.state}: applied [${r.ops ?? ''}], expected [${want}]` });
   }
   return out;
 }
@@ -114,7 +122,9 @@ async function checkCommittedSeen(s: DrillState): Promise<Violation[]> {
     const chunk = ids.slice(i, i + 1_000);
     const rows = await s.sql<{ req_id: string; state: number }[]>`SELECT req_id, state FROM transfers_tb WHERE req_id IN ${s.sql(chunk)}`;
     const byId = new Map(rows.map((r) => [r.req_id, r.state]));
-    for (const id of chunk) if (byId.get(id) !== 40) out.push({ check: 'committed-seen', detail: `${id} was answered COMMITTED, now ${byId.get(id) ?? 'missing'}` });
+    for (const id of chunk)
+      if (byId.get(id) !== 40)
+        out.push({ check: 'committed-seen', detail: `${id} was answered COMMITTED, now ${byId.get(id) ?? 'missing'}` });
   }
   return out;
 }

@@ -47,8 +47,17 @@ export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
   const port = await freePort();
   const pgPort = await freePort();
   const env = {
-    ...process.env, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: SECRET,
-    PRINT_BANNER: '0', LOG_LEVEL: 'error', RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0', RETRY_BASE_MS: '50', RETRY_CAP_MS: '1000',
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    EMBEDDED_PG_PORT: String(pgPort),
+    JWT_SECRET: SECRET,
+    PRINT_BANNER: '0',
+    LOG_LEVEL: 'error',
+    RATE_LIMIT_PER_SECOND: '0',
+    DAILY_TRANSFER_LIMIT: '0',
+    RETRY_BASE_MS: '50',
+    RETRY_CAP_MS: '1000',
   };
   // With DATABASE_URL (an empty database of its own: `make test-external`) the drill runs on that
   // server, which outlives every kill; without it, on the service's embedded PostgreSQL.
@@ -73,10 +82,20 @@ export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
       sql ??= openSql(await storesUrl(), { max: 2, application: 'drill' });
       await waitAllTerminal(sql);
       recoveryMs.push(Date.now() - started);
-      opts.log(`cycle ${cycle}/${opts.cycles}: killed after ${Math.round(runFor)} ms, recovered in ${recoveryMs[recoveryMs.length - 1]} ms, ${committed.size} commits seen`);
+      opts.log(
+        `cycle ${cycle}/${opts.cycles}: killed after ${Math.round(runFor)} ms, recovered in ${recoveryMs[recoveryMs.length - 1]} ms, ${committed.size} commits seen`,
+      );
     }
     sql ??= openSql(await storesUrl(), { max: 2, application: 'drill' });
-    const violations = await verifyDrill({ sql, base: svc.base, token: (u) => token(u), adminToken: token('admin'), users: userIds(opts.users), assets: ASSETS, committed });
+    const violations = await verifyDrill({
+      sql,
+      base: svc.base,
+      token: (u) => token(u),
+      adminToken: token('admin'),
+      users: userIds(opts.users),
+      assets: ASSETS,
+      committed,
+    });
     const transfers = Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb`)[0]?.n ?? 0);
     return { cycles: opts.cycles, transfers, committedSeenByClients: committed.size, recoveryMs, violations };
   } finally {
@@ -104,7 +123,10 @@ async function start(env: NodeJS.ProcessEnv, port: number): Promise<Service> {
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    const ok = await fetch(`${base}/healthz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${base}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { child, base, exited };
     if (child.exitCode !== null || Date.now() > deadline) throw new Error(`service did not start: ${stderr}`);
     await new Promise((r) => setTimeout(r, 100));
@@ -115,8 +137,18 @@ async function seed(base: string, users: number): Promise<void> {
   for (const userId of userIds(users)) {
     for (const asset of ASSETS) {
       for (const account of ['FUNDING', 'SPOT']) {
-        const body = { user_id: userId.toString(), account, asset, amount: SEED_WHOLE.toString(), ref: `drill-${userId}-${asset}-${account}` };
-        const r = await fetch(`${base}/admin/v1/deposit`, { method: 'POST', headers: { authorization: `Bearer ${token('admin')}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const body = {
+          user_id: userId.toString(),
+          account,
+          asset,
+          amount: SEED_WHOLE.toString(),
+          ref: `drill-${userId}-${asset}-${account}`,
+        };
+        const r = await fetch(`${base}/admin/v1/deposit`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token('admin')}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         if (r.status !== 200) throw new Error(`seed deposit failed: ${r.status} ${await r.text()}`);
       }
     }
@@ -131,9 +163,18 @@ function drive(base: string, opts: DrillOptions, committed: Set<string>): { stop
     while (running) {
       const userId = users[Math.floor(Math.random() * users.length)] as bigint;
       const from = Math.random() < 0.5 ? 'FUNDING' : 'SPOT';
-      const body = { from, to: from === 'FUNDING' ? 'SPOT' : 'FUNDING', asset: ASSETS[Math.floor(Math.random() * ASSETS.length)], amount: `${1 + Math.floor(Math.random() * 20)}.${Math.floor(Math.random() * 100)}` };
+      const body = {
+        from,
+        to: from === 'FUNDING' ? 'SPOT' : 'FUNDING',
+        asset: ASSETS[Math.floor(Math.random() * ASSETS.length)],
+        amount: `${1 + Math.floor(Math.random() * 20)}.${Math.floor(Math.random() * 100)}`,
+      };
       try {
-        const r = await fetch(`${base}/api/v1/internal_transfer`, { method: 'POST', headers: { authorization: `Bearer ${token(userId)}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const r = await fetch(`${base}/api/v1/internal_transfer`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token(userId)}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         const json = (await r.json()) as { state?: string; req_id?: string };
         if (json.state === 'COMMITTED' && json.req_id !== undefined) committed.add(json.req_id);
       } catch {
@@ -168,10 +209,19 @@ async function waitAllTerminal(sql: Sql): Promise<void> {
 async function main(): Promise<void> {
   const cycles = Number(process.env.DRILL_CYCLES ?? 10);
   if (!Number.isInteger(cycles) || cycles < 1) throw new Error('DRILL_CYCLES must be a positive whole number');
-  const report = await runDrill({ cycles, users: 50, concurrency: 16, killAfterMsMin: 1_000, killAfterMsMax: 4_000, log: (l) => process.stdout.write(`${l}\n`) });
+  const report = await runDrill({
+    cycles,
+    users: 50,
+    concurrency: 16,
+    killAfterMsMin: 1_000,
+    killAfterMsMax: 4_000,
+    log: (l) => process.stdout.write(`${l}\n`),
+  });
   process.stdout.write(`\n${JSON.stringify(report, null, 2)}\n`);
   const mean = report.recoveryMs.reduce((a, b) => a + b, 0) / Math.max(1, report.recoveryMs.length);
-  process.stdout.write(`\ndrill: ${report.cycles} cycles, ${report.transfers} transfers, ${report.committedSeenByClients} commits seen by clients, recovery mean ${Math.round(mean)} ms, max ${Math.max(...report.recoveryMs)} ms, ${report.violations.length} violations\n`);
+  process.stdout.write(
+    `\ndrill: ${report.cycles} cycles, ${report.transfers} transfers, ${report.committedSeenByClients} commits seen by clients, recovery mean ${Math.round(mean)} ms, max ${Math.max(...report.recoveryMs)} ms, ${report.violations.length} violations\n`,
+  );
   process.exit(report.violations.length === 0 ? 0 : 1);
 }
 

@@ -61,7 +61,8 @@ function quantile(xs: Float64Array, q: number): number {
 }
 
 export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
-  if (!(spec.ratePerSecond > 0) || !(spec.durationS > 0)) throw new Error(`runFixedRate: rate and duration must be positive, got ${spec.ratePerSecond}/s for ${spec.durationS} s`);
+  if (!(spec.ratePerSecond > 0) || !(spec.durationS > 0))
+    throw new Error(`runFixedRate: rate and duration must be positive, got ${spec.ratePerSecond}/s for ${spec.durationS} s`);
   const target = new URL(spec.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: spec.socketsMax ?? FIXED_RATE_SOCKETS_MAX });
   const scheduled = Math.max(1, Math.round(spec.ratePerSecond * spec.durationS));
@@ -105,17 +106,27 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
         settle(i, dueAt, outcome);
       };
       const req = http.request(
-        { host: target.hostname, port: target.port, path: r.path, method: 'POST', agent, headers: { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) } },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: r.path,
+          method: 'POST',
+          agent,
+          headers: { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) },
+        },
         (res) => {
           res.resume();
           res.once('end', () => end({ kind: 'answered', status: res.statusCode ?? 0 }));
           res.once('error', () => end({ kind: 'error' }));
         },
       );
-      const timer = setTimeout(() => {
-        end({ kind: 'timeout' });
-        req.destroy();
-      }, Math.max(0, dueAt + REQUEST_TIMEOUT_MS - performance.now()));
+      const timer = setTimeout(
+        () => {
+          end({ kind: 'timeout' });
+          req.destroy();
+        },
+        Math.max(0, dueAt + REQUEST_TIMEOUT_MS - performance.now()),
+      );
       req.once('error', () => end({ kind: 'error' }));
       req.end(r.body);
     };
@@ -151,7 +162,13 @@ function summarise(
     answered,
     answered2xx: n.answered2xx,
     achievedPerSecond: round1(n.answered2xx / durationS),
-    latencyMs: { p50: ms(quantile(latencies, 0.5)), p99: ms(quantile(latencies, 0.99)), p99_9: ms(quantile(latencies, 0.999)), mean: ms(mean), max: ms(quantile(latencies, 1)) },
+    latencyMs: {
+      p50: ms(quantile(latencies, 0.5)),
+      p99: ms(quantile(latencies, 0.99)),
+      p99_9: ms(quantile(latencies, 0.999)),
+      mean: ms(mean),
+      max: ms(quantile(latencies, 1)),
+    },
     sendLagMs: { p99: ms(quantile(lags, 0.99)), max: ms(quantile(lags, 1)) },
     errors: n.errors,
     timeouts: n.timeouts,

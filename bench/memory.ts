@@ -64,13 +64,18 @@ export function sampleRss(pid: number): { stop: () => Promise<MemoryFigures> } {
       clearInterval(timer);
       await pendingRead;
       const seen = last as Status | null;
-      return { ...memoryFigures(samples), lastVmRssMiB: seen === null ? null : mib(seen.vmRssKiB), lastRssFileMiB: seen === null ? null : mib(seen.fileKiB) };
+      return {
+        ...memoryFigures(samples),
+        lastVmRssMiB: seen === null ? null : mib(seen.vmRssKiB),
+        lastRssFileMiB: seen === null ? null : mib(seen.fileKiB),
+      };
     },
   };
 }
 
 export function memoryFigures(samples: readonly number[]): Omit<MemoryFigures, 'lastVmRssMiB' | 'lastRssFileMiB'> {
-  const quarter = (i: number): readonly number[] => samples.slice(Math.floor((samples.length * i) / 4), Math.floor((samples.length * (i + 1)) / 4));
+  const quarter = (i: number): readonly number[] =>
+    samples.slice(Math.floor((samples.length * i) / 4), Math.floor((samples.length * (i + 1)) / 4));
   const mean = (xs: readonly number[]): number => (xs.length === 0 ? 0 : xs.reduce((a, b) => a + b, 0) / xs.length);
   const second = mean(quarter(1));
   const last = mean(quarter(3));

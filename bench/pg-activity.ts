@@ -37,7 +37,8 @@ export function sampleActivity(sql: Sql): { stop: () => Promise<PgActivity> } {
       const rows = await sampleOnce(sql).catch(() => null);
       if (rows !== null) {
         samples++;
-        for (const r of rows) sums.set(`${r.app}\u0000${r.state}\u0000${r.wait}`, (sums.get(`${r.app}\u0000${r.state}\u0000${r.wait}`) ?? 0) + r.n);
+        for (const r of rows)
+          sums.set(`${r.app}\u0000${r.state}\u0000${r.wait}`, (sums.get(`${r.app}\u0000${r.state}\u0000${r.wait}`) ?? 0) + r.n);
       }
       await new Promise((r) => setTimeout(r, SAMPLE_INTERVAL_MS));
     }

@@ -34,7 +34,14 @@ export async function benchRecovery(stuck: number, deadlineMs: number): Promise<
   await fs.chmod(dataDir, 0o755);
   const port = await freePort();
   const pgPort = await freePort();
-  const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), PRINT_BANNER: '0', STALE_THRESHOLD_MS: '0' };
+  const env = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    EMBEDDED_PG_PORT: String(pgPort),
+    PRINT_BANNER: '0',
+    STALE_THRESHOLD_MS: '0',
+  };
   delete (env as Record<string, string | undefined>).DATABASE_URL;
   let child = await startService(env, port);
   const password = (await fs.readFile(path.join(dataDir, 'postgres', 'pg-password'), 'utf8')).trim();
@@ -58,7 +65,10 @@ export async function benchRecovery(stuck: number, deadlineMs: number): Promise<
       // The service's own list of unfinished transfers is cheap to poll; once it is empty the
       // states themselves are counted, so the finish is never taken on the service's word.
       const listed = Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_active`)[0]?.n);
-      const open = listed > 0 ? listed : Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`)[0]?.n);
+      const open =
+        listed > 0
+          ? listed
+          : Number((await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`)[0]?.n);
       finished = stuck - open;
       if (open === 0) break;
       await new Promise((r) => setTimeout(r, 200));
@@ -68,7 +78,16 @@ export async function benchRecovery(stuck: number, deadlineMs: number): Promise<
     // machineTicks answers 0 where /proc/stat is missing.
     const machineCpuSeconds = ticksAfter === 0 ? null : Math.round(((ticksAfter - ticksBefore) / CLOCK_TICKS_PER_SECOND) * 10) / 10;
     const rate = finished / Math.max(0.001, (recoveryMs - startupMs) / 1000);
-    return { stuck, finished, startupMs, recoveryMs, transfersPerSecond: Math.round(rate), projectedMs: finished === stuck ? recoveryMs : Math.round(startupMs + (stuck / Math.max(rate, 1)) * 1000), completed: finished === stuck, machineCpuSeconds };
+    return {
+      stuck,
+      finished,
+      startupMs,
+      recoveryMs,
+      transfersPerSecond: Math.round(rate),
+      projectedMs: finished === stuck ? recoveryMs : Math.round(startupMs + (stuck / Math.max(rate, 1)) * 1000),
+      completed: finished === stuck,
+      machineCpuSeconds,
+    };
   } finally {
     await sql.end({ timeout: 5 });
     child.kill('SIGTERM');
@@ -100,10 +119,19 @@ async function seedStuck(sql: Sql, stuck: number): Promise<void> {
 async function startService(env: NodeJS.ProcessEnv, port: number) {
   // SERVICE_NODE_ARGS passes flags such as --cpu-prof to the service (NODE_OPTIONS refuses them).
   const nodeArgs = (process.env.SERVICE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'src', 'main.js')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'src', 'main.js')], {
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const deadline = Date.now() + 120_000;
   for (;;) {
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) return child;
+    if (
+      await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return child;
     if (child.exitCode !== null || Date.now() > deadline) throw new Error('service did not start');
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -39,9 +39,20 @@ export type LevelRow = {
   readonly pgCpuRatioToPostgresJs: number | null;
 };
 
-export type Conservation = { readonly ok: boolean; readonly differences: number; readonly accountsChecked: number; readonly transfersExamined: number; readonly walSeq: number; readonly halted: boolean };
+export type Conservation = {
+  readonly ok: boolean;
+  readonly differences: number;
+  readonly accountsChecked: number;
+  readonly transfersExamined: number;
+  readonly walSeq: number;
+  readonly halted: boolean;
+};
 
-export type MemoryRun = MemoryFigures & { readonly connections: number; readonly committedPerSecond: number; readonly latencyP99Ms: number };
+export type MemoryRun = MemoryFigures & {
+  readonly connections: number;
+  readonly committedPerSecond: number;
+  readonly latencyP99Ms: number;
+};
 
 export type ProfileRun = {
   readonly connections: number;
@@ -82,7 +93,13 @@ export type BenchReport = {
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly elapsedS: number;
-  readonly machine: { readonly cpus: number; readonly node: string; readonly commit: string; readonly platform: string; readonly loadAverageAtStart: readonly number[] };
+  readonly machine: {
+    readonly cpus: number;
+    readonly node: string;
+    readonly commit: string;
+    readonly platform: string;
+    readonly loadAverageAtStart: readonly number[];
+  };
   readonly parameters: BenchParameters;
   readonly levels: readonly LevelRow[];
   readonly fixedRate: Part<FixedRateRun>;

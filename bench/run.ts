@@ -16,7 +16,21 @@ import { monotonicUs, summariseProfiles } from './cpu-profile.js';
 import { runLoad } from './load.js';
 import { sampleRss } from './memory.js';
 import { benchRecovery } from './recovery.js';
-import { figuresOf, ratio, TARGETS, writeResults, type BenchParameters, type BenchReport, type Conservation, type FixedRateRun, type LevelRow, type MemoryRun, type Part, type ProfileRun, type ServiceLevel } from './report.js';
+import {
+  figuresOf,
+  ratio,
+  TARGETS,
+  writeResults,
+  type BenchParameters,
+  type BenchReport,
+  type Conservation,
+  type FixedRateRun,
+  type LevelRow,
+  type MemoryRun,
+  type Part,
+  type ProfileRun,
+  type ServiceLevel,
+} from './report.js';
 import { adminToken, seedUsers, type BenchUser } from './seed.js';
 import { ROOT, startBenchService, type BenchService } from './service-child.js';
 import { renderSummary } from './summary.js';
@@ -40,7 +54,8 @@ export function defaultOptions(env: NodeJS.ProcessEnv, log: (line: string) => vo
   };
   const profile = env.BENCH_PROFILE === '1' ? 'always' : env.BENCH_PROFILE === '0' ? 'never' : 'auto';
   const rate = Number(env.BENCH_FIXED_RATE ?? TARGETS.fixedRatePerSecond);
-  if (!Number.isFinite(rate) || rate < 0) throw new Error(`BENCH_FIXED_RATE must be a number of transfers per second, got ${env.BENCH_FIXED_RATE}`);
+  if (!Number.isFinite(rate) || rate < 0)
+    throw new Error(`BENCH_FIXED_RATE must be a number of transfers per second, got ${env.BENCH_FIXED_RATE}`);
   return {
     levels: [16, 64, 256],
     durationS: seconds('BENCH_DURATION_S', 15),
@@ -71,8 +86,17 @@ async function attempt<T>(what: string, log: (line: string) => void, fn: () => P
 }
 
 async function machineInfo(): Promise<BenchReport['machine']> {
-  const commit = await run('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).then((r) => r.stdout.trim(), () => 'unknown');
-  return { cpus: os.availableParallelism(), node: process.version, commit, platform: `${os.platform()} ${os.arch()}`, loadAverageAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100) };
+  const commit = await run('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).then(
+    (r) => r.stdout.trim(),
+    () => 'unknown',
+  );
+  return {
+    cpus: os.availableParallelism(),
+    node: process.version,
+    commit,
+    platform: `${os.platform()} ${os.arch()}`,
+    loadAverageAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
+  };
 }
 
 type ServicePhase = {
@@ -85,10 +109,18 @@ type ServicePhase = {
   pgCeiling: Part<readonly PgCeiling[]>;
 };
 
-async function fixedRateRun(svc: BenchService, users: readonly BenchUser[], ratePerSecond: number, durationS: number, log: (line: string) => void): Promise<FixedRateRun> {
+async function fixedRateRun(
+  svc: BenchService,
+  users: readonly BenchUser[],
+  ratePerSecond: number,
+  durationS: number,
+  log: (line: string) => void,
+): Promise<FixedRateRun> {
   log(`fixed rate: ${ratePerSecond} transfers/s offered for ${durationS} s (open loop)`);
   const run = await driveFixedRate(svc, users, ratePerSecond, durationS);
-  log(`  fixed rate: ${run.achievedPerSecond}/s answered 2xx, ${run.committedPerSecond} committed/s, p50 ${run.latencyMs.p50} / p99 ${run.latencyMs.p99} / p99.9 ${run.latencyMs.p99_9} ms, ${run.errors} errors, ${run.non2xx} non-2xx, send lag p99 ${run.sendLagMs.p99} ms`);
+  log(
+    `  fixed rate: ${run.achievedPerSecond}/s answered 2xx, ${run.committedPerSecond} committed/s, p50 ${run.latencyMs.p50} / p99 ${run.latencyMs.p99} / p99.9 ${run.latencyMs.p99_9} ms, ${run.errors} errors, ${run.non2xx} non-2xx, send lag p99 ${run.sendLagMs.p99} ms`,
+  );
   return run;
 }
 
@@ -99,7 +131,8 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
   const svc = await startBenchService({ statementStats: true });
   try {
     const users = await timed(log, `seeding ${opts.users} users on both sides`, () => seedUsers(svc, opts.users, opts.seedConcurrency));
-    if (opts.warmupS > 0) await runLoad({ url: svc.base, connections: opts.levels[0] ?? 16, durationS: opts.warmupS, requests: transferRequests(users) });
+    if (opts.warmupS > 0)
+      await runLoad({ url: svc.base, connections: opts.levels[0] ?? 16, durationS: opts.warmupS, requests: transferRequests(users) });
     const service: ServiceLevel[] = [];
     for (const connections of opts.levels) {
       const level = await driveTransfers(svc, users, connections, opts.durationS);
@@ -109,11 +142,20 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
       );
       service.push(level);
     }
-    const fixedRate = opts.fixedRatePerSecond > 0 && opts.durationS > 0 ? await attempt('fixed-rate run', log, () => fixedRateRun(svc, users, opts.fixedRatePerSecond, opts.durationS, log)) : skipped<FixedRateRun>(opts.durationS > 0 ? 'BENCH_FIXED_RATE=0' : 'BENCH_DURATION_S=0');
-    const memory = opts.memoryS > 0 ? await attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log)) : skipped<MemoryRun>('BENCH_MEMORY_S=0');
+    const fixedRate =
+      opts.fixedRatePerSecond > 0 && opts.durationS > 0
+        ? await attempt('fixed-rate run', log, () => fixedRateRun(svc, users, opts.fixedRatePerSecond, opts.durationS, log))
+        : skipped<FixedRateRun>(opts.durationS > 0 ? 'BENCH_FIXED_RATE=0' : 'BENCH_DURATION_S=0');
+    const memory =
+      opts.memoryS > 0
+        ? await attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log))
+        : skipped<MemoryRun>('BENCH_MEMORY_S=0');
     // After the levels: the disk the WAL, the processed set and snapshots took for what committed.
     const disk = await attempt('disk use', log, () => measureDiskUse(svc));
-    if (disk.status === 'measured') log(`  disk per million committed transfers (bytes): ${JSON.stringify(disk.figures.perMillionTransfers)}; ${disk.figures.committed} committed`);
+    if (disk.status === 'measured')
+      log(
+        `  disk per million committed transfers (bytes): ${JSON.stringify(disk.figures.perMillionTransfers)}; ${disk.figures.committed} committed`,
+      );
     const conservation = await attempt('conservation check', log, () => conservationCheck(svc));
     log(`conservation: ${JSON.stringify(figuresOf(conservation))}`);
     log('(a) PostgreSQL ceiling on the same server, the service idle');
@@ -130,16 +172,32 @@ async function memoryRun(svc: BenchService, users: readonly BenchUser[], seconds
   const sampler = sampleRss(svc.pid);
   const level = await driveTransfers(svc, users, MEMORY_RUN_CONNECTIONS, seconds);
   const mem = await sampler.stop();
-  log(`  memory: first ${mem.firstMiB} MiB, last ${mem.lastMiB} MiB, max ${mem.maxMiB} MiB, growth ${(mem.growth * 100).toFixed(1)}% (${mem.flat ? 'flat' : 'not flat'}); ${level.committedPerSecond} committed/s`);
+  log(
+    `  memory: first ${mem.firstMiB} MiB, last ${mem.lastMiB} MiB, max ${mem.maxMiB} MiB, growth ${(mem.growth * 100).toFixed(1)}% (${mem.flat ? 'flat' : 'not flat'}); ${level.committedPerSecond} committed/s`,
+  );
   return { ...mem, connections: MEMORY_RUN_CONNECTIONS, committedPerSecond: level.committedPerSecond, latencyP99Ms: level.latencyMs.p99 };
 }
 
 async function conservationCheck(svc: BenchService): Promise<Conservation> {
   const r = await fetch(`${svc.base}/admin/v1/invariant`, { headers: { authorization: `Bearer ${adminToken()}` } });
   if (r.status !== 200) throw new Error(`GET /admin/v1/invariant answered ${r.status}: ${await r.text()}`);
-  const body = (await r.json()) as { ok?: unknown; differences?: unknown; accounts_checked?: unknown; transfers_examined?: unknown; wal_seq?: unknown; halted?: unknown };
+  const body = (await r.json()) as {
+    ok?: unknown;
+    differences?: unknown;
+    accounts_checked?: unknown;
+    transfers_examined?: unknown;
+    wal_seq?: unknown;
+    halted?: unknown;
+  };
   const differences = Array.isArray(body.differences) ? body.differences.length : -1;
-  return { ok: body.ok === true, differences, accountsChecked: Number(body.accounts_checked), transfersExamined: Number(body.transfers_examined), walSeq: Number(body.wal_seq), halted: body.halted === true };
+  return {
+    ok: body.ok === true,
+    differences,
+    accountsChecked: Number(body.accounts_checked),
+    transfersExamined: Number(body.transfers_examined),
+    walSeq: Number(body.wal_seq),
+    halted: body.halted === true,
+  };
 }
 
 function skipped<T>(reason: string): Part<T> {
@@ -169,7 +227,8 @@ async function profileRun(opts: BenchOptions): Promise<ProfileRun> {
     let window: { fromUs: number; toUs: number };
     try {
       const users = await seedUsers(svc, opts.users, opts.seedConcurrency);
-      if (opts.warmupS > 0) await runLoad({ url: svc.base, connections: PROFILE_CONNECTIONS, durationS: opts.warmupS, requests: transferRequests(users) });
+      if (opts.warmupS > 0)
+        await runLoad({ url: svc.base, connections: PROFILE_CONNECTIONS, durationS: opts.warmupS, requests: transferRequests(users) });
       const fromUs = monotonicUs();
       level = await driveTransfers(svc, users, PROFILE_CONNECTIONS, opts.profileS);
       window = { fromUs, toUs: monotonicUs() };
@@ -179,7 +238,13 @@ async function profileRun(opts: BenchOptions): Promise<ProfileRun> {
     }
     const threads = await summariseProfiles(dir, window);
     if (threads.length === 0) throw new Error('the service wrote no CPU profile');
-    return { connections: PROFILE_CONNECTIONS, durationS: opts.profileS, committedPerSecond: level.committedPerSecond, cpu: level.cpu, threads };
+    return {
+      connections: PROFILE_CONNECTIONS,
+      durationS: opts.profileS,
+      committedPerSecond: level.committedPerSecond,
+      cpu: level.cpu,
+      threads,
+    };
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
   }
@@ -197,7 +262,8 @@ function levelRows(service: readonly ServiceLevel[], pg: readonly PgCeiling[] | 
       ratioToPostgresJs: ratio(s.committedPerSecond, p?.postgresJs.perSecond),
       ratioToPgbench: ratio(s.committedPerSecond, p?.pgbench?.tps),
       ratioToHttp: ratio(s.committedPerSecond, h?.responsesPerSecond),
-      pgCpuRatioToPostgresJs: s.postgresCpuMsPerCommitted === null ? null : ratio(s.postgresCpuMsPerCommitted, p?.postgresJs.postgresCpuMsPerOp),
+      pgCpuRatioToPostgresJs:
+        s.postgresCpuMsPerCommitted === null ? null : ratio(s.postgresCpuMsPerCommitted, p?.postgresJs.postgresCpuMsPerOp),
     };
   });
 }
@@ -212,23 +278,64 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   try {
     const phase = await servicePhase(opts);
     log('(b) HTTP ceiling: Hono + @hono/node-server, trivial JSON POST');
-    const httpCeiling = await attempt('(b) HTTP ceiling', log, () => httpCeilings(opts.levels, opts.durationS, opts.fixedRatePerSecond, phase.users, log));
+    const httpCeiling = await attempt('(b) HTTP ceiling', log, () =>
+      httpCeilings(opts.levels, opts.durationS, opts.fixedRatePerSecond, phase.users, log),
+    );
     log(`(c) UBSCore alone: ${opts.ubsCommands} EXTERNAL_DEPOSIT commands, ${opts.ubsInFlight} in flight`);
     const ubscore = await attempt('(c) UBSCore alone', log, () => benchUbsCore(opts.ubsCommands, opts.ubsInFlight));
     log(`  (c) ${JSON.stringify(figuresOf(ubscore))}`);
     const restartOpts = opts.restart;
-    const restart = restartOpts === null ? skipped<never>('not asked for') : await attempt('(d) restart', log, () => timed(log, `(d) UBSCore restart, ${restartOpts.accounts} accounts + ${restartOpts.records} WAL records`, () => benchRestart(restartOpts.accounts, restartOpts.records)));
-    if (restart.status === 'measured') log(`  (d) restart ${restart.figures.totalRestartMs} ms (snapshot load ${restart.figures.snapshotLoadMs} ms, replay ${restart.figures.replayMs} ms)`);
+    const restart =
+      restartOpts === null
+        ? skipped<never>('not asked for')
+        : await attempt('(d) restart', log, () =>
+            timed(log, `(d) UBSCore restart, ${restartOpts.accounts} accounts + ${restartOpts.records} WAL records`, () =>
+              benchRestart(restartOpts.accounts, restartOpts.records),
+            ),
+          );
+    if (restart.status === 'measured')
+      log(
+        `  (d) restart ${restart.figures.totalRestartMs} ms (snapshot load ${restart.figures.snapshotLoadMs} ms, replay ${restart.figures.replayMs} ms)`,
+      );
     const recoveryOpts = opts.recovery;
-    const recovery = recoveryOpts === null ? skipped<never>('not asked for') : await attempt('(e) recovery', log, () => timed(log, `(e) start-up recovery of ${recoveryOpts.stuck} stuck transfers (deadline ${recoveryOpts.deadlineMs} ms)`, () => benchRecovery(recoveryOpts.stuck, recoveryOpts.deadlineMs)));
+    const recovery =
+      recoveryOpts === null
+        ? skipped<never>('not asked for')
+        : await attempt('(e) recovery', log, () =>
+            timed(log, `(e) start-up recovery of ${recoveryOpts.stuck} stuck transfers (deadline ${recoveryOpts.deadlineMs} ms)`, () =>
+              benchRecovery(recoveryOpts.stuck, recoveryOpts.deadlineMs),
+            ),
+          );
     if (recovery.status === 'measured') log(`  (e) ${JSON.stringify(recovery.figures)}`);
     const levels = levelRows(phase.service, figuresOf(phase.pgCeiling), figuresOf(httpCeiling)?.levels ?? null);
-    const judged = { levels, fixedRate: phase.fixedRate, memory: phase.memory, conservation: phase.conservation, ubscore, restart, recovery };
+    const judged = {
+      levels,
+      fixedRate: phase.fixedRate,
+      memory: phase.memory,
+      conservation: phase.conservation,
+      ubscore,
+      restart,
+      recovery,
+    };
     const targets = judgeTargets(judged);
     const wantProfile = opts.profile === 'always' || (opts.profile === 'auto' && serviceTargetMissed(targets));
-    const profile = wantProfile ? await attempt('profile', log, () => profileRun(opts)) : skipped<ProfileRun>(opts.profile === 'never' ? 'BENCH_PROFILE=0' : 'every service target met');
+    const profile = wantProfile
+      ? await attempt('profile', log, () => profileRun(opts))
+      : skipped<ProfileRun>(opts.profile === 'never' ? 'BENCH_PROFILE=0' : 'every service target met');
     const finished = Date.now();
-    const partial = { startedAt, finishedAt: new Date(finished).toISOString(), elapsedS: Math.round((finished - started) / 1000), machine, parameters: paramsOf(opts), ...judged, disk: phase.disk, pgCeiling: phase.pgCeiling, httpCeiling, profile, targets };
+    const partial = {
+      startedAt,
+      finishedAt: new Date(finished).toISOString(),
+      elapsedS: Math.round((finished - started) / 1000),
+      machine,
+      parameters: paramsOf(opts),
+      ...judged,
+      disk: phase.disk,
+      pgCeiling: phase.pgCeiling,
+      httpCeiling,
+      profile,
+      targets,
+    };
     const report: BenchReport = { ...partial, bottleneck: bottleneckLines(partial) };
     const files = await writeResults(opts.outDir, report, renderSummary(report));
     log(`results: ${files.json} and ${files.summary}`);

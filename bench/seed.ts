@@ -57,7 +57,13 @@ async function seedSpot(base: string, users: readonly BenchUser[], concurrency: 
   let next = 0;
   const worker = async (): Promise<void> => {
     for (let job = jobs[next++]; job !== undefined; job = jobs[next++]) {
-      const body = { user_id: job.user.toString(), account: 'SPOT', asset: job.asset, amount: SEED_WHOLE_COINS.toString(), ref: `bench-s-${job.user}-${job.asset}` };
+      const body = {
+        user_id: job.user.toString(),
+        account: 'SPOT',
+        asset: job.asset,
+        amount: SEED_WHOLE_COINS.toString(),
+        ref: `bench-s-${job.user}-${job.asset}`,
+      };
       const r = await fetch(`${base}/admin/v1/deposit`, { method: 'POST', headers, body: JSON.stringify(body) });
       if (r.status !== 200) throw new Error(`SPOT seed deposit answered ${r.status}: ${await r.text()}`);
     }

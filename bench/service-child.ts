@@ -75,13 +75,23 @@ function spawnService(args: readonly string[], env: NodeJS.ProcessEnv): Running 
  * when PostgreSQL starts, so the service is started once (its PostgreSQL initialised), the
  * setting written with ALTER SYSTEM, and the service restarted on the same DATA_DIR.
  */
-export async function startBenchService(opts: { readonly cpuProfileDir?: string; readonly statementStats?: boolean }): Promise<BenchService> {
+export async function startBenchService(opts: {
+  readonly cpuProfileDir?: string;
+  readonly statementStats?: boolean;
+}): Promise<BenchService> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-bench-'));
   // The embedded PostgreSQL runs as the `postgres` user when we are root: it must reach the directory.
   await fs.chmod(dataDir, 0o755);
   const port = await freePort();
   const pgPort = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, ...BENCH_ENV, DATA_DIR: dataDir, PORT: String(port), EMBEDDED_PG_PORT: String(pgPort), JWT_SECRET: BENCH_JWT_SECRET };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...BENCH_ENV,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    EMBEDDED_PG_PORT: String(pgPort),
+    JWT_SECRET: BENCH_JWT_SECRET,
+  };
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;
   const profileArgs = opts.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`];
@@ -106,7 +116,10 @@ export async function startBenchService(opts: { readonly cpuProfileDir?: string;
       stats = await openStatementStats(pgPort, pgPassword);
       pools.push(stats);
     }
-    const sql = openSql(pgUrl(pgPort, pgPassword, { user: stats === null ? SERVICE_ROLE : OBSERVER_ROLE }), { max: 2, application: 'bench' });
+    const sql = openSql(pgUrl(pgPort, pgPassword, { user: stats === null ? SERVICE_ROLE : OBSERVER_ROLE }), {
+      max: 2,
+      application: 'bench',
+    });
     pools.push(sql);
     const current = running;
     return { pid: current.child.pid ?? 0, base, dataDir, pgPort, pgPassword, sql, stats, stderrTail: () => current.stderr(), stop };
@@ -132,7 +145,8 @@ async function openStatementStats(pgPort: number, pgPassword: string): Promise<S
   const stats = openSql(pgUrl(pgPort, pgPassword, { user: OBSERVER_ROLE, database: 'postgres' }), { max: 1, application: 'bench-stats' });
   try {
     const loaded = await stats<{ libs: string }[]>`SELECT current_setting('shared_preload_libraries') AS libs`;
-    if (!(loaded[0]?.libs ?? '').includes('pg_stat_statements')) throw new Error(`pg_stat_statements is not loaded (shared_preload_libraries = '${loaded[0]?.libs ?? ''}')`);
+    if (!(loaded[0]?.libs ?? '').includes('pg_stat_statements'))
+      throw new Error(`pg_stat_statements is not loaded (shared_preload_libraries = '${loaded[0]?.libs ?? ''}')`);
     await stats`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`;
     return stats;
   } catch (error) {
@@ -149,7 +163,10 @@ async function waitReady(base: string, running: Running): Promise<void> {
   const { child, stderr } = running;
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    const ok = await fetch(`${base}/readyz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${base}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the service exited before it was ready: ${stderr()}`);
     if (Date.now() > deadline) throw new Error(`the service was not ready within ${READY_TIMEOUT_MS} ms: ${stderr()}`);
@@ -182,5 +199,12 @@ async function quitLeftoverPostmaster(dataDir: string): Promise<void> {
   if (!cmdline.includes('postgres')) return;
   process.kill(pid, 'SIGQUIT');
   const deadline = Date.now() + STOP_TIMEOUT_MS;
-  while (Date.now() < deadline && (await fs.access(`/proc/${pid}`).then(() => true, () => false))) await new Promise((r) => setTimeout(r, 100));
+  while (
+    Date.now() < deadline &&
+    (await fs.access(`/proc/${pid}`).then(
+      () => true,
+      () => false,
+    ))
+  )
+    await new Promise((r) => setTimeout(r, 100));
 }

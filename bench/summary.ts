@@ -5,7 +5,8 @@
 import { FIXED_RATE_SOCKETS_MAX, type FixedRateFigures } from './fixed-rate.js';
 import { figuresOf, TARGETS, type BenchReport, type Part } from './report.js';
 
-const n = (x: number | null | undefined, digits = 1): string => (x === null || x === undefined ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: digits }));
+const n = (x: number | null | undefined, digits = 1): string =>
+  x === null || x === undefined ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: digits });
 const mark = (met: boolean | null): string => (met === null ? 'not measured' : met ? '**met**' : '**not met**');
 
 function partNote<T>(name: string, part: Part<T>): string | null {
@@ -30,7 +31,16 @@ function header(r: BenchReport): string[] {
 
 function targetsTable(r: BenchReport): string[] {
   const rows = r.targets.map((t) => `| ${t.goal} | ${t.measured} | ${t.ratio === null ? '—' : `${t.ratio} ×`} | ${mark(t.met)} |`);
-  return ['## Targets', '', '| target | measured | measured / goal | |', '|---|---|---|---|', ...rows, '', 'Ratios are oriented so that 1 or more meets the target (for limits, goal / measured).', ''];
+  return [
+    '## Targets',
+    '',
+    '| target | measured | measured / goal | |',
+    '|---|---|---|---|',
+    ...rows,
+    '',
+    'Ratios are oriented so that 1 or more meets the target (for limits, goal / measured).',
+    '',
+  ];
 }
 
 function levelsTable(r: BenchReport): string[] {
@@ -83,7 +93,7 @@ function fixedRateLines(r: BenchReport): string[] {
     `${n(f.scheduled, 0)} requests, one every ${n(1000 / f.ratePerSecond, 2)} ms for ${f.offeredS} s, each sent when due whether or not the earlier ones were answered, over at most ${FIXED_RATE_SOCKETS_MAX} connections (a request due while all are busy waits in the client, and the wait counts). ` +
       'Each latency runs from the moment its request was due to its answer, so the waits a slow answer causes are counted; a closed loop (the table above) sends less when the service slows and hides them. ' +
       `A request with no answer 10 s after it was due counts as a timeout, at 10 s. Answered 2xx/s and committed/s are over the ${f.durationS} s from the first due request to the last answer or timeout. ` +
-      'The send lag is how late the generator itself sent (it shares the CPUs); (b) is the same generator against a server that only answers, the floor under the service\'s row.',
+      "The send lag is how late the generator itself sent (it shares the CPUs); (b) is the same generator against a server that only answers, the floor under the service's row.",
     '',
   ];
 }
@@ -105,7 +115,10 @@ function componentLines(r: BenchReport): string[] {
     );
   }
   const rs = figuresOf(r.restart);
-  if (rs !== null) out.push(`- (d) Restart: ${n(rs.accounts, 0)} accounts (snapshot load ${n(rs.snapshotLoadMs, 0)} ms) + ${n(rs.recordsAfterSnapshot, 0)} WAL records (replay ${n(rs.replayMs, 0)} ms, ${n(rs.recordsPerSecond, 0)} records/s): ${n(rs.totalRestartMs, 0)} ms in all.`);
+  if (rs !== null)
+    out.push(
+      `- (d) Restart: ${n(rs.accounts, 0)} accounts (snapshot load ${n(rs.snapshotLoadMs, 0)} ms) + ${n(rs.recordsAfterSnapshot, 0)} WAL records (replay ${n(rs.replayMs, 0)} ms, ${n(rs.recordsPerSecond, 0)} records/s): ${n(rs.totalRestartMs, 0)} ms in all.`,
+    );
   const rec = figuresOf(r.recovery);
   if (rec !== null) {
     out.push(
@@ -123,8 +136,20 @@ function componentLines(r: BenchReport): string[] {
     );
   }
   const cons = figuresOf(r.conservation);
-  if (cons !== null) out.push(`- Conservation (GET /admin/v1/invariant after the load): ok=${cons.ok}, ${cons.differences} differences, ${n(cons.accountsChecked, 0)} accounts, ${n(cons.transfersExamined, 0)} transfers examined, WAL seq ${n(cons.walSeq, 0)}, halted=${cons.halted}.`);
-  const notes = [partNote('Memory', r.memory), partNote('(a)', r.pgCeiling), partNote('(b)', r.httpCeiling), partNote('(c)', r.ubscore), partNote('(d)', r.restart), partNote('(e)', r.recovery), partNote('Conservation', r.conservation), ...(r.disk === undefined ? [] : [partNote('Disk', r.disk)])];
+  if (cons !== null)
+    out.push(
+      `- Conservation (GET /admin/v1/invariant after the load): ok=${cons.ok}, ${cons.differences} differences, ${n(cons.accountsChecked, 0)} accounts, ${n(cons.transfersExamined, 0)} transfers examined, WAL seq ${n(cons.walSeq, 0)}, halted=${cons.halted}.`,
+    );
+  const notes = [
+    partNote('Memory', r.memory),
+    partNote('(a)', r.pgCeiling),
+    partNote('(b)', r.httpCeiling),
+    partNote('(c)', r.ubscore),
+    partNote('(d)', r.restart),
+    partNote('(e)', r.recovery),
+    partNote('Conservation', r.conservation),
+    ...(r.disk === undefined ? [] : [partNote('Disk', r.disk)]),
+  ];
   for (const note of notes) if (note !== null) out.push(`- ${note}`);
   out.push('');
   return out;
@@ -143,8 +168,16 @@ function profileLines(r: BenchReport): string[] {
       '',
     );
     for (const t of prof.threads.slice(0, 4)) {
-      const fns = t.topFunctions.slice(0, 5).map((f) => `\`${f.name}\`${f.via === undefined || f.name.includes(f.via) ? '' : ` (from ${f.via})`} ${(f.share * 100).toFixed(1)}%`).join(', ');
-      const mods = t.topModules.slice(0, 5).map((m) => `${m.name} ${(m.share * 100).toFixed(1)}%`).join(', ');
+      const fns = t.topFunctions
+        .slice(0, 5)
+        .map(
+          (f) => `\`${f.name}\`${f.via === undefined || f.name.includes(f.via) ? '' : ` (from ${f.via})`} ${(f.share * 100).toFixed(1)}%`,
+        )
+        .join(', ');
+      const mods = t.topModules
+        .slice(0, 5)
+        .map((m) => `${m.name} ${(m.share * 100).toFixed(1)}%`)
+        .join(', ');
       out.push(`- **${t.thread}**: busy ${(t.busyShare * 100).toFixed(0)}%. Modules: ${mods}. Functions: ${fns}.`);
     }
     out.push('');
@@ -152,7 +185,6 @@ function profileLines(r: BenchReport): string[] {
   out.push('### Bottleneck', '', ...r.bottleneck.map((l) => `- ${l}`), '');
   return out;
 }
-
 
 /** Modules (not V8's own buckets) that hold the most self time on a thread, from the profile. */
 function topModules(r: BenchReport, threadPrefix: string): string {
@@ -186,12 +218,22 @@ function leverLines(r: BenchReport): string[] {
   const top = s.statements?.byStatement ?? [];
   if (top.length > 0 && s.committed > 0) {
     const each = top.slice(0, 6).map((t) => `${n(t.calls / s.committed, 2)} × \`${t.query}\` (${n(t.execMs / s.committed, 3)} ms)`);
-    out.push(`- The service's most frequent statements, per committed transfer (calls × statement, then server execution ms): ${each.join('; ')}.`);
+    out.push(
+      `- The service's most frequent statements, per committed transfer (calls × statement, then server execution ms): ${each.join('; ')}.`,
+    );
   }
   out.push(`- Busiest modules in the profile: main thread ${topModules(r, 'main')}; a coordinator ${topModules(r, 'coordinator')}.`, '');
   return out;
 }
 
 export function renderSummary(r: BenchReport): string {
-  return [...header(r), ...targetsTable(r), ...levelsTable(r), ...fixedRateLines(r), ...componentLines(r), ...profileLines(r), ...leverLines(r)].join('\n');
+  return [
+    ...header(r),
+    ...targetsTable(r),
+    ...levelsTable(r),
+    ...fixedRateLines(r),
+    ...componentLines(r),
+    ...profileLines(r),
+    ...leverLines(r),
+  ].join('\n');
 }

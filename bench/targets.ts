@@ -26,7 +26,13 @@ function throughputTarget(row: LevelRow): Target {
   const min = c === TARGETS.mainConnections ? TARGETS.pgRatioMinMain : TARGETS.pgRatioMinOther;
   const pg = row.pg?.postgresJs.perSecond ?? null;
   const pgbench = row.ratioToPgbench === null ? '' : `; pgbench ${row.ratioToPgbench} × (information)`;
-  return atLeast(`pg-ceiling-${c}`, `committed/s ≥ ${min} × (a) at ${c} connections`, row.ratioToPostgresJs, min, `${fmt(row.service.committedPerSecond)} vs ${pg === null ? '?' : fmt(pg)} txn/s = ${row.ratioToPostgresJs ?? '?'} ×${pgbench}`);
+  return atLeast(
+    `pg-ceiling-${c}`,
+    `committed/s ≥ ${min} × (a) at ${c} connections`,
+    row.ratioToPostgresJs,
+    min,
+    `${fmt(row.service.committedPerSecond)} vs ${pg === null ? '?' : fmt(pg)} txn/s = ${row.ratioToPostgresJs ?? '?'} ×${pgbench}`,
+  );
 }
 
 function fixedRateTarget(r: Judged): Target {
@@ -36,7 +42,8 @@ function fixedRateTarget(r: Judged): Target {
   const what =
     `p99 ${fmt(f.latencyMs.p99)} ms (p50 ${fmt(f.latencyMs.p50)}, p99.9 ${fmt(f.latencyMs.p99_9)}); ${fmt(f.achievedPerSecond)} of ${fmt(f.ratePerSecond)}/s answered 2xx; ` +
     `${f.errors} errors, ${f.timeouts} timeouts, ${f.non2xx} non-2xx`;
-  if (f.ratePerSecond !== TARGETS.fixedRatePerSecond) return { id: 'fixed-rate-p99', goal, measured: `${what} — offered ${fmt(f.ratePerSecond)}/s, not judged`, ratio: null, met: null };
+  if (f.ratePerSecond !== TARGETS.fixedRatePerSecond)
+    return { id: 'fixed-rate-p99', goal, measured: `${what} — offered ${fmt(f.ratePerSecond)}/s, not judged`, ratio: null, met: null };
   const clean = f.errors === 0 && f.non2xx === 0;
   const t = atMost('fixed-rate-p99', goal, f.latencyMs.p99, TARGETS.fixedRateP99MsMax, what);
   return { ...t, met: t.met === true && clean };
@@ -51,8 +58,20 @@ function costTargets(main: LevelRow | undefined): Target[] {
   const ops = main?.pgCpuRatioToPostgresJs ?? null;
   const serviceMs = s?.serviceCpuMsPerCommitted ?? null;
   return [
-    atMost(`pg-cpu-${c}`, `PostgreSQL CPU per committed transfer ≤ ${TARGETS.pgCpuPerTransferOpsMax} × (a)'s per transaction at ${c} connections`, ops, TARGETS.pgCpuPerTransferOpsMax, `${pgPerTransfer ?? '?'} ms vs ${pgPerOp ?? '?'} ms = ${ops ?? '?'} ×`),
-    atMost(`service-cpu-${c}`, `service CPU per committed transfer ≤ ${TARGETS.serviceCpuMsPerTransferMax} ms at ${c} connections`, serviceMs, TARGETS.serviceCpuMsPerTransferMax, `${serviceMs ?? '?'} ms`),
+    atMost(
+      `pg-cpu-${c}`,
+      `PostgreSQL CPU per committed transfer ≤ ${TARGETS.pgCpuPerTransferOpsMax} × (a)'s per transaction at ${c} connections`,
+      ops,
+      TARGETS.pgCpuPerTransferOpsMax,
+      `${pgPerTransfer ?? '?'} ms vs ${pgPerOp ?? '?'} ms = ${ops ?? '?'} ×`,
+    ),
+    atMost(
+      `service-cpu-${c}`,
+      `service CPU per committed transfer ≤ ${TARGETS.serviceCpuMsPerTransferMax} ms at ${c} connections`,
+      serviceMs,
+      TARGETS.serviceCpuMsPerTransferMax,
+      `${serviceMs ?? '?'} ms`,
+    ),
   ];
 }
 
@@ -60,14 +79,41 @@ export function judgeTargets(r: Judged): Target[] {
   const targets = r.levels.map(throughputTarget);
   const main = r.levels.find((l) => l.connections === TARGETS.mainConnections);
   const p99 = main?.service.latencyMs.p99 ?? null;
-  targets.push(atMost(`p99-${TARGETS.mainConnections}`, `p99 ≤ ${TARGETS.p99MsMax} ms at ${TARGETS.mainConnections} connections (closed loop)`, p99, TARGETS.p99MsMax, `${p99 ?? '?'} ms`));
+  targets.push(
+    atMost(
+      `p99-${TARGETS.mainConnections}`,
+      `p99 ≤ ${TARGETS.p99MsMax} ms at ${TARGETS.mainConnections} connections (closed loop)`,
+      p99,
+      TARGETS.p99MsMax,
+      `${p99 ?? '?'} ms`,
+    ),
+  );
   targets.push(fixedRateTarget(r));
   targets.push(...costTargets(main));
   const ubs = figuresOf(r.ubscore);
-  targets.push(atLeast('ubscore', `UBSCore ≥ ${fmt(TARGETS.ubsCommandsPerSecondMin)} durable commands/s`, ubs?.commandsPerSecond ?? null, TARGETS.ubsCommandsPerSecondMin, `${fmt(ubs?.commandsPerSecond ?? 0)} commands/s`));
+  targets.push(
+    atLeast(
+      'ubscore',
+      `UBSCore ≥ ${fmt(TARGETS.ubsCommandsPerSecondMin)} durable commands/s`,
+      ubs?.commandsPerSecond ?? null,
+      TARGETS.ubsCommandsPerSecondMin,
+      `${fmt(ubs?.commandsPerSecond ?? 0)} commands/s`,
+    ),
+  );
   const restart = figuresOf(r.restart);
-  const restartWhat = restart === null ? '' : `${fmt(restart.totalRestartMs)} ms (${fmt(restart.accounts)} accounts, ${fmt(restart.recordsAfterSnapshot)} records)`;
-  targets.push(atMost('restart', `restart (1M accounts + 1M records) ≤ ${TARGETS.restartMsMax} ms`, restart?.totalRestartMs ?? null, TARGETS.restartMsMax, restartWhat));
+  const restartWhat =
+    restart === null
+      ? ''
+      : `${fmt(restart.totalRestartMs)} ms (${fmt(restart.accounts)} accounts, ${fmt(restart.recordsAfterSnapshot)} records)`;
+  targets.push(
+    atMost(
+      'restart',
+      `restart (1M accounts + 1M records) ≤ ${TARGETS.restartMsMax} ms`,
+      restart?.totalRestartMs ?? null,
+      TARGETS.restartMsMax,
+      restartWhat,
+    ),
+  );
   const rec = figuresOf(r.recovery);
   const recMs = rec === null ? null : rec.completed ? rec.recoveryMs : rec.projectedMs;
   const recWhat = rec === null ? '' : `${fmt(recMs ?? 0)} ms${rec.completed ? '' : ' (projected)'} for ${fmt(rec.stuck)} stuck`;
@@ -75,14 +121,32 @@ export function judgeTargets(r: Judged): Target[] {
   const mem = figuresOf(r.memory);
   targets.push(
     mem === null
-      ? { id: 'memory-flat', goal: 'memory flat (last-quarter mean at most 10% above the second-quarter mean)', measured: 'not measured', ratio: null, met: null }
-      : { id: 'memory-flat', goal: 'memory flat (last-quarter mean at most 10% above the second-quarter mean)', measured: `${mem.secondQuarterMeanMiB} → ${mem.lastQuarterMeanMiB} MiB (${(mem.growth * 100).toFixed(1)}%)`, ratio: null, met: mem.flat },
+      ? {
+          id: 'memory-flat',
+          goal: 'memory flat (last-quarter mean at most 10% above the second-quarter mean)',
+          measured: 'not measured',
+          ratio: null,
+          met: null,
+        }
+      : {
+          id: 'memory-flat',
+          goal: 'memory flat (last-quarter mean at most 10% above the second-quarter mean)',
+          measured: `${mem.secondQuarterMeanMiB} → ${mem.lastQuarterMeanMiB} MiB (${(mem.growth * 100).toFixed(1)}%)`,
+          ratio: null,
+          met: mem.flat,
+        },
   );
   const cons = figuresOf(r.conservation);
   targets.push(
     cons === null
       ? { id: 'conservation', goal: 'conservation: zero differences', measured: 'not measured', ratio: null, met: null }
-      : { id: 'conservation', goal: 'conservation: zero differences', measured: `${cons.differences} differences over ${fmt(cons.accountsChecked)} accounts`, ratio: null, met: cons.ok && cons.differences === 0 },
+      : {
+          id: 'conservation',
+          goal: 'conservation: zero differences',
+          measured: `${cons.differences} differences over ${fmt(cons.accountsChecked)} accounts`,
+          ratio: null,
+          met: cons.ok && cons.differences === 0,
+        },
   );
   return targets;
 }
@@ -111,15 +175,25 @@ export function bottleneckLines(report: Pick<BenchReport, 'levels' | 'profile' |
   lines.push(
     `CPU during that run (cores busy of ${report.machine.cpus}): service ${cpu.serviceCores}, PostgreSQL ${cpu.postgresCores}, load generator ${cpu.loadGeneratorCores}, other processes ${others}; machine ${cpu.machineCores}` +
       (saturated ? ' — the machine was CPU-bound.' : '.') +
-      (cpu.serviceThreads.length > 0 ? ` Busiest service threads: ${cpu.serviceThreads.slice(0, 4).map((t) => `${t.name} ${t.cores}`).join(', ')}.` : ''),
+      (cpu.serviceThreads.length > 0
+        ? ` Busiest service threads: ${cpu.serviceThreads
+            .slice(0, 4)
+            .map((t) => `${t.name} ${t.cores}`)
+            .join(', ')}.`
+        : ''),
   );
   lines.push(...cpuPerTransferLines(row));
   lines.push(...activityLines(row, saturated));
   const prof = figuresOf(report.profile);
   const busiest = prof?.threads[0];
   if (busiest !== undefined) {
-    const mods = busiest.topModules.slice(0, 4).map((m) => `${m.name} ${(m.share * 100).toFixed(0)}%`).join(', ');
-    lines.push(`Busiest service thread in the profile: ${busiest.thread}, not idle ${(busiest.busyShare * 100).toFixed(0)}% of its wall time; its self time by module: ${mods}.`);
+    const mods = busiest.topModules
+      .slice(0, 4)
+      .map((m) => `${m.name} ${(m.share * 100).toFixed(0)}%`)
+      .join(', ');
+    lines.push(
+      `Busiest service thread in the profile: ${busiest.thread}, not idle ${(busiest.busyShare * 100).toFixed(0)}% of its wall time; its self time by module: ${mods}.`,
+    );
   }
   return lines;
 }
@@ -129,8 +203,12 @@ function activityLines(row: LevelRow, saturated: boolean): string[] {
   const act = row.service.pgActivity;
   const coord = act.applications.find((a) => a.application === 'coordinator');
   if (coord === undefined || act.samples === 0) return [];
-  const states = coord.states.slice(0, 5).map((s) => `${s.state} (${s.wait}) ${s.meanConnections}`).join(', ');
-  const sum = (pred: (state: string) => boolean): number => coord.states.filter((s) => pred(s.state)).reduce((a, s) => a + s.meanConnections, 0);
+  const states = coord.states
+    .slice(0, 5)
+    .map((s) => `${s.state} (${s.wait}) ${s.meanConnections}`)
+    .join(', ');
+  const sum = (pred: (state: string) => boolean): number =>
+    coord.states.filter((s) => pred(s.state)).reduce((a, s) => a + s.meanConnections, 0);
   const active = sum((st) => st === 'active');
   const waitingForClient = sum((st) => st.startsWith('idle in transaction'));
   const idle = sum((st) => st === 'idle');
@@ -140,8 +218,10 @@ function activityLines(row: LevelRow, saturated: boolean): string[] {
       : `busy in a statement only ${fmt(active)} of ${fmt(coord.meanConnections)} on average; the rest waited for the coordinators (idle in a transaction ${fmt(waitingForClient)}, idle in the pool ${fmt(idle)}). ` +
         (saturated
           ? 'With the machine CPU-bound, that is the coordinator threads waiting for a CPU they share with PostgreSQL, so what limits is the CPU each transfer costs on both sides, not connections or locks.'
-          : 'With CPU to spare, the limit is on the service\'s side of the socket: its threads and the sequential round trips of each transfer.');
-  return [`The coordinators' PostgreSQL connections during the ${row.connections}-connection run (mean over ${act.samples} samples of pg_stat_activity): ${states}. They were ${verdict}`];
+          : "With CPU to spare, the limit is on the service's side of the socket: its threads and the sequential round trips of each transfer.");
+  return [
+    `The coordinators' PostgreSQL connections during the ${row.connections}-connection run (mean over ${act.samples} samples of pg_stat_activity): ${states}. They were ${verdict}`,
+  ];
 }
 
 /** CPU per committed transfer, set against PostgreSQL's CPU per operation of baseline (a). */
@@ -151,6 +231,8 @@ function cpuPerTransferLines(row: LevelRow): string[] {
   const pgPerOp = row.pg?.postgresJs.postgresCpuMsPerOp ?? null;
   return [
     `CPU per committed transfer: service ${s.serviceCpuMsPerCommitted ?? '?'} ms, PostgreSQL ${s.postgresCpuMsPerCommitted ?? '?'} ms` +
-      (pgPerOp === null ? '.' : `; baseline (a) cost PostgreSQL ${pgPerOp} ms per transaction, so one transfer costs PostgreSQL about ${row.pgCpuRatioToPostgresJs ?? '?'} transactions' worth of CPU.`),
+      (pgPerOp === null
+        ? '.'
+        : `; baseline (a) cost PostgreSQL ${pgPerOp} ms per transaction, so one transfer costs PostgreSQL about ${row.pgCpuRatioToPostgresJs ?? '?'} transactions' worth of CPU.`),
   ];
 }

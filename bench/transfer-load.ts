@@ -87,12 +87,22 @@ export function transferRequests(users: readonly BenchUser[]): autocannon.Reques
 }
 
 /** Closed loop: `connections` clients, each sending its next request when answered, for `durationS`. */
-export async function driveTransfers(svc: BenchService, users: readonly BenchUser[], connections: number, durationS: number): Promise<TransferLevel> {
+export async function driveTransfers(
+  svc: BenchService,
+  users: readonly BenchUser[],
+  connections: number,
+  durationS: number,
+): Promise<TransferLevel> {
   return measureWindow(svc, () => runLoad({ url: svc.base, connections, durationS, requests: transferRequests(users) }));
 }
 
 /** Open loop: `ratePerSecond` requests evenly spaced for `durationS`, whatever the answers. */
-export async function driveFixedRate(svc: BenchService, users: readonly BenchUser[], ratePerSecond: number, durationS: number): Promise<FixedRateLevel> {
+export async function driveFixedRate(
+  svc: BenchService,
+  users: readonly BenchUser[],
+  ratePerSecond: number,
+  durationS: number,
+): Promise<FixedRateLevel> {
   return measureWindow(svc, () => runFixedRate({ url: svc.base, ratePerSecond, durationS, request: () => randomTransfer(users) }));
 }
 
@@ -101,7 +111,10 @@ export async function driveFixedRate(svc: BenchService, users: readonly BenchUse
  * inside, the benchmark only polls transfers_active (as its own role) and samples
  * pg_stat_activity, so what the window costs is the service's work.
  */
-async function measureWindow<L extends { readonly durationS: number }>(svc: BenchService, load: () => Promise<L>): Promise<L & WindowFigures> {
+async function measureWindow<L extends { readonly durationS: number }>(
+  svc: BenchService,
+  load: () => Promise<L>,
+): Promise<L & WindowFigures> {
   const before = await counts(svc.sql);
   const metricsBefore = await serviceCounters(svc.base);
   const xidBefore = await currentXid(svc.sql);
@@ -117,7 +130,8 @@ async function measureWindow<L extends { readonly durationS: number }>(svc: Benc
   const after = await counts(svc.sql);
   const metricsAfter = await serviceCounters(svc.base);
   const committed = after.committed - before.committed;
-  const perCommitted = (x: number | null, digits = 2): number | null => (x === null || committed <= 0 ? null : Math.round((x / committed) * 10 ** digits) / 10 ** digits);
+  const perCommitted = (x: number | null, digits = 2): number | null =>
+    x === null || committed <= 0 ? null : Math.round((x / committed) * 10 ** digits) / 10 ** digits;
   const batches = metricsAfter.ubsBatches - metricsBefore.ubsBatches;
   return {
     ...figures,
@@ -178,7 +192,10 @@ type ServiceCounters = { ubsCommands: number; ubsBatches: number; transitions: M
 
 /** UBSCore's command and WAL batch counters and the FSM transition counts, from the service's /metrics. */
 async function serviceCounters(base: string): Promise<ServiceCounters> {
-  const text = await fetch(`${base}/metrics`).then((r) => (r.ok ? r.text() : ''), () => '');
+  const text = await fetch(`${base}/metrics`).then(
+    (r) => (r.ok ? r.text() : ''),
+    () => '',
+  );
   const read = (name: string): number => Number(new RegExp(`^${name}(?:\\{[^}]*\\})?\\s+([0-9.eE+]+)\\s*$`, 'm').exec(text)?.[1] ?? 0);
   const transitions = new Map<string, number>();
   // One series per shard (and thread): summed by from and to.

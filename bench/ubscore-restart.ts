@@ -29,7 +29,6 @@ const CHECKED_USERS = 2_000;
 const PROBE_BATCH_COMMANDS = 100;
 const TIMEOUT_MS = 60_000;
 
-
 class Builder {
   readonly ledger = new SpotLedger();
   private readonly encoder = new BatchEncoder();
@@ -42,7 +41,8 @@ class Builder {
   async run(command: UbsCommand): Promise<void> {
     const decision = this.ledger.decide(command, this.lookup);
     const record = decision.record;
-    if (record === null || decision.processedKey === null || record.kind !== 'op') throw new Error(`bench: ${JSON.stringify(decision.result)}`);
+    if (record === null || decision.processedKey === null || record.kind !== 'op')
+      throw new Error(`bench: ${JSON.stringify(decision.result)}`);
     this.encoder.add(record, decision.processedKey);
     if (record.op === 'WITHDRAW' && record.outcome.kind === 'applied') this.withdrawals.set(decision.processedKey, record);
     if (this.encoder.records >= BUILD_BATCH_RECORDS) await this.flush();
@@ -88,7 +88,13 @@ async function writeTail(builder: Builder, accounts: number, records: number): P
   await builder.flush();
 }
 
-type SnapshotFigures = { readonly seq: number; readonly bodyBytes: number; readonly encodeMs: number; readonly writeMs: number; readonly pruneTxnMsMax: number };
+type SnapshotFigures = {
+  readonly seq: number;
+  readonly bodyBytes: number;
+  readonly encodeMs: number;
+  readonly writeMs: number;
+  readonly pruneTxnMsMax: number;
+};
 
 /** Writes the snapshot at the ledger's current seq and prunes the WAL up to it, as the worker does. */
 async function snapshotAndPrune(builder: Builder, wal: WalLog): Promise<SnapshotFigures> {
@@ -107,10 +113,20 @@ async function snapshotAndPrune(builder: Builder, wal: WalLog): Promise<Snapshot
     await wal.pruneThrough(capture.seq, WAL_PRUNE_RECORDS_PER_TXN_MAX);
     pruneTxnMsMax = Math.max(pruneTxnMsMax, performance.now() - txnStarted);
   }
-  return { seq: capture.seq, bodyBytes: encoded.info.bodyBytes, encodeMs: encodedAt - started, writeMs: written - encodedAt, pruneTxnMsMax };
+  return {
+    seq: capture.seq,
+    bodyBytes: encoded.info.bodyBytes,
+    encodeMs: encodedAt - started,
+    writeMs: written - encodedAt,
+    pruneTxnMsMax,
+  };
 }
 
-async function build(dir: string, accounts: number, tail: number): Promise<{ ledger: SpotLedger; snapshot: SnapshotFigures; buildMs: number }> {
+async function build(
+  dir: string,
+  accounts: number,
+  tail: number,
+): Promise<{ ledger: SpotLedger; snapshot: SnapshotFigures; buildMs: number }> {
   const started = performance.now();
   const wal = openWal(dir);
   const builder = new Builder(wal);
@@ -121,7 +137,13 @@ async function build(dir: string, accounts: number, tail: number): Promise<{ led
   return { ledger: builder.ledger, snapshot, buildMs: performance.now() - started };
 }
 
-type Probe = { readonly rounds: number; readonly roundTripMsMax: number; readonly roundTripMsMedian: number; readonly sliceMsMax: number; readonly snapshotMs: number };
+type Probe = {
+  readonly rounds: number;
+  readonly roundTripMsMax: number;
+  readonly roundTripMsMedian: number;
+  readonly sliceMsMax: number;
+  readonly snapshotMs: number;
+};
 
 /**
  * Right after the restart the tail is far past the snapshot period, so the first batch starts a
@@ -133,15 +155,29 @@ async function probeSnapshot(core: UbsCoreHandle, client: UbsClient, userId: big
   const roundTrips: number[] = [];
   for (let round = 0; ; round++) {
     const sent = performance.now();
-    const commands = Array.from({ length: PROBE_BATCH_COMMANDS }, (_, i): UbsCommand => ({ kind: 'transfer_op', op: 'DEPOSIT', reqId: `probe-${round}-${i}`, userId, asset: 'BTC', amount: 1n }));
+    const commands = Array.from(
+      { length: PROBE_BATCH_COMMANDS },
+      (_, i): UbsCommand => ({ kind: 'transfer_op', op: 'DEPOSIT', reqId: `probe-${round}-${i}`, userId, asset: 'BTC', amount: 1n }),
+    );
     const results = await Promise.all(commands.map((command) => client.send(command, TIMEOUT_MS)));
     if (results.some((result) => result?.kind !== 'applied')) throw new Error('bench: a probe deposit was not applied');
     roundTrips.push(performance.now() - sent);
     const snapshots = (await core.control.stats()).snapshots;
-    if (snapshots !== undefined && snapshots.written > 0 && snapshots.pendingSeq === null && snapshots.walPrunedThroughSeq === snapshots.seq) {
+    if (
+      snapshots !== undefined &&
+      snapshots.written > 0 &&
+      snapshots.pendingSeq === null &&
+      snapshots.walPrunedThroughSeq === snapshots.seq
+    ) {
       const sorted = [...roundTrips].sort((a, b) => a - b);
       const median = sorted[Math.floor(sorted.length / 2)] ?? 0;
-      return { rounds: round + 1, roundTripMsMax: sorted[sorted.length - 1] ?? 0, roundTripMsMedian: median, sliceMsMax: snapshots.sliceMsMax, snapshotMs: performance.now() - started };
+      return {
+        rounds: round + 1,
+        roundTripMsMax: sorted[sorted.length - 1] ?? 0,
+        roundTripMsMedian: median,
+        sliceMsMax: snapshots.sliceMsMax,
+        snapshotMs: performance.now() - started,
+      };
     }
   }
 }
@@ -174,7 +210,8 @@ async function main(): Promise<void> {
     const totalRestartMs = performance.now() - started;
     const client = new UbsClient(core.connect());
     const stats = await core.control.stats();
-    if (stats.accounts !== built.ledger.accountCount || stats.walSeq !== built.ledger.lastSeq) throw new Error(`bench: core ${JSON.stringify(stats)}`);
+    if (stats.accounts !== built.ledger.accountCount || stats.walSeq !== built.ledger.lastSeq)
+      throw new Error(`bench: core ${JSON.stringify(stats)}`);
     const probe = await probeSnapshot(core, client, BigInt(Math.ceil(accounts / ASSETS.length) + 1));
     await check(client, built.ledger, accounts);
     const { replayedRecords, replayMs, snapshotSeq, snapshotLoadMs } = core.ready;
@@ -185,7 +222,7 @@ async function main(): Promise<void> {
     await core.worker.terminate();
     const round = (ms: number): number => Math.round(ms);
     process.stdout.write(
-      JSON.stringify({
+      `${JSON.stringify({
         accounts: stats.accounts,
         snapshotSeq,
         recordsAfterSnapshot: replayedRecords,
@@ -206,7 +243,7 @@ async function main(): Promise<void> {
         },
         closeWithSnapshotMs: round(closeMs),
         buildMs: round(built.buildMs),
-      }) + '\n',
+      })}\n`,
     );
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -73,7 +73,10 @@ export async function benchUbsCore(commands: number, inFlight: number): Promise<
     const sender = async (): Promise<void> => {
       for (let i = next++; i < commands; i = next++) {
         const ref = `bench-${i}`;
-        const result = await client.send({ kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref, userId: BigInt(1 + (i % UBS_BENCH_USERS)), asset: 'USDT', amount: 1n }, SEND_TIMEOUT_MS);
+        const result = await client.send(
+          { kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref, userId: BigInt(1 + (i % UBS_BENCH_USERS)), asset: 'USDT', amount: 1n },
+          SEND_TIMEOUT_MS,
+        );
         if (result?.kind === 'applied') applied++;
       }
     };

@@ -16,7 +16,9 @@ type Responses<O extends OperationId> = operations[O]['responses'];
 type Query<O extends OperationId> = NonNullable<operations[O]['parameters']['query']>;
 
 /** Every answer the document gives an operation, as {status, body}: checking status narrows body. */
-export type Answer<O extends OperationId> = { [S in keyof Responses<O> & number]: { readonly status: S; readonly body: BodyOf<Responses<O>[S]> } }[keyof Responses<O> & number];
+export type Answer<O extends OperationId> = {
+  [S in keyof Responses<O> & number]: { readonly status: S; readonly body: BodyOf<Responses<O>[S]> };
+}[keyof Responses<O> & number];
 
 const POLLS_MAX = 50;
 const POLL_MS = 100;
@@ -59,8 +61,20 @@ export class ApiClient {
   }
 }
 
-export type ExampleOptions = { readonly base: string; readonly userId: string; readonly userToken: string; readonly adminToken: string; readonly asset: string; readonly ref: string };
-export type ExampleRun = { readonly moved: readonly Schemas['TransferAnswer'][]; readonly history: readonly Schemas['TransferAnswer'][]; readonly pages: number; readonly balances: Schemas['Balances'] };
+export type ExampleOptions = {
+  readonly base: string;
+  readonly userId: string;
+  readonly userToken: string;
+  readonly adminToken: string;
+  readonly asset: string;
+  readonly ref: string;
+};
+export type ExampleRun = {
+  readonly moved: readonly Schemas['TransferAnswer'][];
+  readonly history: readonly Schemas['TransferAnswer'][];
+  readonly pages: number;
+  readonly balances: Schemas['Balances'];
+};
 
 /** Funds the user, moves 30 to SPOT and 12.5 back, then reads the history one item a page. */
 export async function runExample(o: ExampleOptions): Promise<ExampleRun> {
@@ -68,8 +82,14 @@ export async function runExample(o: ExampleOptions): Promise<ExampleRun> {
   const user = new ApiClient(o.base, o.userToken);
   const funded = await admin.deposit({ user_id: o.userId, account: 'FUNDING', asset: o.asset, amount: '100', ref: o.ref });
   if (funded.status !== 200) throw new Error(`deposit answered ${funded.status}: ${JSON.stringify(funded.body)}`);
-  const there = await finished(user, await user.createTransfer({ from: 'FUNDING', to: 'SPOT', asset: o.asset, amount: '30', client_order_id: `${o.ref}-to-spot` }));
-  const back = await finished(user, await user.createTransfer({ from: 'SPOT', to: 'FUNDING', asset: o.asset, amount: '12.5', client_order_id: `${o.ref}-back` }));
+  const there = await finished(
+    user,
+    await user.createTransfer({ from: 'FUNDING', to: 'SPOT', asset: o.asset, amount: '30', client_order_id: `${o.ref}-to-spot` }),
+  );
+  const back = await finished(
+    user,
+    await user.createTransfer({ from: 'SPOT', to: 'FUNDING', asset: o.asset, amount: '12.5', client_order_id: `${o.ref}-back` }),
+  );
   const history: Schemas['TransferAnswer'][] = [];
   let cursor: string | null = null;
   let pages = 0;
@@ -87,7 +107,8 @@ export async function runExample(o: ExampleOptions): Promise<ExampleRun> {
 
 /** The transfer once terminal: a 202 is polled by its req_id, a bounded number of times. */
 async function finished(client: ApiClient, answer: Answer<'createTransfer'>): Promise<Schemas['TransferAnswer']> {
-  if (answer.status !== 200 && answer.status !== 202) throw new Error(`transfer answered ${answer.status}: ${answer.body.code} ${answer.body.message}`);
+  if (answer.status !== 200 && answer.status !== 202)
+    throw new Error(`transfer answered ${answer.status}: ${answer.body.code} ${answer.body.message}`);
   let transfer: Schemas['TransferAnswer'] = answer.body;
   for (let poll = 0; transfer.state === 'PENDING' && poll < POLLS_MAX; poll++) {
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
@@ -99,7 +120,19 @@ async function finished(client: ApiClient, answer: Answer<'createTransfer'>): Pr
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const env = (name: string): string => process.env[name] ?? (process.stderr.write(`${name} is required\n`), process.exit(2));
-  const run = await runExample({ base: env('API_BASE'), userId: env('USER_ID'), userToken: env('USER_TOKEN'), adminToken: env('ADMIN_TOKEN'), asset: process.env.ASSET ?? 'USDT', ref: `example-${Date.now()}` });
+  const env = (name: string): string => {
+    const value = process.env[name];
+    if (value !== undefined) return value;
+    process.stderr.write(`${name} is required\n`);
+    process.exit(2);
+  };
+  const run = await runExample({
+    base: env('API_BASE'),
+    userId: env('USER_ID'),
+    userToken: env('USER_TOKEN'),
+    adminToken: env('ADMIN_TOKEN'),
+    asset: process.env.ASSET ?? 'USDT',
+    ref: `example-${Date.now()}`,
+  });
   process.stdout.write(`${JSON.stringify(run, null, 2)}\n`);
 }

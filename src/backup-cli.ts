@@ -37,10 +37,14 @@ async function main(): Promise<number> {
 async function takeThroughService(config: Config, backup: BackupConfig): Promise<number> {
   const secret = config.jwt.hs256Secret;
   if (backup.adminToken === null && secret === null) {
-    process.stderr.write('backup: set ADMIN_TOKEN to an admin token of your issuer (this service verifies no HS256 secret to sign one with)\n');
+    process.stderr.write(
+      'backup: set ADMIN_TOKEN to an admin token of your issuer (this service verifies no HS256 secret to sign one with)\n',
+    );
     return 2;
   }
-  const token = backup.adminToken ?? signJwt({ sub: 'backup-cli', role: 'admin', exp: Math.floor(Date.now() / 1000) + ADMIN_TOKEN_LIFETIME_S }, secret as string);
+  const token =
+    backup.adminToken ??
+    signJwt({ sub: 'backup-cli', role: 'admin', exp: Math.floor(Date.now() / 1000) + ADMIN_TOKEN_LIFETIME_S }, secret as string);
   const answer = await post(`${backup.serviceUrl}/admin/v1/backup`, token, { dir: backup.backupDir });
   process.stdout.write(`${answer.body}\n`);
   return answer.status === 200 ? 0 : 1;
@@ -61,7 +65,9 @@ async function restore(config: Config, backup: BackupConfig): Promise<number> {
     process.stderr.write(`refused to restore: ${outcome.reason}\n`);
     return 3;
   }
-  process.stdout.write(`${JSON.stringify({ restored: true, data_dir: config.dataDir, ledger_id: outcome.ledgerId, wal_seq: outcome.walSeq, rows: outcome.rows })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ restored: true, data_dir: config.dataDir, ledger_id: outcome.ledgerId, wal_seq: outcome.walSeq, rows: outcome.rows })}\n`,
+  );
   return 0;
 }
 
@@ -69,13 +75,17 @@ async function restore(config: Config, backup: BackupConfig): Promise<number> {
 function post(url: string, token: string, body: unknown): Promise<{ status: number; body: string }> {
   const client = url.startsWith('https:') ? https : http;
   return new Promise((resolve, reject) => {
-    const req = client.request(url, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-      res.on('error', reject);
-    });
+    const req = client.request(
+      url,
+      { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(JSON.stringify(body));
   });

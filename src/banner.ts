@@ -12,7 +12,11 @@ export const DEV_TOKEN_LIFETIME_S = 24 * 3600;
 /** The operator the printed admin token names (an admin token's `sub` is any name). */
 export const DEV_OPERATOR = 'dev-operator';
 
-export function banner(config: Config, ports: { readonly port: number; readonly adminPort: number | null }, nowS: number = Date.now() / 1000): string {
+export function banner(
+  config: Config,
+  ports: { readonly port: number; readonly adminPort: number | null },
+  nowS: number = Date.now() / 1000,
+): string {
   const base = `http://${config.host}:${ports.port}`;
   const adminBase = ports.adminPort === null ? base : `http://${config.adminHost}:${ports.adminPort}`;
   const tokens = devTokens(config, nowS);
@@ -49,7 +53,10 @@ ${admin}
 function devTokens(config: Config, nowS: number): { readonly user: string; readonly admin: string } | null {
   if (config.nodeEnv !== 'development' || !config.jwt.hs256SecretIsDevDefault || config.jwt.hs256Secret === null) return null;
   const exp = Math.floor(nowS) + DEV_TOKEN_LIFETIME_S;
-  const extra = { ...(config.jwt.issuer === null ? {} : { iss: config.jwt.issuer }), ...(config.jwt.audience === null ? {} : { aud: config.jwt.audience }) };
+  const extra = {
+    ...(config.jwt.issuer === null ? {} : { iss: config.jwt.issuer }),
+    ...(config.jwt.audience === null ? {} : { aud: config.jwt.audience }),
+  };
   return {
     user: signJwt({ sub: '1', exp, ...extra }, config.jwt.hs256Secret),
     admin: signJwt({ sub: DEV_OPERATOR, exp, role: 'admin', ...extra }, config.jwt.hs256Secret),

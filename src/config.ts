@@ -174,8 +174,10 @@ export function loadConfig(env: Env = process.env): Config {
     logFormat: logFormatVar(env, nodeEnv),
   };
   if (config.retryCapMs < config.retryBaseMs) throw new ConfigError('RETRY_CAP_MS must be >= RETRY_BASE_MS');
-  if (config.shutdownTimeoutMs <= config.shutdownDrainMs) throw new ConfigError('SHUTDOWN_TIMEOUT_MS must be greater than SHUTDOWN_DRAIN_MS');
-  if (config.adminPort !== null && config.adminPort !== 0 && config.adminPort === config.port) throw new ConfigError('ADMIN_PORT must differ from PORT');
+  if (config.shutdownTimeoutMs <= config.shutdownDrainMs)
+    throw new ConfigError('SHUTDOWN_TIMEOUT_MS must be greater than SHUTDOWN_DRAIN_MS');
+  if (config.adminPort !== null && config.adminPort !== 0 && config.adminPort === config.port)
+    throw new ConfigError('ADMIN_PORT must differ from PORT');
   return config;
 }
 
@@ -218,7 +220,8 @@ export class ConfigError extends Error {
 /** The banner prints development tokens: on by default in development, never in production. */
 function bannerVar(env: Env, nodeEnv: NodeEnv): boolean {
   const raw = enumVar(env, 'PRINT_BANNER', ['0', '1'] as const, nodeEnv === 'development' ? '1' : '0');
-  if (raw === '1' && nodeEnv === 'production') throw new ConfigError('PRINT_BANNER=1 prints development tokens: development only, not with NODE_ENV=production');
+  if (raw === '1' && nodeEnv === 'production')
+    throw new ConfigError('PRINT_BANNER=1 prints development tokens: development only, not with NODE_ENV=production');
   return raw === '1';
 }
 
@@ -234,11 +237,16 @@ function jwtConfig(env: Env, nodeEnv: NodeEnv): JwtConfig {
   const file = nonEmpty(env.JWT_JWKS_FILE);
   const url = nonEmpty(env.JWT_JWKS_URL);
   if (file !== null && url !== null) throw new ConfigError('set JWT_JWKS_FILE or JWT_JWKS_URL, not both');
-  const jwks: JwksLocation | null = file !== null ? { kind: 'file', path: path.resolve(file) } : url !== null ? { kind: 'url', url: jwksUrl(url, nodeEnv) } : null;
+  const jwks: JwksLocation | null =
+    file !== null ? { kind: 'file', path: path.resolve(file) } : url !== null ? { kind: 'url', url: jwksUrl(url, nodeEnv) } : null;
   const secret = env.JWT_SECRET;
-  if (secret !== undefined && Buffer.byteLength(secret, 'utf8') < JWT_SECRET_BYTES_MIN) throw new ConfigError(`JWT_SECRET must be at least ${JWT_SECRET_BYTES_MIN} bytes`);
+  if (secret !== undefined && Buffer.byteLength(secret, 'utf8') < JWT_SECRET_BYTES_MIN)
+    throw new ConfigError(`JWT_SECRET must be at least ${JWT_SECRET_BYTES_MIN} bytes`);
   if (nodeEnv === 'production') {
-    if (secret === undefined && jwks === null) throw new ConfigError(`NODE_ENV=production needs JWT_SECRET (at least ${JWT_SECRET_BYTES_MIN} bytes) or JWT_JWKS_FILE / JWT_JWKS_URL; there is no default secret in production`);
+    if (secret === undefined && jwks === null)
+      throw new ConfigError(
+        `NODE_ENV=production needs JWT_SECRET (at least ${JWT_SECRET_BYTES_MIN} bytes) or JWT_JWKS_FILE / JWT_JWKS_URL; there is no default secret in production`,
+      );
     if (secret === DEV_JWT_SECRET) throw new ConfigError('JWT_SECRET is the public development secret: never in production');
   }
   const devDefault = secret === undefined && nodeEnv === 'development';
@@ -258,9 +266,11 @@ function jwtConfig(env: Env, nodeEnv: NodeEnv): JwtConfig {
 function jwksUrl(raw: string, nodeEnv: NodeEnv): string {
   if (!URL.canParse(raw)) throw new ConfigError(`JWT_JWKS_URL must be a URL, got ${JSON.stringify(raw)}`);
   const url = new URL(raw);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(`JWT_JWKS_URL must be http(s), got ${JSON.stringify(raw)}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new ConfigError(`JWT_JWKS_URL must be http(s), got ${JSON.stringify(raw)}`);
   const loopback = ['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname);
-  if (nodeEnv === 'production' && url.protocol === 'http:' && !loopback) throw new ConfigError('JWT_JWKS_URL must be https in production (http only to 127.0.0.1, localhost or [::1])');
+  if (nodeEnv === 'production' && url.protocol === 'http:' && !loopback)
+    throw new ConfigError('JWT_JWKS_URL must be https in production (http only to 127.0.0.1, localhost or [::1])');
   return raw;
 }
 
@@ -274,7 +284,8 @@ function crashPointVar(env: Env): CrashPoint | null {
 /** Readable lines (pino-pretty) are a development convenience: production writes JSON only. */
 function logFormatVar(env: Env, nodeEnv: NodeEnv): 'json' | 'pretty' {
   const format = enumVar(env, 'LOG_FORMAT', ['auto', 'json', 'pretty'] as const, 'auto');
-  if (format === 'pretty' && nodeEnv === 'production') throw new ConfigError('LOG_FORMAT=pretty is for development: production writes JSON lines (LOG_FORMAT=json or auto)');
+  if (format === 'pretty' && nodeEnv === 'production')
+    throw new ConfigError('LOG_FORMAT=pretty is for development: production writes JSON lines (LOG_FORMAT=json or auto)');
   if (format !== 'auto') return format;
   return nodeEnv === 'development' && process.stderr.isTTY === true ? 'pretty' : 'json';
 }
@@ -282,7 +293,8 @@ function logFormatVar(env: Env, nodeEnv: NodeEnv): 'json' | 'pretty' {
 function urlVar(env: Env, name: string): string | null {
   const raw = nonEmpty(env[name]);
   if (raw === null) return null;
-  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol)) throw new ConfigError(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  if (!URL.canParse(raw) || !/^https?:$/.test(new URL(raw).protocol))
+    throw new ConfigError(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
   return raw;
 }
 

@@ -63,7 +63,15 @@ function destination(opts: { format?: LogFormat; write?: (line: string) => void 
   if (opts.format === 'pretty') {
     // Loaded here only: a production process (LOG_FORMAT=json) never loads it.
     const pretty = createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
-    return pretty({ colorize: true, sync: true, destination: 2, translateTime: 'SYS:HH:MM:ss.l', ignore: 'name', messageFormat: '{name}: {msg}', customLevels: `critical:${CRITICAL_LEVEL}` });
+    return pretty({
+      colorize: true,
+      sync: true,
+      destination: 2,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'name',
+      messageFormat: '{name}: {msg}',
+      customLevels: `critical:${CRITICAL_LEVEL}`,
+    });
   }
   return pino.destination({ dest: 2, sync: true });
 }

@@ -20,7 +20,10 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger({ level: config.logLevel, format: config.logFormat, name: 'main' });
-  if (config.jwt.hs256SecretIsDevDefault) log.warn('JWT_SECRET is not set: development mode accepts tokens signed with the public development secret; NODE_ENV=production refuses to start this way');
+  if (config.jwt.hs256SecretIsDevDefault)
+    log.warn(
+      'JWT_SECRET is not set: development mode accepts tokens signed with the public development secret; NODE_ENV=production refuses to start this way',
+    );
   const service = await startService(config, log);
   let stopping = false;
   // The first signal drains and stops in order, within SHUTDOWN_TIMEOUT_MS; a second one, or the

@@ -41,7 +41,9 @@ main().then(
   (code) => process.exit(code),
   (error: unknown) => {
     const known = error instanceof ConfigError || error instanceof MigrationError || error instanceof OwnershipError;
-    process.stderr.write(`migrate: ${known ? (error as Error).message : error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `migrate: ${known ? (error as Error).message : error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exit(known ? 3 : 1);
   },
 );

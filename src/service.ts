@@ -43,7 +43,6 @@ import { AuditLog } from './audit/audit-log.js';
 import { BackupTaker } from './backup/take.js';
 import { WalHealth } from './services/wal-health.js';
 
-
 /** Bounds of the recovery scan and the in-memory retry timers. */
 const SCAN_BATCH_MAX = 1_000;
 const RETRY_TIMERS_MAX = 100_000;
@@ -74,19 +73,28 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const dirLock = await lockDataDir(config.dataDir);
     stack.push(() => dirLock.release());
     const { url: databaseUrl, watch } = await database(config, log, stack);
-    const owner = await ownDatabase(databaseUrl, ownerEvents(log, watch, () => stopping), { retakeBackoffCapMs: config.pgRecoveryBackoffCapMs });
+    const owner = await ownDatabase(
+      databaseUrl,
+      ownerEvents(log, watch, () => stopping),
+      { retakeBackoffCapMs: config.pgRecoveryBackoffCapMs },
+    );
     stack.push(() => owner.release());
     const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
     stack.push(() => sql.end({ timeout: 5 }));
     // Production migrates as its own step (`make migrate`), so a start never changes the schema
     // under a running fleet by surprise: it only checks that none is pending and none was edited.
-    const applied = config.migrateOnStart ? (await migrate(sql)).applied : (await checkMigrated(sql), 0);
+    let applied = 0;
+    if (config.migrateOnStart) applied = (await migrate(sql)).applied;
+    else await checkMigrated(sql);
     const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
     // The demo assets are a development convenience; in production an operator creates assets.
     if (config.nodeEnv === 'development') await seedDemoAssets(sql);
     log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
     const halt = await HaltSwitch.load(sql, log);
-    if (halt.current !== null) log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', { reason: halt.current.reason });
+    if (halt.current !== null)
+      log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', {
+        reason: halt.current.reason,
+      });
 
     const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
     const walHealth = new WalHealth(log);
@@ -132,7 +140,13 @@ export async function startService(config: Config, log: Logger): Promise<Service
     halt.onChange((state) => pools.haltChanged(state));
     const mainUbs = new UbsClient(ubs.connect(), {});
     stack.push(async () => mainUbs.close());
-    const external = new ExternalMovements({ sql, ubs: (cmd, ms) => mainUbs.send(cmd, ms), ubsTimeoutMs: config.adapterTimeoutMs, log, halt });
+    const external = new ExternalMovements({
+      sql,
+      ubs: (cmd, ms) => mainUbs.send(cmd, ms),
+      ubsTimeoutMs: config.adapterTimeoutMs,
+      log,
+      halt,
+    });
     const resumed = await external.resumePending();
     if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
 
@@ -150,66 +164,89 @@ export async function startService(config: Config, log: Logger): Promise<Service
     const backups = new BackupTaker({ databaseUrl, control: ubs.control, log });
     const ubsStats = () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]);
     const ubsMetrics = ubscoreScrape(() => Promise.race([ubs.control.metrics(), delay(2_000, null, { ref: false })]));
-    const apps = createApps({
-      tokens,
-      bodyBytesMax: config.bodyBytesMax,
-      rateLimitPerSecond: config.rateLimitPerSecond,
-      abnormalTransfersPerMinute: config.abnormalTransfersPerMinute,
-      assets,
-      admin: new AdminService({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs, onAssetChange: () => {
-          assets.invalidate();
-          return pools.assetsChanged();
-        },
-      }),
-      transfers,
-      // Every entry of a new transfer passes here; each shard checks the halt again on its own.
-      submit: async (t) => {
-        if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
-        const reply = await pools.submit(t);
-        return reply.kind === 'busy' ? recordForScan(t, transfers, log, halt) : reply;
-      },
-      drive: (userId, reqId) => pools.drive(userId, reqId),
-      alerts,
-      monitor,
-      audit: new AuditLog(sql),
-      halt,
-      invariant,
-      registry,
-      metrics: () => {
-        // The reason is in /readyz and the log, never a label: a label per reason is a new series.
-        registry.set('transfer_service_halted', 'Whether the service is halted (1): new transfers and external movements refused until an operator resumes', {}, halt.current === null ? 0 : 1);
-        return collectMetrics({
-          main: registry,
+    const apps = createApps(
+      {
+        tokens,
+        bodyBytesMax: config.bodyBytesMax,
+        rateLimitPerSecond: config.rateLimitPerSecond,
+        abnormalTransfersPerMinute: config.abnormalTransfersPerMinute,
+        assets,
+        admin: new AdminService({
           sql,
-          shards: () => pools.metrics(),
-          ubs: ubsMetrics,
-        });
+          ubs: ubsSend,
+          ubsTimeoutMs: config.adapterTimeoutMs,
+          onAssetChange: () => {
+            assets.invalidate();
+            return pools.assetsChanged();
+          },
+        }),
+        transfers,
+        // Every entry of a new transfer passes here; each shard checks the halt again on its own.
+        submit: async (t) => {
+          if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
+          const reply = await pools.submit(t);
+          return reply.kind === 'busy' ? recordForScan(t, transfers, log, halt) : reply;
+        },
+        drive: (userId, reqId) => pools.drive(userId, reqId),
+        alerts,
+        monitor,
+        audit: new AuditLog(sql),
+        halt,
+        invariant,
+        registry,
+        metrics: () => {
+          // The reason is in /readyz and the log, never a label: a label per reason is a new series.
+          registry.set(
+            'transfer_service_halted',
+            'Whether the service is halted (1): new transfers and external movements refused until an operator resumes',
+            {},
+            halt.current === null ? 0 : 1,
+          );
+          return collectMetrics({
+            main: registry,
+            sql,
+            shards: () => pools.metrics(),
+            ubs: ubsMetrics,
+          });
+        },
+        pulse: new Pulse(),
+        snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
+        probe: async () => {
+          const answer = await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000);
+          const wal = walHealth.current;
+          return {
+            // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
+            postgres: await Promise.race([
+              sql`SELECT 1`.then(
+                () => true,
+                () => false,
+              ),
+              delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false }),
+            ]),
+            ubscore: answer !== null && answer.kind !== 'unavailable',
+            walWritable: wal.writable,
+            walReason: wal.writable ? null : wal.reason,
+          };
+        },
+        stuckRetriesMax: config.stuckRetriesMax,
+        stuckAgeMs: config.stuckAgeMs,
+        external,
+        balances: new BalanceReader({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
+        log,
+        isReady: () => true,
+        ownerHeld: () => owner.held(),
+        drain,
+        backup: (dir) => backups.take(dir),
       },
-      pulse: new Pulse(),
-      snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
-      probe: async () => {
-        const answer = await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000);
-        const wal = walHealth.current;
-        return {
-          // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
-          postgres: await Promise.race([sql`SELECT 1`.then(() => true, () => false), delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false })]),
-          ubscore: answer !== null && answer.kind !== 'unavailable',
-          walWritable: wal.writable,
-          walReason: wal.writable ? null : wal.reason,
-        };
-      },
-      stuckRetriesMax: config.stuckRetriesMax,
-      stuckAgeMs: config.stuckAgeMs,
-      external,
-      balances: new BalanceReader({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
-      log,
-      isReady: () => true,
-      ownerHeld: () => owner.held(),
-      drain,
-      backup: (dir) => backups.take(dir),
-    }, { separateAdmin: config.adminPort !== null });
+      { separateAdmin: config.adminPort !== null },
+    );
     const listeners = await listenAll(apps, config, stack, drain, log);
-    log.info('service ready', { port: listeners.port, admin_port: listeners.adminPort, coordinators: config.coordinators, data_dir: config.dataDir });
+    log.info('service ready', {
+      port: listeners.port,
+      admin_port: listeners.adminPort,
+      coordinators: config.coordinators,
+      data_dir: config.dataDir,
+    });
     return { ...listeners, databaseUrl, stop };
   } catch (error) {
     await stop();
@@ -220,7 +257,10 @@ export async function startService(config: Config, log: Logger): Promise<Service
 /** Per-row measures of the alert table read at most this many unfinished transfers, oldest first. */
 const ALERT_ROWS_MAX = 10_000;
 
-function startAlertMonitor(config: Config, deps: { sql: Sql; alerts: AlertSink; registry: Registry; log: Logger; pools: CoordinatorPools }): AlertMonitor {
+function startAlertMonitor(
+  config: Config,
+  deps: { sql: Sql; alerts: AlertSink; registry: Registry; log: Logger; pools: CoordinatorPools },
+): AlertMonitor {
   const { alertRules: r } = config;
   const monitor = new AlertMonitor({
     sql: deps.sql,
@@ -229,7 +269,8 @@ function startAlertMonitor(config: Config, deps: { sql: Sql; alerts: AlertSink; 
     log: deps.log,
     thresholds: r,
     failureWindowMs: r.failureWindowMs,
-    unfinished: () => readUnfinished(deps.sql, { stuckRetriesMax: config.stuckRetriesMax, stuckAgeMs: config.stuckAgeMs, rowsMax: ALERT_ROWS_MAX }),
+    unfinished: () =>
+      readUnfinished(deps.sql, { stuckRetriesMax: config.stuckRetriesMax, stuckAgeMs: config.stuckAgeMs, rowsMax: ALERT_ROWS_MAX }),
     finishedCounts: () => deps.pools.finishedCounts(),
   });
   monitor.start(r.evalIntervalMs);
@@ -241,7 +282,11 @@ function startAlertMonitor(config: Config, deps: { sql: Sql; alerts: AlertSink; 
  * postmaster that dies is started again; `watch` is null with DATABASE_URL, whose server is
  * someone else's to restart: the pools and the owner lock reconnect once it answers).
  */
-async function database(config: Config, log: Logger, stack: (() => Promise<void>)[]): Promise<{ readonly url: string; readonly watch: PgWatch | null }> {
+async function database(
+  config: Config,
+  log: Logger,
+  stack: (() => Promise<void>)[],
+): Promise<{ readonly url: string; readonly watch: PgWatch | null }> {
   if (config.databaseUrl !== null) return { url: config.databaseUrl, watch: null };
   const pg: EmbeddedPg = await startEmbeddedPg({
     dir: path.join(config.dataDir, 'postgres'),
@@ -276,7 +321,11 @@ function ownerEvents(log: Logger, watch: PgWatch | null, stopping: () => boolean
     },
     onRegained: (attempts: number) => log.info('owner lock taken again: taking new work', { attempts }),
     onTakenByOther: (holder: string) => {
-      if (!stopping()) fatal(log, `another process took the owner lock while this one had lost it: ${holder}. Two processes on one database would split the SPOT ledger`);
+      if (!stopping())
+        fatal(
+          log,
+          `another process took the owner lock while this one had lost it: ${holder}. Two processes on one database would split the SPOT ledger`,
+        );
     },
     log,
   };

@@ -20,7 +20,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 test('a request without X-Request-Id gets one, echoed on the answer and on its one access line', async () => {
   const apps = stubApps(tokens);
-  const res = await apps.public.request('/api/v1/internal_transfer/01ARZ3NDEKTSV4RRFFQ69G5FAV', { headers: { authorization: `Bearer ${user}` } });
+  const res = await apps.public.request('/api/v1/internal_transfer/01ARZ3NDEKTSV4RRFFQ69G5FAV', {
+    headers: { authorization: `Bearer ${user}` },
+  });
   assert.is(res.status, 404);
   const id = res.headers.get('x-request-id') ?? '';
   assert.match(id, UUID);
@@ -29,7 +31,14 @@ test('a request without X-Request-Id gets one, echoed on the answer and on its o
   const f = access[0]?.fields ?? {};
   assert.equal(
     { request_id: f.request_id, method: f.method, route: f.route, status: f.status, user: f.user, req_id: f.req_id },
-    { request_id: id, method: 'GET', route: '/api/v1/internal_transfer/:req_id', status: 404, user: '42', req_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV' },
+    {
+      request_id: id,
+      method: 'GET',
+      route: '/api/v1/internal_transfer/:req_id',
+      status: 404,
+      user: '42',
+      req_id: '01ARZ3NDEKTSV4RRFFQ69G5FAV',
+    },
   );
   assert.ok(typeof f.latency_ms === 'number' && f.latency_ms >= 0, 'latency in ms');
 });
@@ -59,7 +68,10 @@ test('every line a request writes carries its request_id, and an admin request n
   assert.is(failure.fields.request_id, 'trace-7', 'the error line names its request');
   assert.ok(failure.fields.err instanceof Error, 'the error itself, for the err serializer');
   const access = apps.lines.find((l) => l.msg === 'request');
-  assert.equal([access?.fields.request_id, access?.fields.user, access?.fields.route, access?.fields.status], ['trace-7', 'ops-alice', '/admin/v1/halt', 500]);
+  assert.equal(
+    [access?.fields.request_id, access?.fields.user, access?.fields.route, access?.fields.status],
+    ['trace-7', 'ops-alice', '/admin/v1/halt', 500],
+  );
 });
 
 test('an error is written by pino err serializer: type, message and stack', () => {
@@ -73,7 +85,10 @@ test('an error is written by pino err serializer: type, message and stack', () =
 
 test('readable lines are for development: production refuses LOG_FORMAT=pretty and writes JSON on auto', () => {
   const production = { NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) };
-  assert.throws(() => loadConfig({ ...production, LOG_FORMAT: 'pretty' }), (e: unknown) => e instanceof ConfigError && /LOG_FORMAT=pretty is for development/.test(e.message));
+  assert.throws(
+    () => loadConfig({ ...production, LOG_FORMAT: 'pretty' }),
+    (e: unknown) => e instanceof ConfigError && /LOG_FORMAT=pretty is for development/.test(e.message),
+  );
   assert.is(loadConfig({ ...production, LOG_FORMAT: 'auto' }).logFormat, 'json');
   assert.is(loadConfig({ LOG_FORMAT: 'pretty' }).logFormat, 'pretty');
 });

@@ -13,7 +13,11 @@ const tokens = new TokenVerifier({ hs256Secret: TEST_JWT_SECRET, jwks: null, pol
 const admin = signJwt({ sub: 'ops-alice', exp: exp(), role: 'admin' }, TEST_JWT_SECRET);
 const user = signJwt({ sub: '5', exp: exp() }, TEST_JWT_SECRET);
 
-async function get(app: { request: (p: string, init?: RequestInit) => Response | Promise<Response> }, route: string, token?: string): Promise<{ status: number; code: unknown }> {
+async function get(
+  app: { request: (p: string, init?: RequestInit) => Response | Promise<Response> },
+  route: string,
+  token?: string,
+): Promise<{ status: number; code: unknown }> {
   const response = await app.request(route, token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } });
   const text = await response.text();
   return { status: response.status, code: text.startsWith('{') ? (JSON.parse(text) as { code?: unknown }).code : undefined };
@@ -72,7 +76,10 @@ test('sockets: the real service with ADMIN_PORT=0 serves admin routes and /metri
     await svc.stop();
     stopped = true;
     for (const base of [svc.base, adminBase]) {
-      const refused = await fetch(`${base}/healthz`).then(() => false, () => true);
+      const refused = await fetch(`${base}/healthz`).then(
+        () => false,
+        () => true,
+      );
       assert.ok(refused, `${base} is closed after the stop`);
     }
   } finally {

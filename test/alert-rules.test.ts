@@ -13,7 +13,9 @@ import { startTestService, type TestService } from './support/service.js';
 const CALM: Measures = { backlog: 0, sampled: 0, retrying: 0, escalated: 0, retriesSum: 0, finished: 0, failed: 0 };
 
 function firing(m: Partial<Measures>): ConditionKind[] {
-  return judge({ ...CALM, ...m }, loadConfig({}).alertRules).filter((j) => j.firing).map((j) => j.kind);
+  return judge({ ...CALM, ...m }, loadConfig({}).alertRules)
+    .filter((j) => j.firing)
+    .map((j) => j.kind);
 }
 
 test('spec 002 thresholds by default: each alert fires one above its threshold and not at it', () => {
@@ -86,13 +88,19 @@ async function unpark(svc: TestService, ids: readonly string[]): Promise<void> {
 test('in the service: each alert fires at its threshold + 1, not at it; shows in /admin/v1/alerts, /metrics and the webhook; clears and is raised again', async () => {
   const hook = await webhook();
   const svc = await startTestService({
-    ALERT_EVAL_INTERVAL_MS: '100', ALERT_WEBHOOK_URL: hook.url, SCAN_INTERVAL_MS: '3600000', STALE_THRESHOLD_MS: '86400000',
-    INVARIANT_INTERVAL_MS: '0', RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0',
+    ALERT_EVAL_INTERVAL_MS: '100',
+    ALERT_WEBHOOK_URL: hook.url,
+    SCAN_INTERVAL_MS: '3600000',
+    STALE_THRESHOLD_MS: '86400000',
+    INVARIANT_INTERVAL_MS: '0',
+    RATE_LIMIT_PER_SECOND: '0',
+    DAILY_TRANSFER_LIMIT: '0',
   });
   try {
     // HIGH_FAILURE_RATE: 9 committed and 1 failed is 10 %, not above; one more failure is 2 of 11.
     await deposit(svc, 972n, 'FUNDING', 'USDT', '100', 'ar-seed');
-    for (let i = 0; i < 9; i += 1) assert.is((await transfer(svc, 972n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })).status, 200);
+    for (let i = 0; i < 9; i += 1)
+      assert.is((await transfer(svc, 972n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })).status, 200);
     const fail = () => transfer(svc, 973n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
     assert.is((await fail()).status, 422);
     assert.is(await evaluated(svc, 'HIGH_FAILURE_RATE', 10), false);
@@ -128,8 +136,13 @@ test('in the service: each alert fires at its threshold + 1, not at it; shows in
     const kinds: ConditionKind[] = ['HIGH_FAILURE_RATE', 'TRANSFER_BACKLOG', 'TRANSFERS_RETRYING', 'HIGH_AVG_RETRIES', 'DEAD_LETTERS'];
     for (const kind of kinds) assert.is((await stored(svc, kind)).firing || kind === 'TRANSFER_BACKLOG', true, kind);
     const deadline = Date.now() + 5_000;
-    while (kinds.some((k) => !hook.received.some((a) => a.kind === k)) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    for (const kind of kinds) assert.ok(hook.received.some((a) => a.kind === kind), `${kind} posted to the webhook`);
+    while (kinds.some((k) => !hook.received.some((a) => a.kind === k)) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    for (const kind of kinds)
+      assert.ok(
+        hook.received.some((a) => a.kind === kind),
+        `${kind} posted to the webhook`,
+      );
     assert.is(hook.received.filter((a) => a.kind === 'TRANSFER_BACKLOG').length, 2, 'posted once per episode');
     const dead = hook.received.find((a) => a.kind === 'DEAD_LETTERS');
     assert.equal([dead?.details.value, dead?.details.threshold], [1, 0]);

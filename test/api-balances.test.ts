@@ -47,7 +47,10 @@ test('BAL-002: amount = available succeeds and the source becomes 0', async () =
 test('BAL-003: concurrent transfers totalling more than the balance: exactly the ones that fit succeed', async () => {
   await deposit(svc, 203n, 'FUNDING', 'ETH', '10', 'bal3-f');
   await deposit(svc, 203n, 'SPOT', 'ETH', '10', 'bal3-s');
-  for (const [from, to] of [['FUNDING', 'SPOT'], ['SPOT', 'FUNDING']] as const) {
+  for (const [from, to] of [
+    ['FUNDING', 'SPOT'],
+    ['SPOT', 'FUNDING'],
+  ] as const) {
     const before = await fundsOf(svc, 203n, 'ETH');
     const replies = await Promise.all(Array.from({ length: 8 }, () => transfer(svc, 203n, { from, to, asset: 'ETH', amount: '3' })));
     const ok = replies.filter((r) => r.body.state === 'COMMITTED').length;
@@ -63,12 +66,18 @@ test('BAL-004: a frozen source is ACCOUNT_FROZEN, FUNDING and SPOT alike; a froz
   await deposit(svc, 204n, 'FUNDING', 'USDT', '10', 'bal4-f');
   await deposit(svc, 204n, 'SPOT', 'USDT', '10', 'bal4-s');
   for (const account of ['FUNDING', 'SPOT']) {
-    const r = await svc.call('POST', '/admin/v1/account_status', { token: svc.adminToken(), body: { user_id: '204', account, asset: 'USDT', status: 'FROZEN' } });
+    const r = await svc.call('POST', '/admin/v1/account_status', {
+      token: svc.adminToken(),
+      body: { user_id: '204', account, asset: 'USDT', status: 'FROZEN' },
+    });
     assert.is(r.status, 200, JSON.stringify(r.body));
   }
   await failedWith(204n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' }, 'ACCOUNT_FROZEN');
   await failedWith(204n, { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '1' }, 'ACCOUNT_FROZEN');
-  await svc.call('POST', '/admin/v1/account_status', { token: svc.adminToken(), body: { user_id: '204', account: 'FUNDING', asset: 'USDT', status: 'ACTIVE' } });
+  await svc.call('POST', '/admin/v1/account_status', {
+    token: svc.adminToken(),
+    body: { user_id: '204', account: 'FUNDING', asset: 'USDT', status: 'ACTIVE' },
+  });
   const r = await transfer(svc, 204n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
   assert.is(r.body.state, 'COMMITTED', 'credit into a frozen SPOT account');
   assert.equal(await fundsOf(svc, 204n, 'USDT'), { funding: 9n * COIN, spot: 11n * COIN });
@@ -78,7 +87,10 @@ test('BAL-005: a disabled source is ACCOUNT_DISABLED', async () => {
   await deposit(svc, 205n, 'FUNDING', 'USDT', '10', 'bal5-f');
   await deposit(svc, 205n, 'SPOT', 'USDT', '10', 'bal5-s');
   for (const account of ['FUNDING', 'SPOT']) {
-    await svc.call('POST', '/admin/v1/account_status', { token: svc.adminToken(), body: { user_id: '205', account, asset: 'USDT', status: 'DISABLED' } });
+    await svc.call('POST', '/admin/v1/account_status', {
+      token: svc.adminToken(),
+      body: { user_id: '205', account, asset: 'USDT', status: 'DISABLED' },
+    });
   }
   await failedWith(205n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' }, 'ACCOUNT_DISABLED');
   await failedWith(205n, { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '1' }, 'ACCOUNT_DISABLED');
@@ -90,13 +102,22 @@ test('missing accounts: no FUNDING source or target, no SPOT source, each FAILED
   await failedWith(206n, { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '1' }, 'TARGET_ACCOUNT_NOT_FOUND');
   await deposit(svc, 206n, 'FUNDING', 'USDT', '1', 'missing-f');
   await failedWith(206n, { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '1' }, 'SOURCE_ACCOUNT_NOT_FOUND');
-  const status = await svc.call('POST', '/admin/v1/account_status', { token: svc.adminToken(), body: { user_id: '999', account: 'FUNDING', asset: 'USDT', status: 'FROZEN' } });
+  const status = await svc.call('POST', '/admin/v1/account_status', {
+    token: svc.adminToken(),
+    body: { user_id: '999', account: 'FUNDING', asset: 'USDT', status: 'FROZEN' },
+  });
   assert.is(status.status, 404);
 });
 
 test('a suspended asset is ASSET_SUSPENDED, a non-transferable one TRANSFER_NOT_ALLOWED, both refused before any transfer exists', async () => {
   const admin = svc.adminToken();
-  const spec = { precision: 6, min_transfer_amount: '0.01', max_transfer_amount: '1000', status: 'ACTIVE', internal_transfer_enabled: true };
+  const spec = {
+    precision: 6,
+    min_transfer_amount: '0.01',
+    max_transfer_amount: '1000',
+    status: 'ACTIVE',
+    internal_transfer_enabled: true,
+  };
   const created = await svc.call('PUT', '/admin/v1/assets/SOL', { token: admin, body: spec });
   assert.is(created.status, 201, JSON.stringify(created.body));
   await deposit(svc, 207n, 'FUNDING', 'SOL', '5', 'sol-1');
@@ -112,7 +133,10 @@ test('a suspended asset is ASSET_SUSPENDED, a non-transferable one TRANSFER_NOT_
   const closed = await transfer(svc, 207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '1' });
   assert.equal([closed.status, closed.body.code, closed.body.req_id], [422, 'TRANSFER_NOT_ALLOWED', undefined]);
   // Spec 001 §1.5.8: the asset (step 5) comes before the amount (step 6).
-  assert.is((await transfer(svc, 207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '0.0000001' })).body.code, 'TRANSFER_NOT_ALLOWED');
+  assert.is(
+    (await transfer(svc, 207n, { from: 'FUNDING', to: 'SPOT', asset: 'SOL', amount: '0.0000001' })).body.code,
+    'TRANSFER_NOT_ALLOWED',
+  );
   const rowsAfter = await svc.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE user_id = 207`;
   assert.is(rowsAfter[0]?.n, rowsBefore[0]?.n, 'no transfer row for a closed asset');
   const precision = await svc.call('PUT', '/admin/v1/assets/SOL', { token: admin, body: { ...spec, precision: 8 } });

@@ -38,7 +38,25 @@ const token = fc.oneof(
   fc.constant(undefined),
 );
 const field = fc.oneof(
-  fc.constantFrom('FUNDING', 'SPOT', 'FUTURE', 'USDT', 'BTC', 'NOPE', '', '1', '0', '-1', '0.000000001', '1e3', '0x10', 'NaN', ' 1', '1.5', '18446744073709551616'),
+  fc.constantFrom(
+    'FUNDING',
+    'SPOT',
+    'FUTURE',
+    'USDT',
+    'BTC',
+    'NOPE',
+    '',
+    '1',
+    '0',
+    '-1',
+    '0.000000001',
+    '1e3',
+    '0x10',
+    'NaN',
+    ' 1',
+    '1.5',
+    '18446744073709551616',
+  ),
   fc.string({ maxLength: 30 }),
   fc.integer(),
   fc.double(),
@@ -58,8 +76,18 @@ const body = fc.oneof(
   fc.constant(''),
 );
 const urlPath = fc.oneof(
-  fc.constantFrom('/api/v1/internal_transfer', '/api/v1/balances', '/admin/v1/deposit', '/admin/v1/account_status', '/admin/v1/assets/USDT', '/healthz', '/openapi.json'),
-  fc.constantFrom('/api/v1/internal_transfer/', '/api/v1/internal_transfer?limit=', '/api/v1/internal_transfer?cursor=').chain((p) => fc.string({ maxLength: 40 }).map((t) => p + encodeURIComponent(t))),
+  fc.constantFrom(
+    '/api/v1/internal_transfer',
+    '/api/v1/balances',
+    '/admin/v1/deposit',
+    '/admin/v1/account_status',
+    '/admin/v1/assets/USDT',
+    '/healthz',
+    '/openapi.json',
+  ),
+  fc
+    .constantFrom('/api/v1/internal_transfer/', '/api/v1/internal_transfer?limit=', '/api/v1/internal_transfer?cursor=')
+    .chain((p) => fc.string({ maxLength: 40 }).map((t) => p + encodeURIComponent(t))),
   fc.webPath(),
 );
 const method = fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'PATCH');
@@ -98,10 +126,43 @@ test('the OpenAPI document lists every endpoint and error code; /docs serves its
   const doc = await svc.call('GET', '/openapi.json');
   assert.is(doc.body.openapi, '3.1.0');
   const paths = Object.keys(doc.body.paths as object);
-  const expected = ['/api/v1/internal_transfer', '/api/v1/internal_transfer/{req_id}', '/api/v1/balances', '/admin/v1/deposit', '/admin/v1/withdraw', '/admin/v1/assets/{symbol}', '/admin/v1/account_status', '/admin/v1/alerts', '/admin/v1/transfers', '/admin/v1/transfers/{req_id}/retry', '/admin/v1/transfers/search', '/admin/v1/overview', '/console', '/admin/v1/invariant', '/admin/v1/halt', '/admin/v1/backup', '/admin/v1/resume', '/admin/v1/audit', '/healthz', '/readyz', '/metrics', '/openapi.json', '/docs'];
+  const expected = [
+    '/api/v1/internal_transfer',
+    '/api/v1/internal_transfer/{req_id}',
+    '/api/v1/balances',
+    '/admin/v1/deposit',
+    '/admin/v1/withdraw',
+    '/admin/v1/assets/{symbol}',
+    '/admin/v1/account_status',
+    '/admin/v1/alerts',
+    '/admin/v1/transfers',
+    '/admin/v1/transfers/{req_id}/retry',
+    '/admin/v1/transfers/search',
+    '/admin/v1/overview',
+    '/console',
+    '/admin/v1/invariant',
+    '/admin/v1/halt',
+    '/admin/v1/backup',
+    '/admin/v1/resume',
+    '/admin/v1/audit',
+    '/healthz',
+    '/readyz',
+    '/metrics',
+    '/openapi.json',
+    '/docs',
+  ];
   assert.equal([...paths].sort(), [...expected].sort(), 'every endpoint, and only those');
   const codes = (doc.body['x-error-codes'] as { code: string }[]).map((c) => c.code);
-  for (const c of ['INSUFFICIENT_BALANCE', 'SAME_ACCOUNT', 'DUPLICATE_REQUEST', 'RATE_LIMIT_EXCEEDED', 'OVERFLOW', 'SERVICE_HALTED', 'PAYLOAD_TOO_LARGE']) assert.ok(codes.includes(c), c);
+  for (const c of [
+    'INSUFFICIENT_BALANCE',
+    'SAME_ACCOUNT',
+    'DUPLICATE_REQUEST',
+    'RATE_LIMIT_EXCEEDED',
+    'OVERFLOW',
+    'SERVICE_HALTED',
+    'PAYLOAD_TOO_LARGE',
+  ])
+    assert.ok(codes.includes(c), c);
   const page = await fetch(`${svc.base}/docs`);
   assert.match(await page.text(), /swagger-ui-bundle\.js/);
   const bundle = await fetch(`${svc.base}/docs/swagger-ui-bundle.js`);

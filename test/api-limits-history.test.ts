@@ -33,7 +33,8 @@ test('history: newest first, paged by cursor, stable while new transfers arrive,
   await deposit(svc, 402n, 'FUNDING', 'USDT', '1000', 'hist-seed');
   await deposit(svc, 402n, 'FUNDING', 'BTC', '1', 'hist-seed-btc');
   const first: string[] = [];
-  for (let i = 0; i < 25; i++) first.push(String((await transfer(svc, 402n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })).body.req_id));
+  for (let i = 0; i < 25; i++)
+    first.push(String((await transfer(svc, 402n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })).body.req_id));
   const seen: string[] = [];
   let cursor: string | null = null;
   let pages = 0;
@@ -64,7 +65,10 @@ test('history: newest first, paged by cursor, stable while new transfers arrive,
 });
 
 test('an oversized body is 413 PAYLOAD_TOO_LARGE; a non-JSON body is 400 INVALID_REQUEST', async () => {
-  const big = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(1), body: JSON.stringify({ pad: 'x'.repeat(40_000) }) });
+  const big = await svc.call('POST', '/api/v1/internal_transfer', {
+    token: svc.userToken(1),
+    body: JSON.stringify({ pad: 'x'.repeat(40_000) }),
+  });
   assert.is(big.status, 413);
   assert.is(big.body.code, 'PAYLOAD_TOO_LARGE');
   const junk = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(1), body: '{"from": ' });
@@ -75,7 +79,9 @@ test('an oversized body is 413 PAYLOAD_TOO_LARGE; a non-JSON body is 400 INVALID
 test('limits: requests per second, transfers per day, amount per asset per day, each refused with 429 and its code', async () => {
   const limited = await startTestService({ RATE_LIMIT_PER_SECOND: '3', DAILY_TRANSFER_LIMIT: '2' });
   try {
-    const burst = await Promise.all(Array.from({ length: 6 }, () => limited.call('GET', '/api/v1/balances', { token: limited.userToken(501) })));
+    const burst = await Promise.all(
+      Array.from({ length: 6 }, () => limited.call('GET', '/api/v1/balances', { token: limited.userToken(501) })),
+    );
     const codes = burst.map((r) => r.body.code ?? r.status);
     assert.ok(codes.filter((c) => c === 'RATE_LIMIT_EXCEEDED').length >= 3, JSON.stringify(codes));
     await new Promise((r) => setTimeout(r, 1_100));
@@ -84,7 +90,14 @@ test('limits: requests per second, transfers per day, amount per asset per day, 
     const ok2 = await transfer(limited, 502n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
     const third = await transfer(limited, 502n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
     assert.equal([ok1.status, ok2.status, third.status, third.body.code], [200, 200, 429, 'DAILY_LIMIT_EXCEEDED']);
-    const spec = { precision: 8, min_transfer_amount: '0.00000001', max_transfer_amount: '1000', status: 'ACTIVE', internal_transfer_enabled: true, daily_amount_limit: '5' };
+    const spec = {
+      precision: 8,
+      min_transfer_amount: '0.00000001',
+      max_transfer_amount: '1000',
+      status: 'ACTIVE',
+      internal_transfer_enabled: true,
+      daily_amount_limit: '5',
+    };
     assert.is((await limited.call('PUT', '/admin/v1/assets/ETH', { token: limited.adminToken(), body: spec })).status, 200);
     await deposit(limited, 503n, 'FUNDING', 'ETH', '100', 'lim-eth');
     await new Promise((r) => setTimeout(r, 1_100));

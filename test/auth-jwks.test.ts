@@ -32,8 +32,18 @@ test.after(async () => {
 
 const key = (alg: string): TestKey => keys.get(alg) as TestKey;
 
-async function verifierFor(location: JwksLocation, opts: { cooldownMs?: number; maxAgeMs?: number; nowMs?: () => number; secret?: string | null } = {}) {
-  const source = await JwksSource.open({ location, cooldownMs: opts.cooldownMs ?? 60_000, maxAgeMs: opts.maxAgeMs ?? 3_600_000, timeoutMs: 2_000, log: keptLog().log, ...(opts.nowMs === undefined ? {} : { nowMs: opts.nowMs }) });
+async function verifierFor(
+  location: JwksLocation,
+  opts: { cooldownMs?: number; maxAgeMs?: number; nowMs?: () => number; secret?: string | null } = {},
+) {
+  const source = await JwksSource.open({
+    location,
+    cooldownMs: opts.cooldownMs ?? 60_000,
+    maxAgeMs: opts.maxAgeMs ?? 3_600_000,
+    timeoutMs: 2_000,
+    log: keptLog().log,
+    ...(opts.nowMs === undefined ? {} : { nowMs: opts.nowMs }),
+  });
   return new TokenVerifier({ hs256Secret: opts.secret ?? null, jwks: source, policy: { issuer: ISSUER, audience: AUDIENCE } });
 }
 
@@ -43,7 +53,13 @@ async function writeJwks(name: string, list: readonly TestKey[]): Promise<JwksLo
   return { kind: 'file', path: file };
 }
 
-async function status(app: { request: (p: string, init?: RequestInit) => Response | Promise<Response> }, route: string, token: string, scheme = 'Bearer', method = 'GET'): Promise<{ status: number; code: unknown }> {
+async function status(
+  app: { request: (p: string, init?: RequestInit) => Response | Promise<Response> },
+  route: string,
+  token: string,
+  scheme = 'Bearer',
+  method = 'GET',
+): Promise<{ status: number; code: unknown }> {
   const response = await app.request(route, { method, headers: { authorization: `${scheme} ${token}` } });
   const body = (await response.json()) as Record<string, unknown>;
   return { status: response.status, code: body.code };
@@ -102,10 +118,16 @@ test('URL: a kid served after start is accepted; a flood of unknown kids costs o
     const rotated = await testKey('EdDSA', 'key-2027');
     server.serve(jwksOf([old, rotated]));
     clockMs += 30_000;
-    const flood = await Promise.all(Array.from({ length: 20 }, async (_, i) => status(app, '/api/v1/balances', await signWith(rotated, good({ sub: String(i + 1) })))));
-    assert.ok(flood.every((r) => r.status === 200), JSON.stringify(flood));
+    const flood = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => status(app, '/api/v1/balances', await signWith(rotated, good({ sub: String(i + 1) })))),
+    );
+    assert.ok(
+      flood.every((r) => r.status === 200),
+      JSON.stringify(flood),
+    );
     assert.is(server.fetches(), 2, 'twenty tokens with the new kid at once share one refetch');
-    for (let i = 0; i < 10; i++) assert.is((await status(app, '/api/v1/balances', await signWith(old, good(), { kid: `made-up-${i}` }))).status, 401);
+    for (let i = 0; i < 10; i++)
+      assert.is((await status(app, '/api/v1/balances', await signWith(old, good(), { kid: `made-up-${i}` }))).status, 401);
     assert.is(server.fetches(), 2, 'made-up kids within the cooldown fetch nothing');
     clockMs += 30_000;
     assert.is((await status(app, '/api/v1/balances', await signWith(old, good(), { kid: 'made-up-late' }))).status, 401);
@@ -131,7 +153,11 @@ test('file: a key added to the file after start is accepted; a removed key is re
   // The first use past the max age reloads in the background; the answers after it see the new set.
   await status(app, '/api/v1/balances', old);
   await new Promise((resolve) => setTimeout(resolve, 100));
-  assert.equal(await status(app, '/api/v1/balances', old), { status: 401, code: 'UNAUTHORIZED' }, 'the removed key no longer verifies, cache or not');
+  assert.equal(
+    await status(app, '/api/v1/balances', old),
+    { status: 401, code: 'UNAUTHORIZED' },
+    'the removed key no longer verifies, cache or not',
+  );
   assert.is((await status(app, '/api/v1/balances', await signWith(second, good()))).status, 200);
 });
 
@@ -139,7 +165,16 @@ test('a JWKS that cannot be used stops the start with a message naming the probl
   const bad = async (text: string, expected: RegExp) => {
     const file = path.join(dir, 'bad.json');
     await fs.writeFile(file, text);
-    const error = await JwksSource.open({ location: { kind: 'file', path: file }, cooldownMs: 1_000, maxAgeMs: 60_000, timeoutMs: 1_000, log: keptLog().log }).then(() => null, (e: unknown) => e);
+    const error = await JwksSource.open({
+      location: { kind: 'file', path: file },
+      cooldownMs: 1_000,
+      maxAgeMs: 60_000,
+      timeoutMs: 1_000,
+      log: keptLog().log,
+    }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.instance(error, Error);
     assert.match((error as Error).message, expected);
   };
@@ -150,7 +185,16 @@ test('a JWKS that cannot be used stops the start with a message naming the probl
   await bad(JSON.stringify({ keys: [key('RS256').publicJwk, key('RS256').publicJwk] }), /twice/);
   await bad(JSON.stringify({ keys: [{ ...key('EdDSA').publicJwk, d: 'AAAA' }] }), /private or secret/);
   await bad(JSON.stringify({ keys: [{ ...key('ES256').publicJwk, alg: 'RS256' }] }), /does not import/);
-  const missing = await JwksSource.open({ location: { kind: 'file', path: path.join(dir, 'absent.json') }, cooldownMs: 1_000, maxAgeMs: 60_000, timeoutMs: 1_000, log: keptLog().log }).then(() => null, (e: unknown) => e);
+  const missing = await JwksSource.open({
+    location: { kind: 'file', path: path.join(dir, 'absent.json') },
+    cooldownMs: 1_000,
+    maxAgeMs: 60_000,
+    timeoutMs: 1_000,
+    log: keptLog().log,
+  }).then(
+    () => null,
+    (e: unknown) => e,
+  );
   assert.match(String(missing), /cannot read JWT_JWKS_FILE/);
 });
 
@@ -158,13 +202,18 @@ test('the scheme name is case-insensitive; a user route needs a numeric sub whil
   const apps = stubApps(await verifierFor(await writeJwks('scheme.json', [key('EdDSA')]), { secret: SECRET }));
   const app = apps.public;
   const user = signJwt({ sub: '7', exp: nowS() + 600, iss: ISSUER, aud: AUDIENCE }, SECRET);
-  for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR']) assert.is((await status(app, '/api/v1/balances', user, scheme)).status, 200, scheme);
+  for (const scheme of ['Bearer', 'bearer', 'BEARER', 'bEaReR'])
+    assert.is((await status(app, '/api/v1/balances', user, scheme)).status, 200, scheme);
   assert.is((await status(app, '/api/v1/balances', user, 'Basic')).status, 401);
   const alice = await signWith(key('EdDSA'), good({ sub: 'ops-alice', role: 'admin' }));
   assert.equal(await status(app, '/admin/v1/resume', alice, 'Bearer', 'POST'), { status: 200, code: undefined });
   const line = apps.lines.find((l) => l.msg === 'halt lifted by an operator');
   assert.is(line?.fields.operator, 'ops-alice', 'the admin route knows the operator by name');
-  assert.equal(await status(app, '/api/v1/balances', alice), { status: 401, code: 'UNAUTHORIZED' }, 'a non-numeric sub is no user, admin or not');
+  assert.equal(
+    await status(app, '/api/v1/balances', alice),
+    { status: 401, code: 'UNAUTHORIZED' },
+    'a non-numeric sub is no user, admin or not',
+  );
   const named = signJwt({ sub: 'alice', exp: nowS() + 600, iss: ISSUER, aud: AUDIENCE }, SECRET);
   assert.equal(await status(app, '/api/v1/balances', named), { status: 401, code: 'UNAUTHORIZED' });
   assert.equal(await status(app, '/admin/v1/alerts', user), { status: 403, code: 'FORBIDDEN' }, 'a user token on an admin route');

@@ -8,7 +8,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { units } from './support/funds.js';
 import { seededRandom } from './support/random.js';
-import { PROJECT_ROOT, cleanupAll, pollUntil, sleep, useOneServerForThisFile, withHarness, type ChildService, type Harness } from './support/process.js';
+import {
+  PROJECT_ROOT,
+  cleanupAll,
+  pollUntil,
+  sleep,
+  useOneServerForThisFile,
+  withHarness,
+  type ChildService,
+  type Harness,
+} from './support/process.js';
 
 const USERS = 12;
 const FIRST_USER = 301;
@@ -26,7 +35,11 @@ type CliResult = { readonly code: number | null; readonly out: string; readonly 
 /** `make backup` / `make restore` without make: the same command with the same variables. */
 function cli(command: 'backup' | 'restore', env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve) => {
-    const proc = spawn(process.execPath, [CLI, command], { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(process.execPath, [CLI, command], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -38,7 +51,10 @@ function cli(command: 'backup' | 'restore', env: Record<string, string>): Promis
 async function seedUsers(h: Harness, svc: ChildService): Promise<void> {
   for (let u = FIRST_USER; u < FIRST_USER + USERS; u++) {
     for (const account of ['FUNDING', 'SPOT'] as const) {
-      const r = await svc.call('POST', '/admin/v1/deposit', { token: h.adminToken(), body: { user_id: String(u), account, asset: ASSET, amount: '1000', ref: `seed-${account}-${u}` } });
+      const r = await svc.call('POST', '/admin/v1/deposit', {
+        token: h.adminToken(),
+        body: { user_id: String(u), account, asset: ASSET, amount: '1000', ref: `seed-${account}-${u}` },
+      });
       assert.is(r.status, 200, JSON.stringify(r.body));
     }
   }
@@ -55,9 +71,18 @@ function runLoad(h: Harness, svc: ChildService, stop: () => boolean): Promise<Ma
       const roll = random();
       const reply =
         roll < 0.8
-          ? svc.call('POST', '/api/v1/internal_transfer', { token: h.userToken(user), body: { from: roll < 0.42 ? 'FUNDING' : 'SPOT', to: roll < 0.42 ? 'SPOT' : 'FUNDING', asset: ASSET, amount } })
-          : svc.call('POST', '/admin/v1/deposit', { token: h.adminToken(), body: { user_id: String(user), account: roll < 0.9 ? 'SPOT' : 'FUNDING', asset: ASSET, amount, ref: `load-${client}-${i}` } });
-      const status = await reply.then((r) => r.status, () => 0);
+          ? svc.call('POST', '/api/v1/internal_transfer', {
+              token: h.userToken(user),
+              body: { from: roll < 0.42 ? 'FUNDING' : 'SPOT', to: roll < 0.42 ? 'SPOT' : 'FUNDING', asset: ASSET, amount },
+            })
+          : svc.call('POST', '/admin/v1/deposit', {
+              token: h.adminToken(),
+              body: { user_id: String(user), account: roll < 0.9 ? 'SPOT' : 'FUNDING', asset: ASSET, amount, ref: `load-${client}-${i}` },
+            });
+      const status = await reply.then(
+        (r) => r.status,
+        () => 0,
+      );
       statuses.set(status, (statuses.get(status) ?? 0) + 1);
     }
   };
@@ -95,8 +120,13 @@ async function assertBalances(h: Harness, svc: ChildService): Promise<void> {
   assert.is(expected.length, USERS);
   for (const e of expected) {
     const r = await svc.call('GET', '/api/v1/balances', { token: h.userToken(e.user_id) });
-    const pick = (list: unknown) => units((list as { asset: string; available: string }[]).find((b) => b.asset === ASSET)?.available ?? '0');
-    assert.equal({ user: e.user_id, funding: pick(r.body.funding), spot: pick(r.body.spot) }, { user: e.user_id, funding: e.funding, spot: e.spot }, 'each side equals its movements and committed transfers');
+    const pick = (list: unknown) =>
+      units((list as { asset: string; available: string }[]).find((b) => b.asset === ASSET)?.available ?? '0');
+    assert.equal(
+      { user: e.user_id, funding: pick(r.body.funding), spot: pick(r.body.spot) },
+      { user: e.user_id, funding: e.funding, spot: e.spot },
+      'each side equals its movements and committed transfers',
+    );
   }
 }
 
@@ -126,11 +156,17 @@ test('a backup under load restores into a fresh pair that starts, recovers and c
     await withHarness(async (h) => {
       const { answer, originalTransfers } = await backupUnderLoad(h, backupDir);
       const inFlight = (answer.tables as Record<string, number>).transfers_active;
-      console.log(`backup: wal_seq ${String(answer.wal_seq)}, pause ${String(answer.pause_ms)} ms, ${inFlight} transfers unfinished at the cut, ${originalTransfers} in the original at the end`);
+      console.log(
+        `backup: wal_seq ${String(answer.wal_seq)}, pause ${String(answer.pause_ms)} ms, ${inFlight} transfers unfinished at the cut, ${originalTransfers} in the original at the end`,
+      );
       await withHarness(async (h2) => {
         const restored = await cli('restore', { BACKUP_DIR: backupDir, DATA_DIR: h2.dataDir, DATABASE_URL: h2.databaseUrl });
         assert.is(restored.code, 0, `restore: ${restored.out} ${restored.err}`);
-        assert.is((JSON.parse(restored.out) as { ledger_id: string }).ledger_id, answer.ledger_id, 'the restored pair carries the ledger id of the backup');
+        assert.is(
+          (JSON.parse(restored.out) as { ledger_id: string }).ledger_id,
+          answer.ledger_id,
+          'the restored pair carries the ledger id of the backup',
+        );
         await withHarness(async (h3) => {
           // The restored WAL against another (empty) database: the ledger identity check refuses it.
           const mismatched = await h3.startToDie({ DATA_DIR: h2.dataDir });
@@ -156,7 +192,11 @@ test('a backup under load restores into a fresh pair that starts, recovers and c
 test('a restore from a directory that is not a complete backup is refused', async () => {
   const scratch = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-backup-'));
   try {
-    const result = await cli('restore', { BACKUP_DIR: scratch, DATA_DIR: path.join(scratch, 'data'), DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' });
+    const result = await cli('restore', {
+      BACKUP_DIR: scratch,
+      DATA_DIR: path.join(scratch, 'data'),
+      DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none',
+    });
     assert.equal([result.code, /holds no manifest.json/.test(result.err)], [3, true], result.err);
   } finally {
     await fs.rm(scratch, { recursive: true, force: true });

@@ -33,7 +33,10 @@ test('calls made in one turn share a batch, bounded by batchMax, and each gets i
   );
   const answers = await Promise.all([1, 2, 3, 4, 5, 6].map((x) => b.call(x)));
   assert.equal(answers, [2, 4, 6, 8, 10, 12]);
-  assert.equal(batches, [[1, 2, 3, 4], [5, 6]]);
+  assert.equal(batches, [
+    [1, 2, 3, 4],
+    [5, 6],
+  ]);
 });
 
 test('two calls with the same key never share a batch', async () => {
@@ -54,7 +57,7 @@ function pgError(code: string): Error {
   return Object.assign(new Error(`refused with ${code}`), { code });
 }
 
-test('a batch refused for one row\'s data is split in halves until that row fails alone, one run at a time', async () => {
+test("a batch refused for one row's data is split in halves until that row fails alone, one run at a time", async () => {
   const runs: number[][] = [];
   let concurrent = 0;
   let concurrentMax = 0;
@@ -72,7 +75,10 @@ test('a batch refused for one row\'s data is split in halves until that row fail
   );
   const inputs = Array.from({ length: 16 }, (_, i) => i + 1);
   const results = await Promise.allSettled(inputs.map((x) => b.call(x)));
-  assert.equal(results.map((r) => r.status), inputs.map((x) => (x === 13 ? 'rejected' : 'fulfilled')));
+  assert.equal(
+    results.map((r) => r.status),
+    inputs.map((x) => (x === 13 ? 'rejected' : 'fulfilled')),
+  );
   // 16 → 8 + 8 → 4 + 4 → 2 + 2 → 1 + 1: 9 runs, where a row at a time would take 17.
   assert.is(runs.length, 9, `runs: ${JSON.stringify(runs)}`);
   assert.is(concurrentMax, 1, 'the re-runs go one after the other, never all at once');
@@ -208,7 +214,13 @@ test('a whole batch re-run after a commit whose answer was lost changes nothing 
     kind: 'create',
     transfer: t,
     op: 'WITHDRAW',
-    paths: { ok: [{ event: 'SOURCE_OK', to: 'SOURCE_DONE' }, { event: 'TARGET_CALL', to: 'TARGET_PENDING' }], ko: [{ event: 'SOURCE_FAIL', to: 'FAILED' }] },
+    paths: {
+      ok: [
+        { event: 'SOURCE_OK', to: 'SOURCE_DONE' },
+        { event: 'TARGET_CALL', to: 'TARGET_PENDING' },
+      ],
+      ko: [{ event: 'SOURCE_FAIL', to: 'FAILED' }],
+    },
     code: null,
     checkFundingTarget: false,
     dueNow: false,
@@ -220,13 +232,27 @@ test('a whole batch re-run after a commit whose answer was lost changes nothing 
   assert.is((await balances(L, user, 'USDT')).funding, 7n * COIN, 'debited once');
 
   const back = newTransfer(user, 'SPOT', 'USDT', 2n * COIN);
-  await L.store.writes.write({ ...create, transfer: back, op: null, paths: { ok: [{ event: 'SOURCE_CALL', to: 'SOURCE_PENDING' }], ko: [] } });
+  await L.store.writes.write({
+    ...create,
+    transfer: back,
+    op: null,
+    paths: { ok: [{ event: 'SOURCE_CALL', to: 'SOURCE_PENDING' }], ko: [] },
+  });
   const credit = {
     kind: 'move',
     params: back,
     from: 'SOURCE_PENDING',
     op: 'DEPOSIT',
-    paths: { ok: [{ event: 'SOURCE_OK', to: 'SOURCE_DONE' }, { event: 'TARGET_OK', to: 'COMMITTED' }], ko: [{ event: 'SOURCE_OK', to: 'SOURCE_DONE' }, { event: 'TARGET_FAIL', to: 'COMPENSATING' }] },
+    paths: {
+      ok: [
+        { event: 'SOURCE_OK', to: 'SOURCE_DONE' },
+        { event: 'TARGET_OK', to: 'COMMITTED' },
+      ],
+      ko: [
+        { event: 'SOURCE_OK', to: 'SOURCE_DONE' },
+        { event: 'TARGET_FAIL', to: 'COMPENSATING' },
+      ],
+    },
     code: null,
   } as const;
   assert.is((await L.store.writes.write(credit)).kind, 'moved');

@@ -26,7 +26,10 @@ test('no committed transfer: no per-million figures', () => {
 });
 
 test('a missing gauge is an error, not a zero', () => {
-  assert.throws(() => diskUseFrom(METRICS.replace('transfer_ubscore_lmdb_file_bytes{thread="ubscore"} 16384000', ''), 10), /transfer_ubscore_lmdb_file_bytes/);
+  assert.throws(
+    () => diskUseFrom(METRICS.replace('transfer_ubscore_lmdb_file_bytes{thread="ubscore"} 16384000', ''), 10),
+    /transfer_ubscore_lmdb_file_bytes/,
+  );
 });
 
 test.run();

@@ -40,11 +40,20 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     assert.type(level.ratioToHttp, 'number');
     // Per-transfer costs, each measured: statements counted by pg_stat_statements, CPU from /proc.
     const s = level.service;
-    for (const key of ['pgWriteTxnsPerCommitted', 'pgStatementsPerCommitted', 'postgresCpuMsPerCommitted', 'serviceCpuMsPerCommitted'] as const) assert.ok((s[key] ?? 0) > 0, `${key} measured`);
-    assert.ok(s.statements !== null && !s.statements.evicted && s.statements.byStatement.length > 0, 'the service\'s statements were counted');
+    for (const key of [
+      'pgWriteTxnsPerCommitted',
+      'pgStatementsPerCommitted',
+      'postgresCpuMsPerCommitted',
+      'serviceCpuMsPerCommitted',
+    ] as const)
+      assert.ok((s[key] ?? 0) > 0, `${key} measured`);
+    assert.ok(
+      s.statements !== null && !s.statements.evicted && s.statements.byStatement.length > 0,
+      "the service's statements were counted",
+    );
     // The benchmark's own queries in the window (the settle poll, pg_stat_activity samples, the xid reads) are not the service's.
     const own = s.statements.byStatement.filter((x) => /FROM transfers_active$|pg_stat_activity|pg_current_xact_id/.test(x.query));
-    assert.equal(own, [], 'no query of the benchmark counted as the service\'s');
+    assert.equal(own, [], "no query of the benchmark counted as the service's");
     assert.ok(Object.keys(s.transitions).length > 0, 'state moves were counted');
     // The same counting on baseline (a), whose transaction is exactly an UPDATE and an INSERT,
     // must find two statements per transaction: neither the benchmark's queries nor BEGIN/COMMIT.
@@ -57,18 +66,39 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     assert.is(f.scheduled, 100);
     assert.is(f.answered, 100, 'every request answered');
     assert.ok(f.answered2xx > 0 && f.achievedPerSecond > 0 && f.committed > 0);
-    assert.ok(f.latencyMs.p50 > 0 && f.latencyMs.p50 <= f.latencyMs.p99 && f.latencyMs.p99 <= f.latencyMs.p99_9 && f.latencyMs.p99_9 <= f.latencyMs.max);
-    assert.ok(report.httpCeiling.status === 'measured' && report.httpCeiling.figures.fixedRate?.answered === 100, '(b) at the fixed rate too');
-    for (const id of ['pg-ceiling-8', 'p99-64', 'fixed-rate-p99', 'pg-cpu-64', 'service-cpu-64']) assert.ok(report.targets.some((t) => t.id === id), `target ${id} listed`);
-    assert.not.ok(report.targets.some((t) => t.id.startsWith('http-ceiling')), '(b) is reported, not a target');
+    assert.ok(
+      f.latencyMs.p50 > 0 &&
+        f.latencyMs.p50 <= f.latencyMs.p99 &&
+        f.latencyMs.p99 <= f.latencyMs.p99_9 &&
+        f.latencyMs.p99_9 <= f.latencyMs.max,
+    );
+    assert.ok(
+      report.httpCeiling.status === 'measured' && report.httpCeiling.figures.fixedRate?.answered === 100,
+      '(b) at the fixed rate too',
+    );
+    for (const id of ['pg-ceiling-8', 'p99-64', 'fixed-rate-p99', 'pg-cpu-64', 'service-cpu-64'])
+      assert.ok(
+        report.targets.some((t) => t.id === id),
+        `target ${id} listed`,
+      );
+    assert.not.ok(
+      report.targets.some((t) => t.id.startsWith('http-ceiling')),
+      '(b) is reported, not a target',
+    );
     assert.is(report.memory.status, 'measured');
     assert.is(report.ubscore.status, 'measured');
     assert.ok(report.ubscore.status === 'measured' && report.ubscore.figures.applied === 5_000, '(c) every command applied');
     assert.is(report.restart.status, 'skipped');
     assert.is(report.recovery.status, 'skipped');
-    assert.ok(report.disk.status === 'measured' && report.disk.figures.perMillionTransfers !== null, 'disk bytes per million transfers measured');
+    assert.ok(
+      report.disk.status === 'measured' && report.disk.figures.perMillionTransfers !== null,
+      'disk bytes per million transfers measured',
+    );
     const pm = report.disk.figures.perMillionTransfers;
-    assert.ok(pm.wal > 0 && pm.processed > 0 && pm.dataFile >= pm.wal + pm.processed, `WAL and processed set on disk: ${JSON.stringify(pm)}`);
+    assert.ok(
+      pm.wal > 0 && pm.processed > 0 && pm.dataFile >= pm.wal + pm.processed,
+      `WAL and processed set on disk: ${JSON.stringify(pm)}`,
+    );
     assert.ok(report.conservation.status === 'measured', 'conservation checked');
     assert.is(report.conservation.figures.differences, 0);
     assert.ok(report.conservation.figures.ok);

@@ -16,7 +16,13 @@ const TRANSFERS = 5;
 const ANSWER_WITHIN_MS = 5_000;
 
 test.before(async () => {
-  svc = await startTestService({ RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0', PG_LOCK_TIMEOUT_MS: '200', RETRY_BASE_MS: '100', RETRY_CAP_MS: '400' });
+  svc = await startTestService({
+    RATE_LIMIT_PER_SECOND: '0',
+    DAILY_TRANSFER_LIMIT: '0',
+    PG_LOCK_TIMEOUT_MS: '200',
+    RETRY_BASE_MS: '100',
+    RETRY_CAP_MS: '400',
+  });
 });
 
 test.after(async () => {
@@ -36,8 +42,13 @@ test('a FUNDING row held locked: transfers answer 202, their waits are cut short
 
 /** Sends the transfers while the row is locked, checks their answers, frees the row, and checks the end. */
 async function whileLocked(release: () => void, holding: Promise<unknown>): Promise<void> {
-  const sent = Promise.all(Array.from({ length: TRANSFERS }, () => transfer(svc, USER, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })));
-  const answeredWithin = await Promise.race([sent.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), ANSWER_WITHIN_MS))]);
+  const sent = Promise.all(
+    Array.from({ length: TRANSFERS }, () => transfer(svc, USER, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })),
+  );
+  const answeredWithin = await Promise.race([
+    sent.then(() => true),
+    new Promise<false>((resolve) => setTimeout(() => resolve(false), ANSWER_WITHIN_MS)),
+  ]);
   if (!answeredWithin) {
     release(); // let the waits end, so the test stops rather than hangs
     await holding;
@@ -48,7 +59,8 @@ async function whileLocked(release: () => void, holding: Promise<unknown>): Prom
   for (const r of replies) assert.equal([r.status, r.body.state], [202, 'PENDING'], JSON.stringify(r.body));
   const ids = replies.map((r) => String(r.body.req_id));
   await new Promise((resolve) => setTimeout(resolve, 1_000));
-  const waiting = await svc.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND now() - query_start > interval '1 second'`;
+  const waiting =
+    await svc.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND now() - query_start > interval '1 second'`;
   assert.is(waiting[0]?.n, 0, 'no statement waits on the lock longer than lock_timeout');
   release();
   await holding;
@@ -60,7 +72,8 @@ async function whileLocked(release: () => void, holding: Promise<unknown>): Prom
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   assert.equal(await fundsOf(svc, USER, 'USDT'), { funding: units('95'), spot: units('5') });
-  const ops = await svc.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ANY(${ids}) AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
+  const ops =
+    await svc.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ANY(${ids}) AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
   assert.is(ops[0]?.n, TRANSFERS, 'each debit applied once');
   const retried = await svc.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE req_id = ANY(${ids}) AND retry_count > 0`;
   assert.ok((retried[0]?.n as number) > 0, 'the lock waits were cut short and retried, not waited out');

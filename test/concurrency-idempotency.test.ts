@@ -27,11 +27,18 @@ test.before.each(() => plan.clear());
 
 /** A second, independent driver on the same database and UBSCore: another coordinator. */
 function secondShard(hooks = {}) {
-  return composeShard({ sql: L.sql, ubs: (cmd, ms) => L.ubs.send(cmd, ms), config: { ...LAYER_CONFIG, retryBaseMs: 20, retryCapMs: 200 }, log: quiet, hooks });
+  return composeShard({
+    sql: L.sql,
+    ubs: (cmd, ms) => L.ubs.send(cmd, ms),
+    config: { ...LAYER_CONFIG, retryBaseMs: 20, retryCapMs: 200 },
+    log: quiet,
+    hooks,
+  });
 }
 
 async function applied(reqId: string, op: string): Promise<number> {
-  const rows = await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${reqId} AND op = ${op} AND outcome = 'APPLIED'`;
+  const rows =
+    await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${reqId} AND op = ${op} AND outcome = 'APPLIED'`;
   return rows[0]?.n as number;
 }
 
@@ -47,7 +54,8 @@ test('CON-001: many drivers stepping one req_id at once: one CAS wins each move,
     }
     assert.is((await L.store.get(t.reqId))?.state, 'COMMITTED');
     // Spec 003 §4.3: the FUNDING side's call shares the transaction of the moves around it.
-    const expected = from === 'FUNDING' ? ['INIT', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED'] : ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'COMMITTED'];
+    const expected =
+      from === 'FUNDING' ? ['INIT', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED'] : ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'COMMITTED'];
     assert.equal(await path(L, t.reqId), expected);
     assert.is(await applied(t.reqId, from === 'FUNDING' ? 'WITHDRAW' : 'DEPOSIT'), 1);
   }
@@ -70,7 +78,10 @@ test('CON-003: transfers racing external SPOT withdrawals never spend more than 
   const transfers = Array.from({ length: 4 }, () => newTransfer(user, 'SPOT', 'USDT', 2n * COIN));
   await L.sql`INSERT INTO funding_balances (user_id, asset, available) VALUES (${user}, 'USDT', 0)`;
   const spends = Array.from({ length: 4 }, () =>
-    L.ubs.send({ kind: 'external_op', op: 'EXTERNAL_WITHDRAW', ref: `spend-${ulid()}`, userId: user, asset: 'USDT', amount: 2n * COIN }, 5_000),
+    L.ubs.send(
+      { kind: 'external_op', op: 'EXTERNAL_WITHDRAW', ref: `spend-${ulid()}`, userId: user, asset: 'USDT', amount: 2n * COIN },
+      5_000,
+    ),
   );
   const [outcomes, spent] = await Promise.all([Promise.all(transfers.map((t) => L.shard.submit(t))), Promise.all(spends)]);
   assert.is(outcomes.length, 4);
@@ -101,7 +112,8 @@ test('CON-004: two transactions racing on one FUNDING balance row never both spe
     assert.equal(kinds, ['INSUFFICIENT_BALANCE', 'SUCCESS'], `pair ${i}: ${JSON.stringify(pair)}`);
     const user = users[i] as bigint;
     assert.equal(await balances(L, user, 'USDT'), { funding: 0n, spot: 0n });
-    const debits = await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE user_id = ${user} AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
+    const debits =
+      await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE user_id = ${user} AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
     assert.is(debits[0]?.n, 1, `pair ${i}: one applied withdraw`);
   }
 });
@@ -126,7 +138,10 @@ for (const side of ['FUNDING', 'SPOT'] as const) {
     assert.is(await balanceOf(user), before - COIN, 'deducted once');
     const twin = { ...req, reqId: ulid() };
     const both = await Promise.all([adapterOf().withdraw(twin), adapterOf().withdraw(twin), adapterOf().withdraw(twin)]);
-    assert.equal(both.map((o) => o.kind), ['SUCCESS', 'SUCCESS', 'SUCCESS']);
+    assert.equal(
+      both.map((o) => o.kind),
+      ['SUCCESS', 'SUCCESS', 'SUCCESS'],
+    );
     assert.is(await balanceOf(user), before - 2n * COIN, 'concurrent calls deducted once');
   });
 
@@ -139,7 +154,10 @@ for (const side of ['FUNDING', 'SPOT'] as const) {
     assert.is(await balanceOf(user), before + COIN, 'credited once');
     const twin = { ...req, reqId: ulid() };
     const both = await Promise.all([adapterOf().deposit(twin), adapterOf().deposit(twin)]);
-    assert.equal(both.map((o) => o.kind), ['SUCCESS', 'SUCCESS']);
+    assert.equal(
+      both.map((o) => o.kind),
+      ['SUCCESS', 'SUCCESS'],
+    );
     assert.is(await balanceOf(user), before + 2n * COIN, 'concurrent calls credited once');
   });
 
@@ -153,7 +171,11 @@ for (const side of ['FUNDING', 'SPOT'] as const) {
       const refunds = concurrent
         ? await Promise.all([adapterOf().refund(req), adapterOf().refund(req)])
         : [await adapterOf().refund(req), await adapterOf().refund(req)];
-      assert.equal(refunds.map((o) => o.kind), ['SUCCESS', 'SUCCESS'], 'the second call answers SUCCESS');
+      assert.equal(
+        refunds.map((o) => o.kind),
+        ['SUCCESS', 'SUCCESS'],
+        'the second call answers SUCCESS',
+      );
       assert.is(await balanceOf(user), before, `refunded once (${concurrent ? 'at once' : 'in turn'})`);
     }
   });
@@ -181,15 +203,30 @@ test('IDP-004 / FND-001 / FND-003 / FND-005: lost replies on every operation; re
 
 test('FND-004: a coordinator that dies at any point leaves nothing lost; a fresh one recovers every transfer', async () => {
   const user = await fundedUser(L);
-  const points: CrashPoint[] = ['init_before_source_pending', 'source_pending_before_call', 'source_pending_after_call', 'source_done_before_target_pending', 'target_pending_before_call', 'target_pending_after_call'];
+  const points: CrashPoint[] = [
+    'init_before_source_pending',
+    'source_pending_before_call',
+    'source_pending_after_call',
+    'source_done_before_target_pending',
+    'target_pending_before_call',
+    'target_pending_after_call',
+  ];
   const ids: string[] = [];
   for (const point of points) {
     for (const from of ['FUNDING', 'SPOT'] as const) {
-      const dying = secondShard({ crash: (p: CrashPoint) => { if (p === point) throw new Error(`died at ${p}`); } });
+      const dying = secondShard({
+        crash: (p: CrashPoint) => {
+          if (p === point) throw new Error(`died at ${p}`);
+        },
+      });
       const t = newTransfer(user, from, 'USDT', COIN);
       ids.push(t.reqId);
       await L.store.insert(t);
-      await dying.driver.step(t.reqId).then(() => dying.driver.step(t.reqId)).then(() => dying.driver.step(t.reqId)).catch(() => undefined);
+      await dying.driver
+        .step(t.reqId)
+        .then(() => dying.driver.step(t.reqId))
+        .then(() => dying.driver.step(t.reqId))
+        .catch(() => undefined);
       await dying.shard.stop();
     }
   }
@@ -197,7 +234,8 @@ test('FND-004: a coordinator that dies at any point leaves nothing lost; a fresh
   restarted.shard.start(); // start-up recovery drives every unfinished transfer
   for (const id of ids) assert.is((await settle(L, id, undefined, 10_000)).state, 'COMMITTED', id);
   await restarted.shard.stop();
-  for (const id of ids) assert.is((await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${id} AND outcome = 'APPLIED'`)[0]?.n, 1);
+  for (const id of ids)
+    assert.is((await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${id} AND outcome = 'APPLIED'`)[0]?.n, 1);
   assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
   assert.is(await total(L, user, 'USDT'), 20n * COIN);
 });
@@ -212,7 +250,10 @@ test('FND-003: a late duplicate of a refused credit, arriving after compensation
   const v = await settle(L, t.reqId);
   assert.is(v.state, 'ROLLED_BACK');
   assert.is(v.errorCode, 'OVERFLOW');
-  const out = await L.ubs.send({ kind: 'external_op', op: 'EXTERNAL_WITHDRAW', ref: `room-${t.reqId}`, userId: user, asset: 'USDT', amount: COIN }, 5_000);
+  const out = await L.ubs.send(
+    { kind: 'external_op', op: 'EXTERNAL_WITHDRAW', ref: `room-${t.reqId}`, userId: user, asset: 'USDT', amount: COIN },
+    5_000,
+  );
   assert.equal(out, { kind: 'applied', duplicate: false });
   const late = await L.ubs.send({ kind: 'transfer_op', op: 'DEPOSIT', reqId: t.reqId, userId: user, asset: 'USDT', amount: 10n }, 5_000);
   assert.equal(late, { kind: 'rejected', code: 'OVERFLOW', duplicate: true });

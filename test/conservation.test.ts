@@ -12,7 +12,12 @@ import { startTestService, type TestService } from './support/service.js';
 const K = keyOf(1n, 'USDT');
 /** f: FUNDING effects in PostgreSQL's cut; s: SPOT effects by P; ever: SPOT effects applied at all (s when absent). */
 const facts = (fromFunding: boolean, state: TransferStateName, f: string, s: string, ever = s): TransferFacts => ({
-  reqId: 'R', userId: 1n, asset: 'USDT', amount: 10n, fromFunding, state,
+  reqId: 'R',
+  userId: 1n,
+  asset: 'USDT',
+  amount: 10n,
+  fromFunding,
+  state,
   funding: { withdraw: f.includes('w'), deposit: f.includes('d'), refund: f.includes('r') },
   spotByCut: { withdraw: s.includes('w'), deposit: s.includes('d'), refund: s.includes('r') },
   spotEver: { withdraw: ever.includes('w'), deposit: ever.includes('d'), refund: ever.includes('r') },
@@ -49,8 +54,17 @@ test('table: each combination of state and effects across the two cuts is settle
     [facts(false, 'FAILED', '', 'w'), 0n, 90n, 2, 'S→F FAILED with a SPOT debit'],
   ];
   for (const [t, funding, spot, differences, name] of rows) {
-    const result = checkConservation({ funding: new Map([[K, funding]]), spot: new Map([[K, spot]]), external: new Map([[K, 100n]]), transfers: [t] });
-    assert.is(result.differences.length, differences, `${name}: ${JSON.stringify(result.differences, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}`);
+    const result = checkConservation({
+      funding: new Map([[K, funding]]),
+      spot: new Map([[K, spot]]),
+      external: new Map([[K, 100n]]),
+      transfers: [t],
+    });
+    assert.is(
+      result.differences.length,
+      differences,
+      `${name}: ${JSON.stringify(result.differences, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}`,
+    );
   }
 });
 
@@ -118,7 +132,10 @@ for (const [name, userId, state, ops] of faults) {
     assert.is(r.body.ok, false, JSON.stringify(r.body));
     const differences = r.body.differences as { account: string; detail: string }[];
     assert.ok(differences.length > 0 && differences.every((d) => d.account === `${userId}/USDT`), JSON.stringify(differences));
-    assert.ok(differences.some((d) => d.detail.startsWith(`${reqId}: ${state}`)), `the transfer is named with its state: ${JSON.stringify(differences)}`);
+    assert.ok(
+      differences.some((d) => d.detail.startsWith(`${reqId}: ${state}`)),
+      `the transfer is named with its state: ${JSON.stringify(differences)}`,
+    );
     assert.is(r.body.halted, true);
     // Put it right (the transfer becomes what its effects say) and resume for the next case.
     await svc.sql`DELETE FROM funding_operations WHERE req_id = ${reqId}`;
@@ -136,15 +153,26 @@ test('no false alarm: checks during a concurrent load of transfers in both direc
     await deposit(svc, u, 'SPOT', 'USDT', '1000', `load-s-${u}`);
   }
   let running = true;
-  const clients = users.flatMap((u) => [true, false].map(async (fromFunding) => {
-    while (running) await transfer(svc, u, { from: fromFunding ? 'FUNDING' : 'SPOT', to: fromFunding ? 'SPOT' : 'FUNDING', asset: 'USDT', amount: '1.5' });
-  }));
+  const clients = users.flatMap((u) =>
+    [true, false].map(async (fromFunding) => {
+      while (running)
+        await transfer(svc, u, {
+          from: fromFunding ? 'FUNDING' : 'SPOT',
+          to: fromFunding ? 'SPOT' : 'FUNDING',
+          asset: 'USDT',
+          amount: '1.5',
+        });
+    }),
+  );
   const reports = [];
   for (let i = 0; i < 8; i++) reports.push((await invariant()).body);
   running = false;
   await Promise.all(clients);
   for (const r of reports) assert.equal(r.differences, [], JSON.stringify(r));
-  assert.ok(reports.some((r) => Number(r.transfers_examined) > 0), 'the checks saw transfers in their window');
+  assert.ok(
+    reports.some((r) => Number(r.transfers_examined) > 0),
+    'the checks saw transfers in their window',
+  );
   assert.equal((await invariant()).body.differences, []);
 });
 
@@ -153,14 +181,21 @@ test('MON-003: a FUNDING balance changed behind the service: CRITICAL alert, new
   await svc.sql`UPDATE funding_balances SET available = available + 1 WHERE user_id = 1221 AND asset = 'USDT'`;
   const r = await invariant();
   assert.is(r.body.ok, false);
-  assert.equal((r.body.differences as { account: string }[]).map((d) => d.account), ['1221/USDT']);
+  assert.equal(
+    (r.body.differences as { account: string }[]).map((d) => d.account),
+    ['1221/USDT'],
+  );
   assert.is(r.body.halted, true);
   const refused = await transfer(svc, 1221n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
   assert.equal([refused.status, refused.body.code], [503, 'SERVICE_HALTED']);
   assert.is((await svc.call('GET', '/api/v1/balances', { token: svc.userToken(1221) })).status, 200, 'reads go on');
   assert.is((await svc.call('GET', '/readyz')).status, 503);
   const alerts = await svc.call('GET', '/admin/v1/alerts', { token: svc.adminToken() });
-  assert.ok((alerts.body.alerts as { kind: string; severity: string }[]).some((a) => a.kind === 'CONSERVATION_VIOLATION' && a.severity === 'CRITICAL'));
+  assert.ok(
+    (alerts.body.alerts as { kind: string; severity: string }[]).some(
+      (a) => a.kind === 'CONSERVATION_VIOLATION' && a.severity === 'CRITICAL',
+    ),
+  );
   await svc.sql`UPDATE funding_balances SET available = available - 1 WHERE user_id = 1221 AND asset = 'USDT'`;
   assert.is((await invariant()).body.ok, true);
   assert.is((await svc.call('POST', '/admin/v1/resume', { token: svc.adminToken() })).body.was_halted, true);
@@ -173,7 +208,14 @@ test('MON-003: SPOT funds UBSCore holds without a ledger entry are found, and th
   // Behind the service: erase the ledger entry of a credit UBSCore applied.
   await svc.sql`DELETE FROM external_movements WHERE ref = 'mon3-s'`;
   const r = await invariant();
-  assert.equal((r.body.differences as { account: string; actual_units: string; expected_units: string }[]).map((d) => [d.account, d.actual_units, d.expected_units]), [['1222/USDT', '500000000', '0']]);
+  assert.equal(
+    (r.body.differences as { account: string; actual_units: string; expected_units: string }[]).map((d) => [
+      d.account,
+      d.actual_units,
+      d.expected_units,
+    ]),
+    [['1222/USDT', '500000000', '0']],
+  );
   const stored = await svc.sql`SELECT value FROM service_state WHERE key = 'halt'`;
   assert.is(stored.length, 1, 'the halt is stored, so a restart keeps it');
   await svc.sql`INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state) VALUES ('mon3-s', 'DEPOSIT', 1222, 'SPOT', 'USDT', 500000000, 'DONE')`;

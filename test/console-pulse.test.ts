@@ -10,7 +10,14 @@ function clocked(): { pulse: Pulse; at: (s: number) => void } {
 }
 
 test('an empty ring answers zero and no p99', () => {
-  assert.equal(new Pulse().summary(), { window_s: PULSE_WINDOW_S, requests: 0, accepted: 0, transfers_per_s: '0.0', p99_ms: null, p99_above_max: false });
+  assert.equal(new Pulse().summary(), {
+    window_s: PULSE_WINDOW_S,
+    requests: 0,
+    accepted: 0,
+    transfers_per_s: '0.0',
+    p99_ms: null,
+    p99_above_max: false,
+  });
 });
 
 test('p99 is the bound of the bucket holding the 99th percentile; 200 and 202 are accepted, others not', () => {

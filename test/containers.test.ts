@@ -28,7 +28,10 @@ async function dockerfileEnv(): Promise<Record<string, string>> {
   const text = await fs.readFile(path.join(PROJECT_ROOT, 'Dockerfile'), 'utf8');
   const env: Record<string, string> = {};
   for (const line of text.split('\n').filter((l) => /^ENV\s/.test(l))) {
-    for (const pair of line.replace(/^ENV\s+/, '').trim().split(/\s+/)) {
+    for (const pair of line
+      .replace(/^ENV\s+/, '')
+      .trim()
+      .split(/\s+/)) {
       const [key, ...value] = pair.split('=');
       assert.ok(key !== undefined && value.length > 0, `ENV in KEY=VALUE form: ${line}`);
       env[key as string] = value.join('=');

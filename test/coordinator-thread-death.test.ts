@@ -25,7 +25,10 @@ test('a coordinator thread killed by an uncaught exception under load stops the 
   await withHarness(async (h) => {
     const setup = await h.start();
     for (const user of USERS) {
-      const r = await setup.call('POST', '/admin/v1/deposit', { token: h.adminToken(), body: { user_id: String(user), account: 'FUNDING', asset: 'USDT', amount: '100', ref: `zombie-${user}` } });
+      const r = await setup.call('POST', '/admin/v1/deposit', {
+        token: h.adminToken(),
+        body: { user_id: String(user), account: 'FUNDING', asset: 'USDT', amount: '100', ref: `zombie-${user}` },
+      });
       assert.is(r.status, 200, JSON.stringify(r.body));
     }
     await setup.stop();
@@ -36,7 +39,13 @@ test('a coordinator thread killed by an uncaught exception under load stops the 
     const replies = await Promise.all(
       USERS.flatMap((user) =>
         Array.from({ length: TRANSFERS_PER_USER }, () =>
-          dying.call('POST', '/api/v1/internal_transfer', { token: h.userToken(user), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' }, timeoutMs: 5_000 }).catch(() => null),
+          dying
+            .call('POST', '/api/v1/internal_transfer', {
+              token: h.userToken(user),
+              body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+              timeoutMs: 5_000,
+            })
+            .catch(() => null),
         ),
       ),
     );
@@ -44,7 +53,8 @@ test('a coordinator thread killed by an uncaught exception under load stops the 
     assert.is(exit.code, 70, dying.stderrTail());
     assert.match(dying.stderrTail(), /"level":"critical".*the thread of coordinator shard \d exited/);
     // Whatever was answered before the stop: a real outcome or a 500 naming the transfer, never a zombie's answer after it.
-    for (const r of replies) if (r !== null && r.status === 500) assert.match(String(r.body.req_id), /^[0-9A-HJKMNP-TV-Z]{26}$/, JSON.stringify(r.body));
+    for (const r of replies)
+      if (r !== null && r.status === 500) assert.match(String(r.body.req_id), /^[0-9A-HJKMNP-TV-Z]{26}$/, JSON.stringify(r.body));
 
     const restarted = await h.start();
     assert.is((await restarted.call('GET', '/readyz')).status, 200);
@@ -56,8 +66,15 @@ test('a coordinator thread killed by an uncaught exception under load stops the 
     for (const user of USERS) {
       const committed = await h.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE user_id = ${user} AND state = 40`;
       const n = BigInt(committed[0]?.n as number);
-      assert.equal(await balances(h, restarted, user), { funding: units('100') - n * units('1'), spot: n * units('1') }, `user ${user}: funds exact`);
-      const later = await restarted.call('POST', '/api/v1/internal_transfer', { token: h.userToken(user), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+      assert.equal(
+        await balances(h, restarted, user),
+        { funding: units('100') - n * units('1'), spot: n * units('1') },
+        `user ${user}: funds exact`,
+      );
+      const later = await restarted.call('POST', '/api/v1/internal_transfer', {
+        token: h.userToken(user),
+        body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+      });
       assert.is(later.status, 200, `no 500 after recovery: ${JSON.stringify(later.body)}`);
     }
     const open = await h.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`;

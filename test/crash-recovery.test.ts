@@ -7,7 +7,15 @@ import { ACCOUNT_TYPE } from '../src/db/transfer-writes.js';
 import { STATE_IDS, stateName, type TransferStateName } from '../src/domain/fsm.js';
 import type { CrashPoint } from '../src/faults/crash-points.js';
 import { units } from './support/funds.js';
-import { cleanupAll, pollUntil, useOneServerForThisFile, withHarness, type ChildService, type ExitInfo, type Harness } from './support/process.js';
+import {
+  cleanupAll,
+  pollUntil,
+  useOneServerForThisFile,
+  withHarness,
+  type ChildService,
+  type ExitInfo,
+  type Harness,
+} from './support/process.js';
 
 const USER = 7n;
 const ASSET = 'USDT';
@@ -20,7 +28,14 @@ const CRASH_TIMEOUT_MS = 15_000;
 type Account = 'FUNDING' | 'SPOT';
 type Direction = { readonly from: Account; readonly to: Account };
 type FundingOp = 'WITHDRAW' | 'DEPOSIT' | 'REFUND';
-type OpRow = { readonly op: FundingOp; readonly outcome: 'APPLIED' | 'REJECTED'; readonly code: string | null; readonly amount: bigint; readonly user_id: bigint; readonly asset: string };
+type OpRow = {
+  readonly op: FundingOp;
+  readonly outcome: 'APPLIED' | 'REJECTED';
+  readonly code: string | null;
+  readonly amount: bigint;
+  readonly user_id: bigint;
+  readonly asset: string;
+};
 type Seed = { readonly account: Account; readonly amount: string };
 
 /** The transfer's whole history once recovered, by direction, for a transfer the HTTP path created. */
@@ -68,37 +83,142 @@ const F2S: Direction = { from: 'FUNDING', to: 'SPOT' };
 const S2F: Direction = { from: 'SPOT', to: 'FUNDING' };
 
 const COMMIT_CASES: readonly CommitCase[] = [
-  { id: 'CRA-001', point: 'init_before_source_pending', dir: F2S, start: 'INIT', atCrash: ['INIT'], fundingApplied: false,
-    title: 'crash after INIT, before the first step: recovery reads INIT and starts the transfer from the beginning' },
-  { id: 'CRA-001', point: 'init_before_source_pending', dir: S2F, start: 'INIT', atCrash: ['INIT'], fundingApplied: false,
-    title: 'crash after INIT, before SOURCE_PENDING: recovery reads INIT and starts the transfer from the beginning' },
-  { id: 'CRA-002', point: 'source_pending_before_call', dir: F2S, start: 'SOURCE_PENDING', atCrash: ['INIT', 'SOURCE_PENDING'], fundingApplied: false,
-    title: 'crash in SOURCE_PENDING before the withdraw: recovery calls the withdraw, applied once' },
-  { id: 'CRA-002', point: 'source_pending_before_call', dir: S2F, start: 'live', atCrash: ['INIT', 'SOURCE_PENDING'], fundingApplied: false,
-    title: 'crash in SOURCE_PENDING before the withdraw: recovery calls the withdraw, applied once' },
-  { id: 'CRA-003', point: 'source_pending_after_call', dir: F2S, start: 'SOURCE_PENDING', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
-    title: 'crash right after the withdraw, which committed with its moves: recovery goes on from TARGET_PENDING, debited once' },
-  { id: 'CRA-003', point: 'source_pending_after_call', dir: S2F, start: 'live', atCrash: ['INIT', 'SOURCE_PENDING'], fundingApplied: false,
-    title: 'crash after the withdraw, before SOURCE_DONE: recovery retries the withdraw, applied once' },
-  { id: 'CRA-004', point: 'source_done_before_target_pending', dir: F2S, start: 'SOURCE_DONE', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'], fundingApplied: true,
-    title: 'crash after SOURCE_DONE, before TARGET_PENDING: recovery moves on to the deposit, source debited once' },
-  { id: 'CRA-004', point: 'source_done_before_target_pending', dir: S2F, start: 'SOURCE_DONE', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'], fundingApplied: false,
-    title: 'crash after SOURCE_DONE, before the credit: recovery credits once' },
-  { id: 'CRA-005', point: 'target_pending_before_call', dir: F2S, start: 'live', atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
-    title: 'crash in TARGET_PENDING before the deposit: recovery calls the deposit, credited once' },
-  { id: 'CRA-005', point: 'target_pending_before_call', dir: S2F, start: 'TARGET_PENDING', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: false,
-    title: 'crash in TARGET_PENDING before the deposit: recovery calls the deposit, credited once' },
-  { id: 'CRA-005', point: 'target_pending_after_call', dir: F2S, start: 'live', atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
-    title: 'crash after the deposit, before COMMITTED: recovery retries the deposit, credited once' },
-  { id: 'CRA-005', point: 'target_pending_after_call', dir: S2F, start: 'TARGET_PENDING', atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED'], fundingApplied: true,
-    title: 'crash right after the deposit, which committed with COMMITTED: nothing left to do, credited once' },
+  {
+    id: 'CRA-001',
+    point: 'init_before_source_pending',
+    dir: F2S,
+    start: 'INIT',
+    atCrash: ['INIT'],
+    fundingApplied: false,
+    title: 'crash after INIT, before the first step: recovery reads INIT and starts the transfer from the beginning',
+  },
+  {
+    id: 'CRA-001',
+    point: 'init_before_source_pending',
+    dir: S2F,
+    start: 'INIT',
+    atCrash: ['INIT'],
+    fundingApplied: false,
+    title: 'crash after INIT, before SOURCE_PENDING: recovery reads INIT and starts the transfer from the beginning',
+  },
+  {
+    id: 'CRA-002',
+    point: 'source_pending_before_call',
+    dir: F2S,
+    start: 'SOURCE_PENDING',
+    atCrash: ['INIT', 'SOURCE_PENDING'],
+    fundingApplied: false,
+    title: 'crash in SOURCE_PENDING before the withdraw: recovery calls the withdraw, applied once',
+  },
+  {
+    id: 'CRA-002',
+    point: 'source_pending_before_call',
+    dir: S2F,
+    start: 'live',
+    atCrash: ['INIT', 'SOURCE_PENDING'],
+    fundingApplied: false,
+    title: 'crash in SOURCE_PENDING before the withdraw: recovery calls the withdraw, applied once',
+  },
+  {
+    id: 'CRA-003',
+    point: 'source_pending_after_call',
+    dir: F2S,
+    start: 'SOURCE_PENDING',
+    atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING'],
+    fundingApplied: true,
+    title: 'crash right after the withdraw, which committed with its moves: recovery goes on from TARGET_PENDING, debited once',
+  },
+  {
+    id: 'CRA-003',
+    point: 'source_pending_after_call',
+    dir: S2F,
+    start: 'live',
+    atCrash: ['INIT', 'SOURCE_PENDING'],
+    fundingApplied: false,
+    title: 'crash after the withdraw, before SOURCE_DONE: recovery retries the withdraw, applied once',
+  },
+  {
+    id: 'CRA-004',
+    point: 'source_done_before_target_pending',
+    dir: F2S,
+    start: 'SOURCE_DONE',
+    atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'],
+    fundingApplied: true,
+    title: 'crash after SOURCE_DONE, before TARGET_PENDING: recovery moves on to the deposit, source debited once',
+  },
+  {
+    id: 'CRA-004',
+    point: 'source_done_before_target_pending',
+    dir: S2F,
+    start: 'SOURCE_DONE',
+    atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'],
+    fundingApplied: false,
+    title: 'crash after SOURCE_DONE, before the credit: recovery credits once',
+  },
+  {
+    id: 'CRA-005',
+    point: 'target_pending_before_call',
+    dir: F2S,
+    start: 'live',
+    atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'],
+    fundingApplied: true,
+    title: 'crash in TARGET_PENDING before the deposit: recovery calls the deposit, credited once',
+  },
+  {
+    id: 'CRA-005',
+    point: 'target_pending_before_call',
+    dir: S2F,
+    start: 'TARGET_PENDING',
+    atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING'],
+    fundingApplied: false,
+    title: 'crash in TARGET_PENDING before the deposit: recovery calls the deposit, credited once',
+  },
+  {
+    id: 'CRA-005',
+    point: 'target_pending_after_call',
+    dir: F2S,
+    start: 'live',
+    atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'],
+    fundingApplied: true,
+    title: 'crash after the deposit, before COMMITTED: recovery retries the deposit, credited once',
+  },
+  {
+    id: 'CRA-005',
+    point: 'target_pending_after_call',
+    dir: S2F,
+    start: 'TARGET_PENDING',
+    atCrash: ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING', 'COMMITTED'],
+    fundingApplied: true,
+    title: 'crash right after the deposit, which committed with COMMITTED: nothing left to do, credited once',
+  },
   // The three boundaries of the two-commit happy path.
-  { id: 'CRA-005', point: 'created_debited_before_target_call', dir: F2S, start: 'live', atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
-    title: 'crash after the create-and-debit commit, before the UBSCore call: recovery credits once' },
-  { id: 'CRA-005', point: 'target_credited_before_committed', dir: F2S, start: 'live', atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'], fundingApplied: true,
-    title: 'crash after UBSCore answered the credit, before the COMMITTED write: recovery repeats the credit (a duplicate), applied once' },
-  { id: 'CRA-003', point: 'source_debited_before_credit_txn', dir: S2F, start: 'live', atCrash: ['INIT', 'SOURCE_PENDING'], fundingApplied: false,
-    title: 'crash after the UBSCore debit, before the credit transaction: recovery repeats the debit (a duplicate) and credits once' },
+  {
+    id: 'CRA-005',
+    point: 'created_debited_before_target_call',
+    dir: F2S,
+    start: 'live',
+    atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'],
+    fundingApplied: true,
+    title: 'crash after the create-and-debit commit, before the UBSCore call: recovery credits once',
+  },
+  {
+    id: 'CRA-005',
+    point: 'target_credited_before_committed',
+    dir: F2S,
+    start: 'live',
+    atCrash: ['INIT', 'SOURCE_DONE', 'TARGET_PENDING'],
+    fundingApplied: true,
+    title: 'crash after UBSCore answered the credit, before the COMMITTED write: recovery repeats the credit (a duplicate), applied once',
+  },
+  {
+    id: 'CRA-003',
+    point: 'source_debited_before_credit_txn',
+    dir: S2F,
+    start: 'live',
+    atCrash: ['INIT', 'SOURCE_PENDING'],
+    fundingApplied: false,
+    title: 'crash after the UBSCore debit, before the credit transaction: recovery repeats the debit (a duplicate) and credits once',
+  },
 ];
 
 const SEED_FUNDING = '1000';
@@ -162,8 +282,7 @@ for (const c of COMMIT_CASES) {
       );
       assert.is(await transferCount(h, USER), 1, 'recovery created no other transfer');
       await assertConserved(h, recovered, seeds);
-    }),
-  );
+    }));
 }
 
 /** The moves recovery makes to COMMITTED, by source and the state it finds (written out, not derived). */
@@ -197,7 +316,13 @@ function recoveredPath(c: CommitCase): TransferStateName[] {
  * UBSCore, so a SPOT-source transfer past SOURCE_PENDING is made by a service killed right after
  * that debit, then moved on in PostgreSQL.
  */
-async function seedTransfer(h: Harness, seeds: readonly Seed[], d: Direction, state: Exclude<Start, 'live'>, amount: bigint): Promise<{ reqId: string; before: Funds }> {
+async function seedTransfer(
+  h: Harness,
+  seeds: readonly Seed[],
+  d: Direction,
+  state: Exclude<Start, 'live'>,
+  amount: bigint,
+): Promise<{ reqId: string; before: Funds }> {
   const spotDebited = d.from === 'SPOT' && (state === 'SOURCE_DONE' || state === 'TARGET_PENDING');
   const plain = await h.start(spotDebited ? { ...SERVICE_ENV, CRASH_POINT: 'source_debited_before_credit_txn' } : SERVICE_ENV);
   await seed(h, plain, seeds);
@@ -210,7 +335,8 @@ async function seedTransfer(h: Harness, seeds: readonly Seed[], d: Direction, st
   }
   await plain.stop();
   const reqId = ulid();
-  const path: TransferStateName[] = state === 'INIT' ? ['INIT'] : state === 'SOURCE_PENDING' ? ['INIT', 'SOURCE_PENDING'] : ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'];
+  const path: TransferStateName[] =
+    state === 'INIT' ? ['INIT'] : state === 'SOURCE_PENDING' ? ['INIT', 'SOURCE_PENDING'] : ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE'];
   await h.sql.begin(async (tx) => {
     await tx`
       INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state)
@@ -288,8 +414,16 @@ for (const c of COMPENSATION_POINTS) {
       assert.equal(await historyInDb(h, reqId), [...crashedAt], 'history in PostgreSQL at the crash');
       const withdraw: OpRow = { op: 'WITHDRAW', outcome: 'APPLIED', code: null, amount: tiny, user_id: USER, asset: ASSET };
       const refund: OpRow = { op: 'REFUND', outcome: 'APPLIED', code: null, amount: tiny, user_id: USER, asset: ASSET };
-      assert.equal(await fundingOpsOf(h, reqId), c.refundAppliedAtCrash ? [withdraw, refund] : [withdraw], 'funding_operations at the crash');
-      assert.is(await fundingInDb(h, USER, ASSET), units(SMALL_SEED) - (c.refundAppliedAtCrash ? 0n : tiny), 'FUNDING balance in PostgreSQL at the crash');
+      assert.equal(
+        await fundingOpsOf(h, reqId),
+        c.refundAppliedAtCrash ? [withdraw, refund] : [withdraw],
+        'funding_operations at the crash',
+      );
+      assert.is(
+        await fundingInDb(h, USER, ASSET),
+        units(SMALL_SEED) - (c.refundAppliedAtCrash ? 0n : tiny),
+        'FUNDING balance in PostgreSQL at the crash',
+      );
 
       const recovered = await h.restart(armed, SERVICE_ENV);
       const final = await waitForTerminal(h, recovered, reqId);
@@ -301,8 +435,7 @@ for (const c of COMPENSATION_POINTS) {
       assert.equal(await fundingOpsOf(h, reqId), [withdraw, refund], 'one APPLIED WITHDRAW and exactly one APPLIED REFUND');
       assert.is(await transferCount(h, USER), 1, 'recovery created no other transfer');
       await assertConserved(h, recovered, seeds);
-    }),
-  );
+    }));
 
   test(`CRA-006: ${c.title} (SPOT→FUNDING, the FUNDING credit overflows, ${c.point})`, () =>
     withHarness(async (h) => {
@@ -334,8 +467,7 @@ for (const c of COMPENSATION_POINTS) {
       assert.equal(await fundingOpsOf(h, reqId), [rejected], 'no funding credit was applied');
       assert.is(await transferCount(h, USER), 1, 'recovery created no other transfer');
       await assertConserved(h, recovered, seeds);
-    }),
-  );
+    }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,7 +533,10 @@ async function sendAndDie(h: Harness, svc: ChildService, body: Record<string, st
   } catch (error) {
     throw new Error(`${String(error)}\ntransfers now: ${JSON.stringify(await transfersOf(h, USER), jsonBigint)}`);
   }
-  assert.ok(!outcome.answered, `the request was answered although the process died: ${outcome.answered ? JSON.stringify(outcome.reply) : ''}`);
+  assert.ok(
+    !outcome.answered,
+    `the request was answered although the process died: ${outcome.answered ? JSON.stringify(outcome.reply) : ''}`,
+  );
   assert.equal(exit, { code: null, signal: 'SIGKILL' }, `killed by SIGKILL; stderr tail:\n${svc.stderrTail()}`);
   // Which point killed it is proven from PostgreSQL by the caller: the crash hook's own log line
   // is written from a coordinator thread and is lost with the process (see the report).
@@ -464,14 +599,24 @@ async function waitForTerminal(h: Harness, svc: ChildService, reqId: string): Pr
       assert.ok(Array.isArray(r.body.history), `history: ${last}`);
       return { state, body: r.body, history: r.body.history as HistoryItem[] };
     },
-    { timeoutMs: RECOVERY_TIMEOUT_MS, intervalMs: 50, describe: () => `transfer ${reqId} terminal; last seen ${last}; stderr tail:\n${svc.stderrTail()}` },
+    {
+      timeoutMs: RECOVERY_TIMEOUT_MS,
+      intervalMs: 50,
+      describe: () => `transfer ${reqId} terminal; last seen ${last}; stderr tail:\n${svc.stderrTail()}`,
+    },
   );
 }
 
 /** The history is exactly `path`, each entry starting where the one before it ended. */
 function assertPath(history: readonly HistoryItem[], path: readonly TransferStateName[]): void {
-  assert.equal(history.map((e) => e.state), [...path], `state history: ${JSON.stringify(history)}`);
-  history.forEach((e, i) => assert.is(e.from, i === 0 ? null : (path[i - 1] ?? null), `entry ${i} starts where the previous ended`));
+  assert.equal(
+    history.map((e) => e.state),
+    [...path],
+    `state history: ${JSON.stringify(history)}`,
+  );
+  history.forEach((e, i) => {
+    assert.is(e.from, i === 0 ? null : (path[i - 1] ?? null), `entry ${i} starts where the previous ended`);
+  });
 }
 
 function mustState(id: number): TransferStateName {

@@ -19,24 +19,41 @@ test.after(cleanupAll);
 function sendTransfers(h: Harness, svc: ChildService, n: number) {
   return Array.from({ length: n }, () =>
     svc
-      .call('POST', '/api/v1/internal_transfer', { token: h.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' }, timeoutMs: 30_000 })
-      .then((r) => ({ status: r.status, body: r.body }), (error: unknown) => ({ status: 0, body: { error: String(error) } })),
+      .call('POST', '/api/v1/internal_transfer', {
+        token: h.userToken(USER),
+        body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+        timeoutMs: 30_000,
+      })
+      .then(
+        (r) => ({ status: r.status, body: r.body }),
+        (error: unknown) => ({ status: 0, body: { error: String(error) } }),
+      ),
   );
 }
 
 async function funded(h: Harness): Promise<ChildService> {
   const svc = await h.start(SLOW);
-  const r = await svc.call('POST', '/admin/v1/deposit', { token: h.adminToken(), body: { user_id: String(USER), account: 'FUNDING', asset: 'USDT', amount: '100', ref: 'drain-seed' } });
+  const r = await svc.call('POST', '/admin/v1/deposit', {
+    token: h.adminToken(),
+    body: { user_id: String(USER), account: 'FUNDING', asset: 'USDT', amount: '100', ref: 'drain-seed' },
+  });
   assert.is(r.status, 200, JSON.stringify(r.body));
   return svc;
 }
 
 async function inFlightOnServer(h: Harness, n: number): Promise<void> {
   // The coordinators' statements wait on the row: the requests are inside the service.
-  await pollUntil(async () => ((await h.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)[0]?.n ?? 0) >= 1 ? true : undefined, {
-    timeoutMs: 10_000,
-    describe: () => `${n} requests waiting on the locked row`,
-  });
+  await pollUntil(
+    async () =>
+      ((await h.sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)[0]
+        ?.n ?? 0) >= 1
+        ? true
+        : undefined,
+    {
+      timeoutMs: 10_000,
+      describe: () => `${n} requests waiting on the locked row`,
+    },
+  );
 }
 
 test('SIGTERM under load: 503 for new requests and /readyz at once, an answer for every request in flight, exit 0, funds exact', async () => {
@@ -52,7 +69,10 @@ test('SIGTERM under load: 503 for new requests and /readyz at once, an answer fo
       await sleep(200);
       const ready = await svc.call('GET', '/readyz');
       assert.equal([ready.status, ready.body.draining], [503, true], 'readyz says 503 while draining');
-      const late = await svc.call('POST', '/api/v1/internal_transfer', { token: h.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+      const late = await svc.call('POST', '/api/v1/internal_transfer', {
+        token: h.userToken(USER),
+        body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+      });
       assert.equal([late.status, late.body.code], [503, 'SERVICE_UNAVAILABLE'], 'a new request is turned away');
     } finally {
       row.release();
@@ -63,20 +83,28 @@ test('SIGTERM under load: 503 for new requests and /readyz at once, an answer fo
     // service had already taken is answered 200 or 202 and its transfer exists; one still on its
     // way when the signal came (the test cannot hold all 20 at the row) is answered 503 and
     // created nothing. The held ones must be among the first kind, so at least one is.
-    for (const a of answers) assert.ok([200, 202, 503].includes(a.status), `every request sent before the signal got an HTTP answer: ${JSON.stringify(a)}`);
+    for (const a of answers)
+      assert.ok([200, 202, 503].includes(a.status), `every request sent before the signal got an HTTP answer: ${JSON.stringify(a)}`);
     const accepted = answers.filter((a) => a.status === 200 || a.status === 202).length;
     assert.ok(accepted >= 1, `the requests held in flight were answered, not turned away: ${JSON.stringify(answers)}`);
     const exit = await svc.waitForExit(20_000);
     assert.is(exit.code, 0, svc.stderrTail());
 
     const next = await h.start();
-    await pollUntil(async () => ((await h.sql`SELECT count(*)::int AS n FROM transfers_active`)[0]?.n === 0 ? true : undefined), { timeoutMs: 20_000, describe: () => 'every transfer final' });
+    await pollUntil(async () => ((await h.sql`SELECT count(*)::int AS n FROM transfers_active`)[0]?.n === 0 ? true : undefined), {
+      timeoutMs: 20_000,
+      describe: () => 'every transfer final',
+    });
     const committed = Number((await h.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE user_id = ${USER} AND state = 40`)[0]?.n);
     const created = Number((await h.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE user_id = ${USER}`)[0]?.n);
     assert.equal([committed, created], [accepted, accepted], 'every accepted transfer committed, and nothing turned away was created');
     const b = await next.call('GET', '/api/v1/balances', { token: h.userToken(USER) });
-    const find = (list: unknown) => units((list as { asset: string; available: string }[]).find((x) => x.asset === 'USDT')?.available ?? '0');
-    assert.equal([find(b.body.funding), find(b.body.spot)], [units('100') - BigInt(committed) * units('1'), BigInt(committed) * units('1')]);
+    const find = (list: unknown) =>
+      units((list as { asset: string; available: string }[]).find((x) => x.asset === 'USDT')?.available ?? '0');
+    assert.equal(
+      [find(b.body.funding), find(b.body.spot)],
+      [units('100') - BigInt(committed) * units('1'), BigInt(committed) * units('1')],
+    );
   });
 });
 

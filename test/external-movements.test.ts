@@ -34,15 +34,26 @@ test('withdraw from FUNDING and SPOT: applied once per ref, refused when short, 
     const missing = await move('withdraw', { ...body, user_id: '951', ref: `ext-missing-${account}` });
     assert.is(missing.body.code, 'SOURCE_ACCOUNT_NOT_FOUND');
   }
-  await svc.call('POST', '/admin/v1/account_status', { token: svc.adminToken(), body: { user_id: '950', account: 'SPOT', asset: 'USDT', status: 'FROZEN' } });
+  await svc.call('POST', '/admin/v1/account_status', {
+    token: svc.adminToken(),
+    body: { user_id: '950', account: 'SPOT', asset: 'USDT', status: 'FROZEN' },
+  });
   const frozen = await move('withdraw', { user_id: '950', account: 'SPOT', asset: 'USDT', amount: '1', ref: 'ext-frozen' });
   assert.is(frozen.body.code, 'ACCOUNT_FROZEN');
   assert.equal(await fundsOf(svc, 950n, 'USDT'), { funding: 6n * COIN, spot: 6n * COIN });
   const ledger = await svc.sql<{ kind: string; account: string; state: string; n: number }[]>`
     SELECT kind, account, state, count(*)::int AS n FROM external_movements WHERE user_id = 950 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`;
-  assert.equal(ledger.map((r) => `${r.kind}/${r.account}/${r.state}/${r.n}`), [
-    'DEPOSIT/FUNDING/DONE/1', 'DEPOSIT/SPOT/DONE/1', 'WITHDRAW/FUNDING/DONE/1', 'WITHDRAW/FUNDING/REJECTED/1', 'WITHDRAW/SPOT/DONE/1', 'WITHDRAW/SPOT/REJECTED/2',
-  ]);
+  assert.equal(
+    ledger.map((r) => `${r.kind}/${r.account}/${r.state}/${r.n}`),
+    [
+      'DEPOSIT/FUNDING/DONE/1',
+      'DEPOSIT/SPOT/DONE/1',
+      'WITHDRAW/FUNDING/DONE/1',
+      'WITHDRAW/FUNDING/REJECTED/1',
+      'WITHDRAW/SPOT/DONE/1',
+      'WITHDRAW/SPOT/REJECTED/2',
+    ],
+  );
 });
 
 test.run();

@@ -16,7 +16,13 @@ const COIN = 10n ** 8n;
 
 test.before(async () => {
   L = await startLayers(
-    { retryBaseMs: 20, retryCapMs: 200, happyPathDeadlineMs: 300, targetPendingAlertMs: TARGET_PENDING_ALERT_MS, refundFailuresAlertMax: loadConfig({}).refundFailuresAlertMax },
+    {
+      retryBaseMs: 20,
+      retryCapMs: 200,
+      happyPathDeadlineMs: 300,
+      targetPendingAlertMs: TARGET_PENDING_ALERT_MS,
+      refundFailuresAlertMax: loadConfig({}).refundFailuresAlertMax,
+    },
     { wrapAdapters: faultyAdapters(plan) },
   );
 });
@@ -77,7 +83,9 @@ test('FSM-005: a target timeout stays TARGET_PENDING and retries, never compensa
   assert.is(waiting?.state, 'TARGET_PENDING');
   assert.ok((waiting?.retryCount ?? 0) >= 2, `retried ${waiting?.retryCount} times`);
   assert.is(await total(L, user, 'USDT'), 20n * COIN, 'in flight counts');
-  const row = await L.sql<{ next_retry_at: Date | null; error_message: string | null }[]>`SELECT next_retry_at, error_message FROM transfers_tb WHERE req_id = ${t.reqId}`;
+  const row = await L.sql<
+    { next_retry_at: Date | null; error_message: string | null }[]
+  >`SELECT next_retry_at, error_message FROM transfers_tb WHERE req_id = ${t.reqId}`;
   assert.ok(row[0]?.next_retry_at instanceof Date);
   assert.match(row[0]?.error_message ?? '', /timeout/);
   plan.set('SPOT', 'DEPOSIT', { kind: 'lose_reply' }, 1);
@@ -99,13 +107,14 @@ test('FSM-006: a failing refund stays COMPENSATING and retries until it is appli
   const v = await settle(L, t.reqId);
   assert.is(v.state, 'ROLLED_BACK');
   assert.ok(plan.count('FUNDING', 'REFUND') >= 3);
-  const refunds = await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${t.reqId} AND op = 'REFUND' AND outcome = 'APPLIED'`;
+  const refunds =
+    await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${t.reqId} AND op = 'REFUND' AND outcome = 'APPLIED'`;
   assert.is(refunds[0]?.n, 1);
   assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
   assert.is(await total(L, user, 'USDT'), 20n * COIN);
 });
 
-test('MON-001 / MON-002: the thresholds are the spec\'s by default: TARGET_PENDING over 60 s, 3 refund failures', () => {
+test("MON-001 / MON-002: the thresholds are the spec's by default: TARGET_PENDING over 60 s, 3 refund failures", () => {
   const defaults = loadConfig({});
   assert.is(defaults.targetPendingAlertMs, 60_000);
   assert.is(defaults.refundFailuresAlertMax, 3);
@@ -117,7 +126,9 @@ test('MON-001: TARGET_PENDING beyond the threshold raises one CRITICAL alert, no
   const t = newTransfer(user, 'FUNDING', 'USDT', COIN);
   await L.shard.submit(t);
   await settle(L, t.reqId, 'TARGET_PENDING');
-  const [entered] = await L.sql<{ at: Date }[]>`SELECT at FROM transfer_state_history WHERE req_id = ${t.reqId} AND to_state = ${STATE_IDS.TARGET_PENDING} ORDER BY id LIMIT 1`;
+  const [entered] = await L.sql<
+    { at: Date }[]
+  >`SELECT at FROM transfer_state_history WHERE req_id = ${t.reqId} AND to_state = ${STATE_IDS.TARGET_PENDING} ORDER BY id LIMIT 1`;
   // Retries run every 20–200 ms, each one a chance for the watchdog to look: none may alert early.
   await new Promise((r) => setTimeout(r, TARGET_PENDING_ALERT_MS / 2));
   assert.equal(await alertsFor(t.reqId), [], 'not before the threshold');
@@ -126,7 +137,10 @@ test('MON-001: TARGET_PENDING beyond the threshold raises one CRITICAL alert, no
   assert.equal(await alertsFor(t.reqId), ['TARGET_PENDING_TOO_LONG']);
   const [alert] = await L.sql<{ severity: string; created_at: Date }[]>`SELECT severity, created_at FROM alerts WHERE req_id = ${t.reqId}`;
   assert.is(alert?.severity, 'CRITICAL');
-  assert.ok(alert !== undefined && entered !== undefined && alert.created_at.getTime() - entered.at.getTime() >= TARGET_PENDING_ALERT_MS, 'raised only once the threshold passed');
+  assert.ok(
+    alert !== undefined && entered !== undefined && alert.created_at.getTime() - entered.at.getTime() >= TARGET_PENDING_ALERT_MS,
+    'raised only once the threshold passed',
+  );
   plan.clear();
   assert.is((await settle(L, t.reqId)).state, 'COMMITTED');
   assert.equal(await alertsFor(t.reqId), ['TARGET_PENDING_TOO_LONG'], 'raised once');

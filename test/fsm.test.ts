@@ -6,8 +6,14 @@ import { EVENTS, STATE_IDS, STATE_NAMES, transition, isTerminal, assertTransitio
 
 test('the 8 states carry the numeric IDs of spec 001 §2.1', () => {
   assert.equal(STATE_IDS, {
-    INIT: 0, SOURCE_PENDING: 10, SOURCE_DONE: 20, TARGET_PENDING: 30, COMMITTED: 40,
-    FAILED: -10, COMPENSATING: -20, ROLLED_BACK: -30,
+    INIT: 0,
+    SOURCE_PENDING: 10,
+    SOURCE_DONE: 20,
+    TARGET_PENDING: 30,
+    COMMITTED: 40,
+    FAILED: -10,
+    COMPENSATING: -20,
+    ROLLED_BACK: -30,
   });
   for (const name of STATE_NAMES) assert.is(stateName(STATE_IDS[name]), name);
   assert.is(stateName(5), null);

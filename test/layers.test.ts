@@ -15,7 +15,10 @@ const COIN = 10n ** 8n;
 test.before(async () => {
   L = await startLayers();
   await L.sql`INSERT INTO funding_balances (user_id, asset, available) VALUES (${USER}, 'USDT', ${100n * COIN})`;
-  const seeded = await L.ubs.send({ kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref: 'layers-seed', userId: USER, asset: 'USDT', amount: 100n * COIN }, 5_000);
+  const seeded = await L.ubs.send(
+    { kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref: 'layers-seed', userId: USER, asset: 'USDT', amount: 100n * COIN },
+    5_000,
+  );
   assert.equal(seeded, { kind: 'applied', duplicate: false });
 });
 
@@ -58,7 +61,11 @@ test('coordinator: refuses every malformed transfer with its code and records no
   ];
   for (const [change, code] of rows) {
     const outcome = await L.shard.submit({ ...good, ...change } as NewTransfer);
-    assert.equal(outcome, { kind: 'refused', code }, JSON.stringify(change, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)));
+    assert.equal(
+      outcome,
+      { kind: 'refused', code },
+      JSON.stringify(change, (_k, v) => (typeof v === 'bigint' ? `${v}n` : v)),
+    );
   }
   const created = await L.sql`SELECT count(*)::int AS n FROM transfers_tb`;
   assert.is(created[0]?.n, 0);
@@ -66,7 +73,10 @@ test('coordinator: refuses every malformed transfer with its code and records no
 });
 
 test('coordinator: a suspended or non-transferable asset is refused before any transfer exists', async () => {
-  for (const [change, code] of [["status = 'SUSPENDED'", 'ASSET_SUSPENDED'], ['internal_transfer_enabled = false', 'TRANSFER_NOT_ALLOWED']] as const) {
+  for (const [change, code] of [
+    ["status = 'SUSPENDED'", 'ASSET_SUSPENDED'],
+    ['internal_transfer_enabled = false', 'TRANSFER_NOT_ALLOWED'],
+  ] as const) {
     await L.sql.unsafe(`UPDATE assets SET ${change} WHERE symbol = 'USDT'`);
     L.assets.invalidate();
     try {

@@ -23,7 +23,10 @@ const SCRAPES = 3;
 const BIG_UNITS = 2n ** 62n;
 
 type Path = readonly (readonly [TransferEvent, TransferStateName])[];
-const TO_COMMITTED: Path = [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_OK', 'COMMITTED']];
+const TO_COMMITTED: Path = [
+  ['SOURCE_OK', 'SOURCE_DONE'],
+  ['TARGET_OK', 'COMMITTED'],
+];
 
 /** One transfer created and walked along `path` by the store's own compare-and-swaps. */
 async function transferAt(store: TransferStore, asset: string, amount: bigint, path: Path): Promise<void> {
@@ -46,7 +49,11 @@ async function reads(sql: Sql, table: string): Promise<Reads> {
       FROM pg_stat_user_tables WHERE relname = ${table}`;
   const r = rows[0];
   assert.ok(r !== undefined, `pg_stat_user_tables has ${table}`);
-  return { seqScans: Number(r.seq_scan), rowsRead: Number(r.seq_tup_read) + Number(r.idx_tup_fetch), scans: Number(r.seq_scan) + Number(r.idx_scan) };
+  return {
+    seqScans: Number(r.seq_scan),
+    rowsRead: Number(r.seq_tup_read) + Number(r.idx_tup_fetch),
+    scans: Number(r.seq_scan) + Number(r.idx_scan),
+  };
 }
 
 /** A backend reports its table counters lazily; this makes the calling one report them now. */
@@ -68,12 +75,22 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
     await transferAt(store, 'USDT', 2n, []);
     await transferAt(store, 'USDT', 3n, [['SOURCE_CALL', 'SOURCE_PENDING']]);
     await transferAt(store, 'USDT', 5n, [['SOURCE_OK', 'SOURCE_DONE']]);
-    await transferAt(store, 'USDT', 7n, [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_CALL', 'TARGET_PENDING']]);
-    await transferAt(store, 'BTC', BIG_UNITS, [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_CALL', 'TARGET_PENDING']]);
+    await transferAt(store, 'USDT', 7n, [
+      ['SOURCE_OK', 'SOURCE_DONE'],
+      ['TARGET_CALL', 'TARGET_PENDING'],
+    ]);
+    await transferAt(store, 'BTC', BIG_UNITS, [
+      ['SOURCE_OK', 'SOURCE_DONE'],
+      ['TARGET_CALL', 'TARGET_PENDING'],
+    ]);
     await transferAt(store, 'BTC', BIG_UNITS + 2n, [['SOURCE_OK', 'SOURCE_DONE']]);
     // The oldest unfinished transfer, made old by hand; the age read at scrape time starts from it.
     await sql`UPDATE transfers_tb SET created_at = now() - interval '1 hour' WHERE amount = 2`;
-    await transferAt(store, 'USDT', 13n, [['SOURCE_OK', 'SOURCE_DONE'], ['TARGET_CALL', 'TARGET_PENDING'], ['TARGET_FAIL', 'COMPENSATING']]);
+    await transferAt(store, 'USDT', 13n, [
+      ['SOURCE_OK', 'SOURCE_DONE'],
+      ['TARGET_CALL', 'TARGET_PENDING'],
+      ['TARGET_FAIL', 'COMPENSATING'],
+    ]);
     const unfinished = 7;
 
     // Two shards' counters, as the coordinators count them; shard 1 answers only the first scrape.
@@ -93,13 +110,15 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
     let scrapes = 0;
     const shardScrape = async () => {
       scrapes += 1;
-      return Promise.all(shards.map(async (r, shard) => {
-        const answers = shard === 0 || scrapes === 1;
-        const thread = coordinatorThread(shard);
-        // As the pool does: a shard never heard from shows nothing.
-        const scrape = last.take(thread, answers ? await r.json() : null) ?? { thread, families: [], fresh: false };
-        return { shard, depth: shard, ...scrape };
-      }));
+      return Promise.all(
+        shards.map(async (r, shard) => {
+          const answers = shard === 0 || scrapes === 1;
+          const thread = coordinatorThread(shard);
+          // As the pool does: a shard never heard from shows nothing.
+          const scrape = last.take(thread, answers ? await r.json() : null) ?? { thread, families: [], fresh: false };
+          return { shard, depth: shard, ...scrape };
+        }),
+      );
     };
     const sources = { main: new Registry(), sql, shards: shardScrape, ubs: async () => null };
 
@@ -114,7 +133,10 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
 
     assert.is(tbAfter.seqScans - tbBefore.seqScans, 0, 'no sequential scan of transfers_tb');
     const rowsRead = tbAfter.rowsRead - tbBefore.rowsRead;
-    assert.ok(rowsRead <= SCRAPES * unfinished, `read ${rowsRead} rows of transfers_tb in ${SCRAPES} scrapes; at most ${SCRAPES * unfinished} are unfinished`);
+    assert.ok(
+      rowsRead <= SCRAPES * unfinished,
+      `read ${rowsRead} rows of transfers_tb in ${SCRAPES} scrapes; at most ${SCRAPES * unfinished} are unfinished`,
+    );
     // Without this the two above would also hold if the counters had not been reported at all.
     assert.ok(activeAfter.scans - activeBefore.scans >= SCRAPES, 'the scrapes read transfers_active and their counters were reported');
 
@@ -146,7 +168,8 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
     assert.ok(younger > 0 && younger < 60, `the others are seconds old, read ${younger}`);
     assert.ok(age >= 3_600 && age < 3_600 + 60, `the oldest unfinished transfer is an hour old, read ${age}`);
     assert.ok((m.get('transfer_duration_seconds_sum{state="COMMITTED"}') ?? 0) >= 6 * 2, 'each finished transfer timed from its creation');
-    for (const state of ['COMMITTED', 'FAILED', 'ROLLED_BACK']) assert.is(m.get(`transfer_unfinished{state="${state}"}`), undefined, `no gauge of finished ${state} transfers`);
+    for (const state of ['COMMITTED', 'FAILED', 'ROLLED_BACK'])
+      assert.is(m.get(`transfer_unfinished{state="${state}"}`), undefined, `no gauge of finished ${state} transfers`);
   } finally {
     await sql.end({ timeout: 5 });
     await db.drop();

@@ -46,7 +46,10 @@ async function copyOfMigrations(): Promise<string> {
 }
 
 async function refusal(work: Promise<unknown>): Promise<string> {
-  const error = await work.then(() => null, (e: unknown) => e);
+  const error = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
   assert.ok(error instanceof MigrationError, `refused with a MigrationError, got ${String(error)}`);
   return (error as MigrationError).message;
 }
@@ -55,8 +58,13 @@ test('the files apply in order once each, with their checksums; a second run app
   const sql = await freshDatabase();
   const files = await loadMigrations();
   assert.equal(await migrate(sql), { applied: files.length, total: files.length });
-  const rows = await sql<{ version: number; name: string; checksum: string }[]>`SELECT version, name, checksum FROM schema_migrations ORDER BY version`;
-  assert.equal(rows.map((r) => [r.version, r.name, r.checksum]), files.map((f) => [f.version, f.name, f.checksum]));
+  const rows = await sql<
+    { version: number; name: string; checksum: string }[]
+  >`SELECT version, name, checksum FROM schema_migrations ORDER BY version`;
+  assert.equal(
+    rows.map((r) => [r.version, r.name, r.checksum]),
+    files.map((f) => [f.version, f.name, f.checksum]),
+  );
   assert.equal(await migrate(sql), { applied: 0, total: files.length });
   assert.equal(await checkMigrated(sql), { total: files.length });
 });
@@ -70,7 +78,10 @@ test('an applied migration edited afterwards is refused by name, and nothing is 
   assert.match(await refusal(migrate(sql, dir)), /0004_ledger_identity\.sql was changed after it was applied/);
   assert.match(await refusal(checkMigrated(sql, dir)), /0004_ledger_identity\.sql was changed/);
   // A new file after the edited one was not applied either: the refusal comes first.
-  await fs.writeFile(path.join(dir, `${String((await loadMigrations()).length + 1).padStart(4, '0')}_later.sql`), 'CREATE TABLE later_table (id int);\n');
+  await fs.writeFile(
+    path.join(dir, `${String((await loadMigrations()).length + 1).padStart(4, '0')}_later.sql`),
+    'CREATE TABLE later_table (id int);\n',
+  );
   await refusal(migrate(sql, dir));
   const later = await sql`SELECT 1 FROM pg_tables WHERE tablename = 'later_table'`;
   assert.is(later.length, 0);
@@ -111,7 +122,10 @@ test('a database migrated before checksums were stored has them recorded once, t
   const files = await loadMigrations();
   assert.equal(await migrate(sql), { applied: 0, total: files.length });
   const stored = await sql<{ checksum: string }[]>`SELECT checksum FROM schema_migrations ORDER BY version`;
-  assert.equal(stored.map((r) => r.checksum), files.map((f) => f.checksum));
+  assert.equal(
+    stored.map((r) => r.checksum),
+    files.map((f) => f.checksum),
+  );
 });
 
 test('production (MIGRATE_ON_START off) refuses pending migrations naming make migrate; after it, the service starts', async () => {
@@ -123,7 +137,9 @@ test('production (MIGRATE_ON_START off) refuses pending migrations naming make m
     assert.match(refused.stderrTail(), /no schema yet: run `make migrate`/);
     const tables = await h.sql`SELECT 1 FROM pg_tables WHERE schemaname = 'public'`;
     assert.is(tables.length, 0, 'the refused start wrote nothing');
-    const out = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist', 'src', 'migrate-cli.js')], { env: { ...process.env, DATABASE_URL: h.databaseUrl, NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) } });
+    const out = await run(process.execPath, [path.join(PROJECT_ROOT, 'dist', 'src', 'migrate-cli.js')], {
+      env: { ...process.env, DATABASE_URL: h.databaseUrl, NODE_ENV: 'production', JWT_SECRET: 'x'.repeat(40) },
+    });
     assert.match(out.stdout, /migrate: \d+ applied/);
     const svc = await h.start(production);
     const ready = await svc.call('GET', '/readyz');

@@ -41,7 +41,16 @@ test('npm start serves: it builds, starts, answers /healthz, and stops on SIGTER
   const port = await freePort();
   const child = spawn('npm', ['start', '--silent'], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, DATABASE_URL: db.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', JWT_SECRET: TEST_JWT_SECRET, PRINT_BANNER: '0', LOG_LEVEL: 'error' },
+    env: {
+      ...process.env,
+      DATABASE_URL: db.url,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      JWT_SECRET: TEST_JWT_SECRET,
+      PRINT_BANNER: '0',
+      LOG_LEVEL: 'error',
+    },
     stdio: ['ignore', 'ignore', 'pipe'],
     detached: true,
   });
@@ -49,10 +58,19 @@ test('npm start serves: it builds, starts, answers /healthz, and stops on SIGTER
   child.stderr?.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_000)));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   try {
-    await pollUntil(async () => ((await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0)) === 200 ? true : undefined), {
-      timeoutMs: START_TIMEOUT_MS,
-      describe: () => `npm start serving on ${port}: ${stderr}`,
-    });
+    await pollUntil(
+      async () =>
+        (await fetch(`http://127.0.0.1:${port}/healthz`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200
+          ? true
+          : undefined,
+      {
+        timeoutMs: START_TIMEOUT_MS,
+        describe: () => `npm start serving on ${port}: ${stderr}`,
+      },
+    );
   } finally {
     // npm runs the service as its child: the whole process group gets the signal, as a terminal's Ctrl-C would.
     if (child.pid !== undefined) process.kill(-child.pid, 'SIGTERM');

@@ -13,7 +13,12 @@ import { startTestService, type TestService } from './support/service.js';
 
 type Transfer = { readonly req_id: string; readonly from: string; readonly to: string; readonly amount: string; readonly state: string };
 type Line = { readonly asset: string; readonly available: string };
-type ExampleRun = { readonly moved: Transfer[]; readonly history: Transfer[]; readonly pages: number; readonly balances: { funding: Line[]; spot: Line[] } };
+type ExampleRun = {
+  readonly moved: Transfer[];
+  readonly history: Transfer[];
+  readonly pages: number;
+  readonly balances: { funding: Line[]; spot: Line[] };
+};
 type ClientModule = { readonly runExample: (o: Record<string, string>) => Promise<ExampleRun> };
 
 const USER = 5151n;
@@ -48,7 +53,18 @@ test('the generated types refuse a misuse: an unknown account, an amount as a nu
       '',
     ].join('\n'),
   );
-  const compiled = await tsc(['--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--types', 'node', misuse]);
+  const compiled = await tsc([
+    '--noEmit',
+    '--strict',
+    '--skipLibCheck',
+    '--module',
+    'nodenext',
+    '--moduleResolution',
+    'nodenext',
+    '--types',
+    'node',
+    misuse,
+  ]);
   await fs.rm(misuse);
   assert.is.not(compiled.code, 0);
   for (const line of ['misuse.ts(2,', 'misuse.ts(3,', 'misuse.ts(4,']) assert.match(compiled.output, line, compiled.output);
@@ -56,9 +72,26 @@ test('the generated types refuse a misuse: an unknown account, an amount as a nu
 
 test('the typed client funds a user, transfers both ways and pages the history', async () => {
   const client = (await import(pathToFileURL(path.join(ROOT, 'dist', 'examples', 'client.js')).href)) as ClientModule;
-  const run = await client.runExample({ base: svc.base, userId: String(USER), userToken: svc.userToken(USER), adminToken: svc.adminToken(), asset: 'USDT', ref: 'client-example' });
-  assert.equal(run.moved.map((t) => [t.from, t.to, t.state]), [['FUNDING', 'SPOT', 'COMMITTED'], ['SPOT', 'FUNDING', 'COMMITTED']]);
-  assert.equal(run.history.map((t) => t.req_id), run.moved.map((t) => t.req_id).reverse(), 'newest first, one a page');
+  const run = await client.runExample({
+    base: svc.base,
+    userId: String(USER),
+    userToken: svc.userToken(USER),
+    adminToken: svc.adminToken(),
+    asset: 'USDT',
+    ref: 'client-example',
+  });
+  assert.equal(
+    run.moved.map((t) => [t.from, t.to, t.state]),
+    [
+      ['FUNDING', 'SPOT', 'COMMITTED'],
+      ['SPOT', 'FUNDING', 'COMMITTED'],
+    ],
+  );
+  assert.equal(
+    run.history.map((t) => t.req_id),
+    run.moved.map((t) => t.req_id).reverse(),
+    'newest first, one a page',
+  );
   assert.is(run.pages, 2);
   // Decimal strings in the asset's precision: 100 − 30 + 12.5 and 30 − 12.5.
   const available = (lines: Line[]) => lines.find((l) => l.asset === 'USDT')?.available ?? '';

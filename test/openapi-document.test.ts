@@ -25,7 +25,8 @@ test('every $ref resolves, and the shared answers are components', () => {
   const doc = fresh();
   assert.equal(refProblems(doc), []);
   const schemas = Object.keys((doc.components as Json).schemas as Json);
-  for (const name of ['TransferAnswer', 'ErrorAnswer', 'HistoryPage', 'Balances', 'Alert', 'AuditEntry', 'TransferRequest']) assert.ok(schemas.includes(name), name);
+  for (const name of ['TransferAnswer', 'ErrorAnswer', 'HistoryPage', 'Balances', 'Alert', 'AuditEntry', 'TransferRequest'])
+    assert.ok(schemas.includes(name), name);
   const ok = (op(doc, '/api/v1/internal_transfer', 'post').responses as Record<string, Json>)['200'] as Json;
   assert.equal(((ok.content as Json)['application/json'] as Json).schema, { $ref: '#/components/schemas/TransferAnswer' });
 });
@@ -62,8 +63,16 @@ test('a missing operationId, a missing security, a wrong code for a status are r
 test('an example that does not match its schema, and a dangling $ref, are reported', async () => {
   const doc = fresh();
   const ok = (op(doc, '/api/v1/balances', 'get').responses as Record<string, Json>)['200'] as Json;
-  ((ok.content as Json)['application/json'] as Json).example = { funding: [{ asset: 'USDT', available: 74.5, status: 'ACTIVE' }], spot: [] };
-  (op(doc, '/api/v1/internal_transfer', 'get').parameters as Json[]).push({ name: 'limit2', in: 'query', schema: { type: 'integer', maximum: 100 }, example: 101 });
+  ((ok.content as Json)['application/json'] as Json).example = {
+    funding: [{ asset: 'USDT', available: 74.5, status: 'ACTIVE' }],
+    spot: [],
+  };
+  (op(doc, '/api/v1/internal_transfer', 'get').parameters as Json[]).push({
+    name: 'limit2',
+    in: 'query',
+    schema: { type: 'integer', maximum: 100 },
+    example: 101,
+  });
   const problems = exampleProblems(doc).problems.join('\n');
   assert.match(problems, 'GET /api/v1/balances 200: example does not match');
   assert.match(problems, 'parameter limit2');

@@ -15,13 +15,22 @@ const COIN = 10n ** 8n;
 
 test('backpressure: with a full mailbox every transfer is still recorded, answered 202, and finished by the scan', async () => {
   const svc = await startTestService({
-    COORDINATORS: '1', COORDINATOR_MAILBOX_MAX: '1', COORDINATOR_CONCURRENCY_MAX: '1', SCAN_INTERVAL_MS: '200',
-    RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0',
+    COORDINATORS: '1',
+    COORDINATOR_MAILBOX_MAX: '1',
+    COORDINATOR_CONCURRENCY_MAX: '1',
+    SCAN_INTERVAL_MS: '200',
+    RATE_LIMIT_PER_SECOND: '0',
+    DAILY_TRANSFER_LIMIT: '0',
   });
   try {
     await deposit(svc, 901n, 'FUNDING', 'USDT', '100', 'bp-seed');
-    const replies = await Promise.all(Array.from({ length: 30 }, () => transfer(svc, 901n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })));
-    assert.ok(replies.every((r) => r.status === 200 || r.status === 202), JSON.stringify(replies.map((r) => r.status)));
+    const replies = await Promise.all(
+      Array.from({ length: 30 }, () => transfer(svc, 901n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })),
+    );
+    assert.ok(
+      replies.every((r) => r.status === 200 || r.status === 202),
+      JSON.stringify(replies.map((r) => r.status)),
+    );
     const parked = replies.filter((r) => r.status === 202 && r.body.state === 'PENDING' && r.body.internal_state === 'INIT');
     assert.ok(parked.length > 0, 'some requests found the mailbox full');
     const deadline = Date.now() + 15_000;
@@ -41,13 +50,20 @@ test('backpressure: with a full mailbox every transfer is still recorded, answer
 
 test('operators: stuck transfers are listed with their history, retry drives one, alerts are listed', async () => {
   const svc = await startTestService({
-    COORDINATORS: '1', COORDINATOR_MAILBOX_MAX: '1', COORDINATOR_CONCURRENCY_MAX: '1', SCAN_INTERVAL_MS: '600000',
-    STUCK_AGE_MS: '0', RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0',
+    COORDINATORS: '1',
+    COORDINATOR_MAILBOX_MAX: '1',
+    COORDINATOR_CONCURRENCY_MAX: '1',
+    SCAN_INTERVAL_MS: '600000',
+    STUCK_AGE_MS: '0',
+    RATE_LIMIT_PER_SECOND: '0',
+    DAILY_TRANSFER_LIMIT: '0',
   });
   try {
     const admin = svc.adminToken();
     await deposit(svc, 902n, 'FUNDING', 'USDT', '100', 'op-seed');
-    const replies = await Promise.all(Array.from({ length: 12 }, () => transfer(svc, 902n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })));
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, () => transfer(svc, 902n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })),
+    );
     const parked = replies.filter((r) => r.body.internal_state === 'INIT').map((r) => String(r.body.req_id));
     assert.ok(parked.length > 0);
     const stuck = await svc.call('GET', '/admin/v1/transfers?stuck=true', { token: admin });
@@ -55,7 +71,10 @@ test('operators: stuck transfers are listed with their history, retry drives one
     const listed = (stuck.body.transfers as { req_id: string; state: string; history: { state: string }[] }[]).map((t) => t.req_id);
     for (const id of parked) assert.ok(listed.includes(id), id);
     const first = (stuck.body.transfers as { history: { state: string }[] }[])[0];
-    assert.equal(first?.history.map((h) => h.state), ['INIT']);
+    assert.equal(
+      first?.history.map((h) => h.state),
+      ['INIT'],
+    );
     for (const id of parked) {
       const r = await svc.call('POST', `/admin/v1/transfers/${id}/retry`, { token: admin });
       assert.is(r.status, 200, JSON.stringify(r.body));
@@ -88,7 +107,10 @@ test('MON-004: an abnormal transfer frequency for one user raises one WARNING al
       rows = await svc.sql<{ user_id: bigint; severity: string }[]>`SELECT user_id, severity FROM alerts WHERE kind = 'ABNORMAL_FREQUENCY'`;
       await new Promise((r) => setTimeout(r, 20));
     }
-    assert.equal(rows.map((r) => [r.user_id, r.severity]), [[1301n, 'WARNING']]);
+    assert.equal(
+      rows.map((r) => [r.user_id, r.severity]),
+      [[1301n, 'WARNING']],
+    );
   } finally {
     await svc.stop();
   }
@@ -111,14 +133,31 @@ test('alerts: raised once per kind and transfer, logged, and POSTed as JSON to t
   try {
     await migrate(sql);
     const lines: string[] = [];
-    const sink = new AlertSink({ sql, log: createLogger({ level: 'info', name: 't', write: (l) => lines.push(l) }), webhookUrl: `http://127.0.0.1:${port}/hook` });
-    const alert = { kind: 'REFUND_FAILING' as const, reqId: '01ARZ3NDEKTSV4RRFFQ69G5FAV', userId: 5n, message: 'refund failed 3 times', details: { attempts: 3 } };
+    const sink = new AlertSink({
+      sql,
+      log: createLogger({ level: 'info', name: 't', write: (l) => lines.push(l) }),
+      webhookUrl: `http://127.0.0.1:${port}/hook`,
+    });
+    const alert = {
+      kind: 'REFUND_FAILING' as const,
+      reqId: '01ARZ3NDEKTSV4RRFFQ69G5FAV',
+      userId: 5n,
+      message: 'refund failed 3 times',
+      details: { attempts: 3 },
+    };
     assert.is(await sink.raise(alert), true);
     assert.is(await sink.raise(alert), false);
     const deadline = Date.now() + 3_000;
     while (received.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     assert.is(received.length, 1);
-    assert.equal(received[0], { kind: 'REFUND_FAILING', reqId: '01ARZ3NDEKTSV4RRFFQ69G5FAV', userId: '5', message: 'refund failed 3 times', details: { attempts: 3 }, severity: 'CRITICAL' });
+    assert.equal(received[0], {
+      kind: 'REFUND_FAILING',
+      reqId: '01ARZ3NDEKTSV4RRFFQ69G5FAV',
+      userId: '5',
+      message: 'refund failed 3 times',
+      details: { attempts: 3 },
+      severity: 'CRITICAL',
+    });
     assert.is(lines.length, 1);
     assert.match(lines[0] ?? '', /"level":"critical".*"alert":"REFUND_FAILING"/);
     assert.is((await sink.list(10)).length, 1);

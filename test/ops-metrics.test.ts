@@ -13,6 +13,8 @@ import { startTestService, type TestService } from './support/service.js';
 
 const DASHBOARD = path.join(PROJECT_ROOT, 'ops', 'grafana', 'dashboard.json');
 const RULES = path.join(PROJECT_ROOT, 'ops', 'prometheus', 'alerts.yml');
+/** How a panel names the dashboard's datasource variable (Grafana's syntax, not a template literal). */
+const DATASOURCE_VARIABLE = '$' + '{datasource}';
 /** Made by Prometheus for every target, never by the target itself. */
 const SYNTHETIC = new Set(['up']);
 
@@ -69,17 +71,27 @@ test('promtool: a real scrape, the alert rules, and every name the dashboard and
   const scraped = parseMetrics(text).names();
   const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as Dashboard;
   assert.ok(dashboard.schemaVersion >= 36, `schemaVersion ${dashboard.schemaVersion}`);
-  assert.ok(dashboard.templating.list.some((v) => v.type === 'datasource' && v.query === 'prometheus'), 'a Prometheus datasource variable');
+  assert.ok(
+    dashboard.templating.list.some((v) => v.type === 'datasource' && v.query === 'prometheus'),
+    'a Prometheus datasource variable',
+  );
   const panels = dashboard.panels.filter((p) => p.type !== 'row');
-  for (const p of panels) assert.is(p.datasource?.uid, '${datasource}', `${p.title} reads the datasource variable`);
+  for (const p of panels) assert.is(p.datasource?.uid, DATASOURCE_VARIABLE, `${p.title} reads the datasource variable`);
   const dashboardExprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr ?? ''));
   assert.equal(missing(dashboardExprs, scraped), [], 'every metric the dashboard reads is scraped');
   assert.equal(missing(ruleExprs(readFileSync(RULES, 'utf8')), scraped), [], 'every metric the alert rules read is scraped');
 });
 
 test('metricNames: functions, aggregations, groupings, strings and numbers are not names', () => {
-  assert.equal(metricNames('sum by (state) (rate(transfer_finished_total{job=~"$job",state!="COMMITTED"}[5m])) / clamp_min(sum(rate(x_total[5m])), 1e-9)'), ['transfer_finished_total', 'x_total']);
-  assert.equal(metricNames('time() - max(transfer_conservation_last_check_timestamp_seconds) > 600'), ['transfer_conservation_last_check_timestamp_seconds']);
+  assert.equal(
+    metricNames(
+      'sum by (state) (rate(transfer_finished_total{job=~"$job",state!="COMMITTED"}[5m])) / clamp_min(sum(rate(x_total[5m])), 1e-9)',
+    ),
+    ['transfer_finished_total', 'x_total'],
+  );
+  assert.equal(metricNames('time() - max(transfer_conservation_last_check_timestamp_seconds) > 600'), [
+    'transfer_conservation_last_check_timestamp_seconds',
+  ]);
   assert.equal(metricNames('up{job="transfer"} == 0 or histogram_quantile(0.99, sum by (le) (rate(a_bucket[5m])))'), ['up', 'a_bucket']);
 });
 

@@ -21,9 +21,15 @@ const REFUSED_EXIT_CODE = 3;
 const REFUSAL_WITHIN_MS = 10_000;
 
 async function fund(h: Harness, svc: ChildService, userId: number, ref: string): Promise<void> {
-  const r = await svc.call('POST', '/admin/v1/deposit', { token: h.adminToken(), body: { user_id: String(userId), account: 'FUNDING', asset: 'USDT', amount: '10', ref } });
+  const r = await svc.call('POST', '/admin/v1/deposit', {
+    token: h.adminToken(),
+    body: { user_id: String(userId), account: 'FUNDING', asset: 'USDT', amount: '10', ref },
+  });
   assert.is(r.status, 200, JSON.stringify(r.body));
-  const t = await svc.call('POST', '/api/v1/internal_transfer', { token: h.userToken(userId), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '4' } });
+  const t = await svc.call('POST', '/api/v1/internal_transfer', {
+    token: h.userToken(userId),
+    body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '4' },
+  });
   assert.is(t.body.state, 'COMMITTED', JSON.stringify(t.body));
 }
 
@@ -148,14 +154,28 @@ test('rule 7: an owner whose lock connection an operator ends takes no new work 
     await fund(h, first, 40, 'own-lost-1');
     const ownerName = `transfer owner pid ${first.pid} on ${os.hostname()}`.slice(0, 63);
     const killed = await h.sql`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = ${ownerName}`;
-    assert.equal(killed.map((r) => r.ok), [true], 'the owner connection was found and ended');
+    assert.equal(
+      killed.map((r) => r.ok),
+      [true],
+      'the owner connection was found and ended',
+    );
     // The service notices (a critical line), then takes the lock again on a new session (the
     // server never went away), and work resumes. /readyz may still say 200 before it noticed.
-    await pollUntil(async () => (/owner lock lost: not taking new work/.test(first.stderrTail()) ? true : undefined), { timeoutMs: REFUSAL_WITHIN_MS, describe: () => first.stderrTail() });
-    await pollUntil(async () => ((await first.call('GET', '/readyz')).status === 200 ? true : undefined), { timeoutMs: REFUSAL_WITHIN_MS, describe: () => 'readyz 200 again' });
+    await pollUntil(async () => (/owner lock lost: not taking new work/.test(first.stderrTail()) ? true : undefined), {
+      timeoutMs: REFUSAL_WITHIN_MS,
+      describe: () => first.stderrTail(),
+    });
+    await pollUntil(async () => ((await first.call('GET', '/readyz')).status === 200 ? true : undefined), {
+      timeoutMs: REFUSAL_WITHIN_MS,
+      describe: () => 'readyz 200 again',
+    });
     const holders = await h.sql`SELECT a.application_name FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
                                  WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()`;
-    assert.equal(holders.map((r) => r.application_name), [ownerName], 'the owner holds its lock again');
+    assert.equal(
+      holders.map((r) => r.application_name),
+      [ownerName],
+      'the owner holds its lock again',
+    );
     await fund(h, first, 41, 'own-lost-2');
     assert.is(first.exited(), null, first.stderrTail());
   });
@@ -200,7 +220,9 @@ async function raceForDataDir(dataDir: string, count: number): Promise<string[]>
     return lines;
   } finally {
     for (const child of children) child.stdin?.end();
-    await Promise.all(children.map((child) => (child.exitCode !== null ? undefined : new Promise((resolve) => child.once('exit', resolve)))));
+    await Promise.all(
+      children.map((child) => (child.exitCode !== null ? undefined : new Promise((resolve) => child.once('exit', resolve)))),
+    );
   }
 }
 
@@ -212,7 +234,10 @@ test('rule 7: of processes starting at once on one DATA_DIR, a stale lock in it 
   for (let round = 0; round < 4; round++) {
     const dataDir = await tempDir('transfer-own-race-');
     try {
-      await fs.writeFile(path.join(dataDir, 'owner.lock'), `${JSON.stringify({ pid: deadPid, host: os.hostname(), startedAt: 'killed', procStart: '1' })}\n`);
+      await fs.writeFile(
+        path.join(dataDir, 'owner.lock'),
+        `${JSON.stringify({ pid: deadPid, host: os.hostname(), startedAt: 'killed', procStart: '1' })}\n`,
+      );
       const lines = await raceForDataDir(dataDir, 6);
       assert.is(lines.filter((l) => l === 'OWNED').length, 1, `round ${round}: ${lines.join(' | ')}`);
       assert.is(lines.filter((l) => l.startsWith('REFUSED DATA_DIR')).length, 5, lines.join(' | '));
@@ -227,15 +252,21 @@ test('rule 7: an owner killed but not yet reaped by its parent (a zombie) does n
   const lockModule = pathToFileURL(path.join(PROJECT_ROOT, 'dist', 'src', 'ownership', 'data-dir-lock.js')).href;
   const owner = `const { lockDataDir } = await import(${JSON.stringify(lockModule)}); await lockDataDir(${JSON.stringify(dataDir)}); process.kill(process.pid, 'SIGKILL');`;
   // The shell starts the owner, then becomes a sleep that never reaps it.
-  const parent = spawn('sh', ['-c', `"${process.execPath}" --input-type=module -e "$OWNER" & exec sleep 60`], { env: { ...process.env, OWNER: owner }, stdio: 'ignore' });
+  const parent = spawn('sh', ['-c', `"${process.execPath}" --input-type=module -e "$OWNER" & exec sleep 60`], {
+    env: { ...process.env, OWNER: owner },
+    stdio: 'ignore',
+  });
   try {
-    const zombie = await pollUntil(async () => {
-      const lock = await fs.readFile(path.join(dataDir, 'owner.lock'), 'utf8').catch(() => null);
-      if (lock === null) return undefined;
-      const pid = (JSON.parse(lock) as { pid: number }).pid;
-      const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
-      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z') ? pid : undefined;
-    }, { timeoutMs: 15_000, describe: () => 'no zombie owner in the lock file' });
+    const zombie = await pollUntil(
+      async () => {
+        const lock = await fs.readFile(path.join(dataDir, 'owner.lock'), 'utf8').catch(() => null);
+        if (lock === null) return undefined;
+        const pid = (JSON.parse(lock) as { pid: number }).pid;
+        const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+        return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z') ? pid : undefined;
+      },
+      { timeoutMs: 15_000, describe: () => 'no zombie owner in the lock file' },
+    );
     const lock = await lockDataDir(dataDir);
     assert.is(lock.owner.pid, process.pid);
     assert.ok(zombie !== process.pid);

@@ -68,7 +68,9 @@ function recorder(): { seen: Seen; events: Parameters<typeof ownDatabase>[1] } {
   };
 }
 
-async function withOwnerBehindProxy(body: (o: { db: TestDatabase; proxy: Awaited<ReturnType<typeof cuttableProxy>>; seen: Seen; owner: PgOwner }) => Promise<void>): Promise<void> {
+async function withOwnerBehindProxy(
+  body: (o: { db: TestDatabase; proxy: Awaited<ReturnType<typeof cuttableProxy>>; seen: Seen; owner: PgOwner }) => Promise<void>,
+): Promise<void> {
   const db = await createTestDatabase();
   const proxy = await cuttableProxy(new URL(db.url));
   const { seen, events } = recorder();
@@ -99,7 +101,10 @@ test('a dropped connection whose session the server still holds: that session is
     const [before] = await lockHolders(db.url);
     assert.ok(before !== undefined, 'the owner holds the lock');
     proxy.cutClients();
-    await pollUntil(async () => (seen.regained > 0 || seen.takenBy !== null ? true : undefined), { timeoutMs: EVENT_TIMEOUT_MS, describe: () => JSON.stringify(seen) });
+    await pollUntil(async () => (seen.regained > 0 || seen.takenBy !== null ? true : undefined), {
+      timeoutMs: EVENT_TIMEOUT_MS,
+      describe: () => JSON.stringify(seen),
+    });
     assert.equal([seen.lost, seen.regained, seen.takenBy], [1, 1, null]);
     assert.ok(owner.held());
     const after = await lockHolders(db.url);
@@ -116,15 +121,26 @@ test('a lock another session took while the connection was down is reported with
     try {
       // The intruder queues for the lock first, so it is granted the moment the old session ends.
       const queued = intruder`SELECT pg_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint)`.then(() => true);
-      await pollUntil(async () => ((await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'intruder-session' AND wait_event_type = 'Lock'`)[0]?.n === 1 ? true : undefined), {
-        timeoutMs: EVENT_TIMEOUT_MS,
-        describe: () => 'the intruder waits for the lock',
-      });
+      await pollUntil(
+        async () =>
+          (
+            await admin`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'intruder-session' AND wait_event_type = 'Lock'`
+          )[0]?.n === 1
+            ? true
+            : undefined,
+        {
+          timeoutMs: EVENT_TIMEOUT_MS,
+          describe: () => 'the intruder waits for the lock',
+        },
+      );
       // The old session ends for real (as after a server restart).
       proxy.cutClients();
       await admin`SELECT pg_terminate_backend(${before as number}::int)`;
       assert.ok(await queued, 'the intruder holds the lock');
-      await pollUntil(async () => (seen.regained > 0 || seen.takenBy !== null ? true : undefined), { timeoutMs: EVENT_TIMEOUT_MS, describe: () => JSON.stringify(seen) });
+      await pollUntil(async () => (seen.regained > 0 || seen.takenBy !== null ? true : undefined), {
+        timeoutMs: EVENT_TIMEOUT_MS,
+        describe: () => JSON.stringify(seen),
+      });
       assert.equal([seen.regained, owner.held()], [0, false]);
       assert.match(seen.takenBy ?? '', /intruder-session/);
       assert.is((await intruder`SELECT 1 AS one`)[0]?.one, 1, 'the intruder session was not ended');

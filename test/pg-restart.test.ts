@@ -37,7 +37,10 @@ type Answer = { readonly status: number; readonly body: Record<string, unknown> 
 async function seed(h: Harness, svc: ChildService): Promise<void> {
   for (const user of USERS) {
     for (const account of ['FUNDING', 'SPOT'] as const) {
-      const r = await svc.call('POST', '/admin/v1/deposit', { token: h.adminToken(), body: { user_id: String(user), account, asset: ASSET, amount: DEPOSIT, ref: `seed-${account}-${user}` } });
+      const r = await svc.call('POST', '/admin/v1/deposit', {
+        token: h.adminToken(),
+        body: { user_id: String(user), account, asset: ASSET, amount: DEPOSIT, ref: `seed-${account}-${user}` },
+      });
       assert.is(r.status, 200, JSON.stringify(r.body));
     }
   }
@@ -52,7 +55,11 @@ function load(h: Harness, svc: ChildService) {
       const user = USERS[(c + i) % USERS.length] as number;
       const [from, to] = i % 2 === 0 ? ['FUNDING', 'SPOT'] : ['SPOT', 'FUNDING'];
       const answer = await svc
-        .call('POST', '/api/v1/internal_transfer', { token: h.userToken(user), body: { from, to, asset: ASSET, amount: '1' }, timeoutMs: 30_000 })
+        .call('POST', '/api/v1/internal_transfer', {
+          token: h.userToken(user),
+          body: { from, to, asset: ASSET, amount: '1' },
+          timeoutMs: 30_000,
+        })
         .catch((error: unknown): Answer => ({ status: 0, body: { error: String(error) } }));
       answers.push(answer);
       // A client turned away waits a little before its next request, as a real one would.
@@ -80,7 +87,9 @@ async function readyzUntil(svc: ChildService, status: number, timeoutMs: number)
   let last: Answer | null = null;
   return pollUntil(
     async () => {
-      last = await svc.call('GET', '/readyz', { timeoutMs: 5_000 }).catch((error: unknown) => ({ status: 0, body: { error: String(error) } }));
+      last = await svc
+        .call('GET', '/readyz', { timeoutMs: 5_000 })
+        .catch((error: unknown) => ({ status: 0, body: { error: String(error) } }));
       return last.status === status ? last.body : undefined;
     },
     { timeoutMs, intervalMs: 25, describe: () => `GET /readyz ${status}; last ${JSON.stringify(last)}` },
@@ -89,16 +98,20 @@ async function readyzUntil(svc: ChildService, status: number, timeoutMs: number)
 
 /** Every transfer final, every user's FUNDING + SPOT what was deposited, conservation ok. */
 async function assertSettled(h: Harness, svc: ChildService): Promise<void> {
-  await pollUntil(async () => ((await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_active`)[0]?.n === 0 ? true : undefined), {
-    timeoutMs: RECOVERY_TIMEOUT_MS,
-    describe: () => 'transfers_active empty',
-  });
+  await pollUntil(
+    async () => ((await h.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_active`)[0]?.n === 0 ? true : undefined),
+    {
+      timeoutMs: RECOVERY_TIMEOUT_MS,
+      describe: () => 'transfers_active empty',
+    },
+  );
   const unfinished = await h.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, 50, 60)`;
   assert.is(unfinished[0]?.n, 0, 'every transfer in transfers_tb is final');
   for (const user of USERS) {
     const r = await svc.call('GET', '/api/v1/balances', { token: h.userToken(user) });
     assert.is(r.status, 200, JSON.stringify(r.body));
-    const pick = (list: unknown) => units((list as { asset: string; available: string }[]).find((b) => b.asset === ASSET)?.available ?? '0');
+    const pick = (list: unknown) =>
+      units((list as { asset: string; available: string }[]).find((b) => b.asset === ASSET)?.available ?? '0');
     assert.is(pick(r.body.funding) + pick(r.body.spot), 2n * units(DEPOSIT), `user ${user}: FUNDING + SPOT is what was deposited`);
   }
   const inv = await svc.call('GET', '/admin/v1/invariant', { token: h.adminToken(), timeoutMs: 30_000 });
@@ -115,7 +128,10 @@ async function killUnderLoad(h: Harness, bringBack: () => Promise<void>): Promis
   await seed(h, svc);
   const traffic = load(h, svc);
   try {
-    await pollUntil(async () => ((await committedCount(h)) >= COMMITTED_BEFORE_KILL ? true : undefined), { timeoutMs: 30_000, describe: () => `${COMMITTED_BEFORE_KILL} committed` });
+    await pollUntil(async () => ((await committedCount(h)) >= COMMITTED_BEFORE_KILL ? true : undefined), {
+      timeoutMs: 30_000,
+      describe: () => `${COMMITTED_BEFORE_KILL} committed`,
+    });
     const killed = await killPostmaster(h);
     const away = await readyzUntil(svc, 503, 10_000);
     assert.is(away.postgres === false || away.owner === false, true, `readyz says why: ${JSON.stringify(away)}`);
@@ -130,8 +146,14 @@ async function killUnderLoad(h: Harness, bringBack: () => Promise<void>): Promis
   }
   const statuses = new Map<number, number>();
   for (const a of traffic.answers) statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
-  assert.ok(traffic.answers.every((a) => [200, 202, 422, 500, 503].includes(a.status)), `every request got an HTTP answer: ${JSON.stringify([...statuses])}`);
-  assert.ok(traffic.answers.some((a) => a.status === 503 && a.body.owner === false), `new work was turned away while the owner lock was lost: ${JSON.stringify([...statuses])}`);
+  assert.ok(
+    traffic.answers.every((a) => [200, 202, 422, 500, 503].includes(a.status)),
+    `every request got an HTTP answer: ${JSON.stringify([...statuses])}`,
+  );
+  assert.ok(
+    traffic.answers.some((a) => a.status === 503 && a.body.owner === false),
+    `new work was turned away while the owner lock was lost: ${JSON.stringify([...statuses])}`,
+  );
   await assertSettled(h, svc);
   assert.is(svc.exited(), null, svc.stderrTail());
 }

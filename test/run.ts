@@ -30,7 +30,9 @@ async function main(): Promise<void> {
   const failed = results.reduce((n, r) => n + r.failed + (r.code !== 0 && r.failed === 0 ? 1 : 0), 0);
   for (const r of results) {
     const mark = r.code === 0 ? 'ok  ' : 'FAIL';
-    process.stdout.write(`${mark} ${path.relative(here, r.file)}  ${r.passed} passed, ${r.failed} failed  (${(r.ms / 1000).toFixed(1)} s)\n`);
+    process.stdout.write(
+      `${mark} ${path.relative(here, r.file)}  ${r.passed} passed, ${r.failed} failed  (${(r.ms / 1000).toFixed(1)} s)\n`,
+    );
   }
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
   process.exit(failed === 0 && results.length > 0 ? 0 : 1);
@@ -66,7 +68,13 @@ async function listTests(dir: string): Promise<string[]> {
   const kept: string[] = [];
   for (const file of compiled) {
     const source = path.join(sources, path.relative(dir, file)).replace(/\.js$/, '.ts');
-    if (await fs.access(source).then(() => true, () => false)) kept.push(file);
+    if (
+      await fs.access(source).then(
+        () => true,
+        () => false,
+      )
+    )
+      kept.push(file);
   }
   return kept.sort();
 }
@@ -86,7 +94,7 @@ function runFile(file: string, adminUrl: string): Promise<FileResult> {
     const timer = setTimeout(() => child.kill('SIGKILL'), FILE_TIMEOUT_MS);
     child.on('close', (code) => {
       clearTimeout(timer);
-      const clean = out.replace(/\u001b\[[0-9;]*m/g, '');
+      const clean = out.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '');
       const total = Number(/Total:\s+(\d+)/.exec(clean)?.[1] ?? 0);
       const passed = Number(/Passed:\s+(\d+)/.exec(clean)?.[1] ?? 0);
       resolve({ file, passed, failed: Math.max(0, total - passed), code, ms: Date.now() - started });

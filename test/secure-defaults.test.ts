@@ -20,7 +20,11 @@ test.after(async () => {
 /** Runs main.js with exactly `env` (and PATH): its exit code and everything it printed. */
 function run(env: Record<string, string>): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN_JS], { cwd: PROJECT_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [MAIN_JS], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -37,7 +41,7 @@ test('production refuses to start without JWT_SECRET, with a short one, or with 
   const cases: [Record<string, string>, RegExp][] = [
     [{}, /NODE_ENV=production needs JWT_SECRET \(at least 32 bytes\) or JWT_JWKS_FILE/],
     [{ JWT_SECRET: 'short-secret-31-bytes-long-xxxx' }, /JWT_SECRET must be at least 32 bytes/],
-    [{ JWT_SECRET: 'é'.repeat(15) + 'x' }, /JWT_SECRET must be at least 32 bytes/],
+    [{ JWT_SECRET: `${'é'.repeat(15)}x` }, /JWT_SECRET must be at least 32 bytes/],
     [{ JWT_SECRET: DEV_JWT_SECRET }, /public development secret/],
     [{ JWT_SECRET: REAL_SECRET, PRINT_BANNER: '1' }, /PRINT_BANNER=1 prints development tokens/],
     [{ JWT_SECRET: REAL_SECRET, JWT_JWKS_URL: 'http://idp.example/jwks.json' }, /JWT_JWKS_URL must be https in production/],
@@ -65,8 +69,12 @@ test('configuration: production without JWT_SECRET but with a JWKS turns HS256 o
   assert.is(loadConfig({ JWT_SECRET: REAL_SECRET }).jwt.hs256SecretIsDevDefault, false);
   assert.throws(() => loadConfig({ NODE_ENV: 'prod' }), /NODE_ENV must be one of development, production/);
   assert.throws(() => loadConfig({ JWT_SECRET: '' }), /at least 32 bytes/);
-  assert.is(loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'é'.repeat(16) }).jwt.hs256Secret, 'é'.repeat(16), '32 bytes in 16 characters: the bound is in bytes');
-  assert.throws(() => loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'é'.repeat(15) + 'x' }), /at least 32 bytes/);
+  assert.is(
+    loadConfig({ NODE_ENV: 'production', JWT_SECRET: 'é'.repeat(16) }).jwt.hs256Secret,
+    'é'.repeat(16),
+    '32 bytes in 16 characters: the bound is in bytes',
+  );
+  assert.throws(() => loadConfig({ NODE_ENV: 'production', JWT_SECRET: `${'é'.repeat(15)}x` }), /at least 32 bytes/);
   assert.throws(() => loadConfig({ JWT_JWKS_FILE: 'a.json', JWT_JWKS_URL: 'https://idp.test/jwks' }), /not both/);
   assert.throws(() => loadConfig({ JWT_JWKS_URL: 'ftp://idp.test/jwks' }), /must be http\(s\)/);
   assert.is(loadConfig({ NODE_ENV: 'production', JWT_JWKS_URL: 'http://127.0.0.1:9/jwks' }).jwt.jwks?.kind, 'url');
@@ -77,7 +85,8 @@ test('development prints tokens only when they are signed with the public develo
   const text = banner(dev, { port: 8080, adminPort: 9090 });
   const printed = [...text.matchAll(/Bearer (eyJ[A-Za-z0-9_.-]+)/g)].map((m) => m[1] as string);
   assert.ok(printed.length >= 2, text);
-  for (const token of printed) assert.ok(verifyJwt(token, DEV_JWT_SECRET, Date.now() / 1000, { issuer: 'https://issuer.test', audience: null }).ok);
+  for (const token of printed)
+    assert.ok(verifyJwt(token, DEV_JWT_SECRET, Date.now() / 1000, { issuer: 'https://issuer.test', audience: null }).ok);
   assert.match(text, /PUBLIC development JWT_SECRET/);
   assert.match(text, /http:\/\/127\.0\.0\.1:9090\/admin\/v1\/deposit/);
   const real = banner(loadConfig({ JWT_SECRET: REAL_SECRET }), { port: 8080, adminPort: null });

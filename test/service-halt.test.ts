@@ -33,28 +33,44 @@ async function count(svc: TestService, table: 'transfers_tb' | 'external_movemen
 
 test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawals with no row; in-flight transfers finish; /readyz 503 and the gauges say 1; resume lifts it', async () => {
   const svc = await startTestService({
-    COORDINATORS: '1', COORDINATOR_MAILBOX_MAX: '1', COORDINATOR_CONCURRENCY_MAX: '1', SCAN_INTERVAL_MS: '300',
-    RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0',
+    COORDINATORS: '1',
+    COORDINATOR_MAILBOX_MAX: '1',
+    COORDINATOR_CONCURRENCY_MAX: '1',
+    SCAN_INTERVAL_MS: '300',
+    RATE_LIMIT_PER_SECOND: '0',
+    DAILY_TRANSFER_LIMIT: '0',
   });
   try {
     const admin = svc.adminToken();
     await deposit(svc, 951n, 'FUNDING', 'USDT', '100', 'halt-seed');
     await deposit(svc, 951n, 'SPOT', 'USDT', '10', 'halt-seed-spot');
     // A burst finds the mailbox full: some transfers are parked in INIT, in flight when the halt comes.
-    const replies = await Promise.all(Array.from({ length: 12 }, () => transfer(svc, 951n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })));
+    const replies = await Promise.all(
+      Array.from({ length: 12 }, () => transfer(svc, 951n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })),
+    );
     const parked = replies.filter((r) => r.body.internal_state === 'INIT').map((r) => String(r.body.req_id));
     assert.ok(parked.length > 0, 'some transfers were parked for the scan');
     const halt = await svc.call('POST', '/admin/v1/halt', { token: admin, body: { reason: 'drill' } });
     assert.equal([halt.status, halt.body.halted, halt.body.was_halted], [200, true, false]);
-    const stored = await svc.sql<{ t: string; reason: string }[]>`SELECT jsonb_typeof(value) AS t, value->>'reason' AS reason FROM service_state WHERE key = 'halt'`;
+    const stored = await svc.sql<
+      { t: string; reason: string }[]
+    >`SELECT jsonb_typeof(value) AS t, value->>'reason' AS reason FROM service_state WHERE key = 'halt'`;
     assert.equal([stored[0]?.t, stored[0]?.reason], ['object', 'operator: drill'], 'stored as an object, so a restart reads its reason');
 
     const transfers = await count(svc, 'transfers_tb');
     const movements = await count(svc, 'external_movements');
     const refused = await transfer(svc, 951n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
     assert.equal([refused.status, refused.body.code], [503, 'SERVICE_HALTED']);
-    for (const [route, account, ref] of [['deposit', 'FUNDING', 'h-d-f'], ['deposit', 'SPOT', 'h-d-s'], ['withdraw', 'FUNDING', 'h-w-f'], ['withdraw', 'SPOT', 'h-w-s']] as const) {
-      const r = await svc.call('POST', `/admin/v1/${route}`, { token: admin, body: { user_id: '951', account, asset: 'USDT', amount: '1', ref } });
+    for (const [route, account, ref] of [
+      ['deposit', 'FUNDING', 'h-d-f'],
+      ['deposit', 'SPOT', 'h-d-s'],
+      ['withdraw', 'FUNDING', 'h-w-f'],
+      ['withdraw', 'SPOT', 'h-w-s'],
+    ] as const) {
+      const r = await svc.call('POST', `/admin/v1/${route}`, {
+        token: admin,
+        body: { user_id: '951', account, asset: 'USDT', amount: '1', ref },
+      });
       assert.equal([r.status, r.body.code], [503, 'SERVICE_HALTED'], `${route} ${account}`);
     }
     assert.is(await count(svc, 'transfers_tb'), transfers, 'no transfer row while halted');
@@ -66,7 +82,9 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
     assert.is(await metric(svc, 'transfer_coordinator_halted{shard="0"}'), 1);
     // In flight: the scan drives every parked transfer to its final state while halted.
     await until('the parked transfers to commit', async () => {
-      const open = await svc.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE req_id = ANY(${parked}) AND state <> 40`;
+      const open = await svc.sql<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM transfers_tb WHERE req_id = ANY(${parked}) AND state <> 40`;
       return open[0]?.n === 0;
     });
     assert.is((await svc.call('GET', '/readyz')).status, 503, 'still halted after they finished');
@@ -100,9 +118,20 @@ test('MON-003: the mailbox-full path and a shard refuse a new transfer while hal
   const layers = await startLayers();
   try {
     await layers.sql`INSERT INTO funding_balances (user_id, asset, available) VALUES (952, 'USDT', 1000)`;
-    const t = () => ({ reqId: newReqId(), userId: 952n, from: 'FUNDING' as const, to: 'SPOT' as const, asset: 'USDT', amount: 10n, clientOrderId: null });
+    const t = () => ({
+      reqId: newReqId(),
+      userId: 952n,
+      from: 'FUNDING' as const,
+      to: 'SPOT' as const,
+      asset: 'USDT',
+      amount: 10n,
+      clientOrderId: null,
+    });
     const parkedWhileHalted = t();
-    assert.equal(await recordForScan(parkedWhileHalted, layers.store, quiet, { current: HALTED }), { kind: 'refused', code: 'SERVICE_HALTED' });
+    assert.equal(await recordForScan(parkedWhileHalted, layers.store, quiet, { current: HALTED }), {
+      kind: 'refused',
+      code: 'SERVICE_HALTED',
+    });
     layers.halt.set(HALTED);
     const submittedWhileHalted = t();
     assert.equal(await layers.shard.submit(submittedWhileHalted), { kind: 'refused', code: 'SERVICE_HALTED' });

@@ -30,20 +30,57 @@ function scenario(base: bigint) {
   // Items are decided in req_id order: increasing ids make that the order they are written in.
   const next = monotonicFactory();
   const ids = new Map<string, string>();
-  const id = (label: string) => ids.get(label) ?? (ids.set(label, next()), ids.get(label) as string);
+  const id = (label: string): string => {
+    const known = ids.get(label);
+    if (known !== undefined) return known;
+    const made = next();
+    ids.set(label, made);
+    return made;
+  };
   const create = (label: string, user: number, from: 'F' | 'S', coins: bigint, extra: Item = {}): Item => ({
-    k: 'c', r: id(label), u: u(user), a: 'USDT', m: String(coins * COIN), e: S.INIT, st: from === 'F' ? 1 : 2, tt: from === 'F' ? 2 : 1, coid: null, c: null,
+    k: 'c',
+    r: id(label),
+    u: u(user),
+    a: 'USDT',
+    m: String(coins * COIN),
+    e: S.INIT,
+    st: from === 'F' ? 1 : 2,
+    tt: from === 'F' ? 2 : 1,
+    coid: null,
+    c: null,
     ...(from === 'F'
-      ? { o: 'WITHDRAW', p: [[S.SOURCE_DONE, 'SOURCE_OK', false], [S.TARGET_PENDING, 'TARGET_CALL', false]], q: [[S.FAILED, 'SOURCE_FAIL', true]] }
+      ? {
+          o: 'WITHDRAW',
+          p: [
+            [S.SOURCE_DONE, 'SOURCE_OK', false],
+            [S.TARGET_PENDING, 'TARGET_CALL', false],
+          ],
+          q: [[S.FAILED, 'SOURCE_FAIL', true]],
+        }
       : { o: null, tf: 1, p: [[S.SOURCE_PENDING, 'SOURCE_CALL', false]], q: [[S.FAILED, 'SOURCE_FAIL', true]] }),
     ...extra,
   });
   const move = (label: string, user: number, coins: bigint, from: number, o: string | null, p: unknown[], q: unknown[] = []): Item => ({
-    k: 'm', r: id(label), u: u(user), a: 'USDT', m: String(coins * COIN), e: from, o, c: null, p, q,
+    k: 'm',
+    r: id(label),
+    u: u(user),
+    a: 'USDT',
+    m: String(coins * COIN),
+    e: from,
+    o,
+    c: null,
+    p,
+    q,
   });
   // Transfers the batch finds: made first, by the same function.
   const setup: Item[][] = [
-    [create('pending', 1, 'F', 1n), create('raced', 1, 'F', 1n), create('back', 2, 'S', 1n), create('refunded', 1, 'F', 1n), create('stray', 2, 'S', 1n)],
+    [
+      create('pending', 1, 'F', 1n),
+      create('raced', 1, 'F', 1n),
+      create('back', 2, 'S', 1n),
+      create('refunded', 1, 'F', 1n),
+      create('stray', 2, 'S', 1n),
+    ],
     [
       move('refunded', 1, 1n, S.TARGET_PENDING, null, [[S.COMPENSATING, 'TARGET_FAIL', false]]),
       move('raced', 1, 1n, S.TARGET_PENDING, null, [[S.COMMITTED, 'TARGET_OK', true]]),
@@ -60,7 +97,21 @@ function scenario(base: bigint) {
     { ...create('again', 1, 'F', 1n), r: id('pending') }, // a req_id already there: exists
     move('pending', 1, 1n, S.TARGET_PENDING, null, [[S.COMMITTED, 'TARGET_OK', true]]),
     move('raced', 1, 1n, S.TARGET_PENDING, null, [[S.COMMITTED, 'TARGET_OK', true]]), // moved on already: lost
-    move('back', 2, 1n, S.SOURCE_PENDING, 'DEPOSIT', [[S.SOURCE_DONE, 'SOURCE_OK', false], [S.COMMITTED, 'TARGET_OK', true]], [[S.SOURCE_DONE, 'SOURCE_OK', false], [S.COMPENSATING, 'TARGET_FAIL', false]]),
+    move(
+      'back',
+      2,
+      1n,
+      S.SOURCE_PENDING,
+      'DEPOSIT',
+      [
+        [S.SOURCE_DONE, 'SOURCE_OK', false],
+        [S.COMMITTED, 'TARGET_OK', true],
+      ],
+      [
+        [S.SOURCE_DONE, 'SOURCE_OK', false],
+        [S.COMPENSATING, 'TARGET_FAIL', false],
+      ],
+    ),
     move('refunded', 1, 1n, S.COMPENSATING, 'REFUND', [[S.ROLLED_BACK, 'ROLLBACK_OK', true]]),
     move('stray', 2, 1n, S.SOURCE_PENDING, 'REFUND', [[S.ROLLED_BACK, 'ROLLBACK_OK', true]]), // no withdraw of its own: the refund is refused and nothing moves
     { k: 'o', r: ulid(), u: u(2), a: 'USDT', m: String(COIN), o: 'WITHDRAW' },
@@ -78,7 +129,9 @@ async function call(fn: Fn, items: Item[]): Promise<Record<string, unknown>[]> {
   const rows =
     fn === 'transfer_apply'
       ? await L.sql<{ out: Record<string, unknown>[] }[]>`SELECT transfer_apply(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`
-      : await L.sql<{ out: Record<string, unknown>[] }[]>`SELECT transfer_apply_set(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`;
+      : await L.sql<
+          { out: Record<string, unknown>[] }[]
+        >`SELECT transfer_apply_set(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`;
   return rows[0]?.out ?? [];
 }
 
@@ -87,11 +140,17 @@ async function effects(base: bigint, ids: Map<string, string>) {
   const label = new Map([...ids].map(([k, v]) => [v, k]));
   const users = [base + 1n, base + 2n, base + 3n, base + 4n];
   const name = (r: string) => label.get(r) ?? 'op-only';
-  const balances = await L.sql<{ user_id: bigint; available: bigint }[]>`SELECT user_id, available FROM funding_balances WHERE user_id IN ${L.sql(users)} ORDER BY user_id`;
-  const transfers = await L.sql<{ req_id: string; state: number; error_code: string | null }[]>`SELECT req_id, state, error_code FROM transfers_tb WHERE user_id IN ${L.sql(users)}`;
+  const balances = await L.sql<
+    { user_id: bigint; available: bigint }[]
+  >`SELECT user_id, available FROM funding_balances WHERE user_id IN ${L.sql(users)} ORDER BY user_id`;
+  const transfers = await L.sql<
+    { req_id: string; state: number; error_code: string | null }[]
+  >`SELECT req_id, state, error_code FROM transfers_tb WHERE user_id IN ${L.sql(users)}`;
   const history = await L.sql<{ req_id: string; from_state: number | null; to_state: number; event: string; detail: string | null }[]>`
     SELECT h.req_id, from_state, to_state, event, detail FROM transfer_state_history AS h JOIN transfers_tb AS t USING (req_id) WHERE t.user_id IN ${L.sql(users)} ORDER BY h.id`;
-  const ops = await L.sql<{ req_id: string; op: string; outcome: string; code: string | null }[]>`SELECT req_id, op, outcome, code FROM funding_operations WHERE user_id IN ${L.sql(users)}`;
+  const ops = await L.sql<
+    { req_id: string; op: string; outcome: string; code: string | null }[]
+  >`SELECT req_id, op, outcome, code FROM funding_operations WHERE user_id IN ${L.sql(users)}`;
   const active = await L.sql<{ req_id: string }[]>`SELECT a.req_id FROM transfers_active AS a WHERE a.user_id IN ${L.sql(users)}`;
   return {
     balances: balances.map((b) => [String(b.user_id - base), String(b.available)]),
@@ -118,11 +177,27 @@ test('the per-item and the set-based transfer_apply answer one batch alike and l
   // And what they agree on is right: the rules, not only the sameness.
   const kinds = one.answers.map((a) => `${a.k}${a.code === null ? '' : `:${a.code}`}`);
   assert.equal(kinds, [
-    'moved', 'moved', 'moved:INSUFFICIENT_BALANCE', 'moved:ACCOUNT_FROZEN', 'moved:SOURCE_ACCOUNT_NOT_FOUND', 'moved:TARGET_ACCOUNT_NOT_FOUND', 'moved',
-    'exists', 'moved', 'lost', 'moved', 'moved', 'held:REFUND_WITHOUT_WITHDRAW', 'op',
+    'moved',
+    'moved',
+    'moved:INSUFFICIENT_BALANCE',
+    'moved:ACCOUNT_FROZEN',
+    'moved:SOURCE_ACCOUNT_NOT_FOUND',
+    'moved:TARGET_ACCOUNT_NOT_FOUND',
+    'moved',
+    'exists',
+    'moved',
+    'lost',
+    'moved',
+    'moved',
+    'held:REFUND_WITHOUT_WITHDRAW',
+    'op',
   ]);
   // User 1: 10 − 3 (setup debits) + 1 (refund of 'refunded') − 3 − 3 = 2; user 2: 2 + 1 (credit) − 1 (lone withdraw) = 2.
-  assert.equal(one.effects.balances, [['1', String(2n * COIN)], ['2', String(2n * COIN)], ['3', String(5n * COIN)]]);
+  assert.equal(one.effects.balances, [
+    ['1', String(2n * COIN)],
+    ['2', String(2n * COIN)],
+    ['3', String(5n * COIN)],
+  ]);
 });
 
 test.run();

@@ -87,7 +87,9 @@ test('an insufficient FUNDING balance ends FAILED, answered 422 with the code an
 });
 
 test('a request without a token is refused with UNAUTHORIZED, one with a bad amount with INVALID_AMOUNT', async () => {
-  const noToken = await svc.call('POST', '/api/v1/internal_transfer', { body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+  const noToken = await svc.call('POST', '/api/v1/internal_transfer', {
+    body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+  });
   assert.is(noToken.status, 401);
   assert.is(noToken.body.code, 'UNAUTHORIZED');
   const bad = await svc.call('POST', '/api/v1/internal_transfer', {
@@ -111,7 +113,10 @@ test('a deposit repeated with the same ref is applied once', async () => {
 test('spec 001 §8.1: a transfer still moving answers "PENDING" with its machine state in internal_state', async () => {
   // The transfer is put back in TARGET_PENDING behind the service, as it is while UBSCore's
   // credit is outstanding, and read through the GET a client would use.
-  const r = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+  const r = await svc.call('POST', '/api/v1/internal_transfer', {
+    token: svc.userToken(USER),
+    body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+  });
   assert.is(r.status, 200);
   const reqId = String(r.body.req_id);
   await svc.sql`UPDATE transfers_tb SET state = 30 WHERE req_id = ${reqId}`;
@@ -126,7 +131,10 @@ test('spec 001 §8.1: a 500 after the request got its req_id names it, and the c
   // A real fault: the statement every transfer write uses is gone, so the shard cannot record it.
   await svc.sql.unsafe('DROP FUNCTION transfer_apply(jsonb, bigint)');
   try {
-    const r = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+    const r = await svc.call('POST', '/api/v1/internal_transfer', {
+      token: svc.userToken(USER),
+      body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+    });
     assert.is(r.status, 500, JSON.stringify(r.body));
     assert.is(r.body.code, 'SYSTEM_ERROR');
     assert.match(String(r.body.req_id), /^[0-9A-HJKMNP-TV-Z]{26}$/);
@@ -138,7 +146,10 @@ test('spec 001 §8.1: a 500 after the request got its req_id names it, and the c
     assert.ok(current !== undefined);
     await svc.sql.unsafe(current.sql);
   }
-  const after = await svc.call('POST', '/api/v1/internal_transfer', { token: svc.userToken(USER), body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' } });
+  const after = await svc.call('POST', '/api/v1/internal_transfer', {
+    token: svc.userToken(USER),
+    body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+  });
   assert.is(after.body.state, 'COMMITTED');
 });
 

@@ -46,8 +46,22 @@ async function stop(core: UbsCoreHandle): Promise<void> {
   running.delete(core);
 }
 
-const deposit = (reqId: string, userId: bigint, amount: bigint, asset = 'BTC'): UbsCommand => ({ kind: 'transfer_op', op: 'DEPOSIT', reqId, userId, asset, amount });
-const withdraw = (reqId: string, userId: bigint, amount: bigint, asset = 'BTC'): UbsCommand => ({ kind: 'transfer_op', op: 'WITHDRAW', reqId, userId, asset, amount });
+const deposit = (reqId: string, userId: bigint, amount: bigint, asset = 'BTC'): UbsCommand => ({
+  kind: 'transfer_op',
+  op: 'DEPOSIT',
+  reqId,
+  userId,
+  asset,
+  amount,
+});
+const withdraw = (reqId: string, userId: bigint, amount: bigint, asset = 'BTC'): UbsCommand => ({
+  kind: 'transfer_op',
+  op: 'WITHDRAW',
+  reqId,
+  userId,
+  asset,
+  amount,
+});
 
 async function balancesOf(client: UbsClient, userId: bigint): Promise<readonly SpotBalance[]> {
   const result = await client.send({ kind: 'balances', userId }, TIMEOUT_MS);
@@ -64,9 +78,17 @@ test('deposit and withdraw through UbsClient', async () => {
   const client = new UbsClient(core.connect());
   assert.equal(await client.send(deposit('d1', 1n, 100n), TIMEOUT_MS), { kind: 'applied', duplicate: false });
   assert.equal(await client.send(withdraw('w1', 1n, 30n), TIMEOUT_MS), { kind: 'applied', duplicate: false });
-  assert.equal(await client.send(withdraw('w2', 1n, 71n), TIMEOUT_MS), { kind: 'rejected', code: 'INSUFFICIENT_BALANCE', duplicate: false });
+  assert.equal(await client.send(withdraw('w2', 1n, 71n), TIMEOUT_MS), {
+    kind: 'rejected',
+    code: 'INSUFFICIENT_BALANCE',
+    duplicate: false,
+  });
   assert.equal(await balancesOf(client, 1n), [{ asset: 'BTC', available: 70n, status: 'ACTIVE' }]);
-  assert.equal(await client.send({ kind: 'query_op', op: 'WITHDRAW', key: 'w2' }, TIMEOUT_MS), { kind: 'rejected', code: 'INSUFFICIENT_BALANCE', duplicate: true });
+  assert.equal(await client.send({ kind: 'query_op', op: 'WITHDRAW', key: 'w2' }, TIMEOUT_MS), {
+    kind: 'rejected',
+    code: 'INSUFFICIENT_BALANCE',
+    duplicate: true,
+  });
   assert.equal(await client.send(deposit('bad', 0n, 1n), TIMEOUT_MS), { kind: 'invalid', code: 'INVALID_USER' });
   client.close();
   await stop(core);
@@ -75,7 +97,10 @@ test('deposit and withdraw through UbsClient', async () => {
 test('the same (reqId, op) twice in one turn and again later applies exactly once', async () => {
   const core = await start(newDir());
   const client = new UbsClient(core.connect());
-  const [first, second] = await Promise.all([client.send(deposit('same', 2n, 500n), TIMEOUT_MS), client.send(deposit('same', 2n, 500n), TIMEOUT_MS)]);
+  const [first, second] = await Promise.all([
+    client.send(deposit('same', 2n, 500n), TIMEOUT_MS),
+    client.send(deposit('same', 2n, 500n), TIMEOUT_MS),
+  ]);
   assert.equal(first, { kind: 'applied', duplicate: false });
   assert.equal(second, { kind: 'applied', duplicate: true });
   assert.equal(await client.send(deposit('same', 2n, 500n), TIMEOUT_MS), { kind: 'applied', duplicate: true });
@@ -105,7 +130,10 @@ test('a restart rebuilds balances and the processed set', async () => {
   ]);
   assert.equal(await again.send(deposit('r1', 3n, 1_000n), TIMEOUT_MS), { kind: 'applied', duplicate: true });
   assert.equal(await again.send(withdraw('r3', 3n, 900n), TIMEOUT_MS), { kind: 'rejected', code: 'INSUFFICIENT_BALANCE', duplicate: true });
-  assert.equal(await again.send({ kind: 'transfer_op', op: 'REFUND', reqId: 'r2', userId: 3n, asset: 'BTC', amount: 400n }, TIMEOUT_MS), { kind: 'applied', duplicate: false });
+  assert.equal(await again.send({ kind: 'transfer_op', op: 'REFUND', reqId: 'r2', userId: 3n, asset: 'BTC', amount: 400n }, TIMEOUT_MS), {
+    kind: 'applied',
+    duplicate: false,
+  });
   assert.is(await available(again, 3n), 1_000n);
   const counters = await second.control.stats();
   assert.equal(counters, { accounts: 2, walSeq: 5, batches: 1, commands: 5 });
@@ -134,7 +162,10 @@ test('two clients on two ports, 2,000 commands in flight: all answered, totals e
     if (command.kind !== 'transfer_op' || result?.kind !== 'applied') {
       // Only a withdrawal may be refused: before the user's first deposit, or short of funds.
       assert.ok(command.kind === 'transfer_op' && command.op === 'WITHDRAW', 'a deposit was refused');
-      assert.ok(result?.kind === 'rejected' && ['SOURCE_ACCOUNT_NOT_FOUND', 'INSUFFICIENT_BALANCE'].includes(result.code), JSON.stringify(result));
+      assert.ok(
+        result?.kind === 'rejected' && ['SOURCE_ACCOUNT_NOT_FOUND', 'INSUFFICIENT_BALANCE'].includes(result.code),
+        JSON.stringify(result),
+      );
       continue;
     }
     const sign = command.op === 'WITHDRAW' ? -1n : 1n;

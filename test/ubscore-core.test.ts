@@ -37,24 +37,49 @@ class Harness {
 }
 
 // Command builders keep the rows one line each.
-const transfer = (op: 'WITHDRAW' | 'DEPOSIT' | 'REFUND', reqId: string, userId: bigint, asset: string, amount: bigint): UbsCommand => ({ kind: 'transfer_op', op, reqId, userId, asset, amount });
-const external = (op: 'EXTERNAL_DEPOSIT' | 'EXTERNAL_WITHDRAW', ref: string, userId: bigint, asset: string, amount: bigint): UbsCommand => ({ kind: 'external_op', op, ref, userId, asset, amount });
+const transfer = (op: 'WITHDRAW' | 'DEPOSIT' | 'REFUND', reqId: string, userId: bigint, asset: string, amount: bigint): UbsCommand => ({
+  kind: 'transfer_op',
+  op,
+  reqId,
+  userId,
+  asset,
+  amount,
+});
+const external = (
+  op: 'EXTERNAL_DEPOSIT' | 'EXTERNAL_WITHDRAW',
+  ref: string,
+  userId: bigint,
+  asset: string,
+  amount: bigint,
+): UbsCommand => ({ kind: 'external_op', op, ref, userId, asset, amount });
 const setStatus = (userId: bigint, asset: string, status: AccountStatus): UbsCommand => ({ kind: 'set_status', userId, asset, status });
 const query = (op: UbsOpName, key: string): UbsCommand => ({ kind: 'query_op', op, key });
 /** Builds a command from deliberately ill-typed input, as another thread could send it. */
 const raw = (value: unknown): UbsCommand => value as UbsCommand;
 
 const applied = (duplicate = false): UbsResult => ({ kind: 'applied', duplicate });
-const rejected = (code: Extract<UbsResult, { kind: 'rejected' }>['code'], duplicate = false): UbsResult => ({ kind: 'rejected', code, duplicate });
+const rejected = (code: Extract<UbsResult, { kind: 'rejected' }>['code'], duplicate = false): UbsResult => ({
+  kind: 'rejected',
+  code,
+  duplicate,
+});
 const invalid = (code: Extract<UbsResult, { kind: 'invalid' }>['code']): UbsResult => ({ kind: 'invalid', code });
 
 const INPUT_ROWS: readonly Row[] = [
   { command: transfer('DEPOSIT', 'r1', 0n, 'BTC', 1n), result: invalid('INVALID_USER'), recorded: false },
   { command: transfer('DEPOSIT', 'r1', USER_ID_MAX + 1n, 'BTC', 1n), result: invalid('INVALID_USER'), recorded: false },
-  { command: raw({ kind: 'transfer_op', op: 'DEPOSIT', reqId: 'r1', userId: 1, asset: 'BTC', amount: 1n }), result: invalid('INVALID_USER'), recorded: false },
+  {
+    command: raw({ kind: 'transfer_op', op: 'DEPOSIT', reqId: 'r1', userId: 1, asset: 'BTC', amount: 1n }),
+    result: invalid('INVALID_USER'),
+    recorded: false,
+  },
   { command: transfer('DEPOSIT', 'r1', 1n, 'BTC', 0n), result: invalid('INVALID_AMOUNT'), recorded: false },
   { command: transfer('DEPOSIT', 'r1', 1n, 'BTC', -5n), result: invalid('INVALID_AMOUNT'), recorded: false },
-  { command: raw({ kind: 'transfer_op', op: 'DEPOSIT', reqId: 'r1', userId: 1n, asset: 'BTC', amount: 1 }), result: invalid('INVALID_AMOUNT'), recorded: false },
+  {
+    command: raw({ kind: 'transfer_op', op: 'DEPOSIT', reqId: 'r1', userId: 1n, asset: 'BTC', amount: 1 }),
+    result: invalid('INVALID_AMOUNT'),
+    recorded: false,
+  },
   { command: transfer('DEPOSIT', 'r1', 1n, 'BTC', AMOUNT_UNITS_MAX + 1n), result: invalid('OVERFLOW'), recorded: false },
   { command: transfer('DEPOSIT', 'r1', 1n, 'btc', 1n), result: invalid('INVALID_ASSET'), recorded: false },
   { command: transfer('DEPOSIT', 'r1', 1n, '', 1n), result: invalid('INVALID_ASSET'), recorded: false },
@@ -62,8 +87,16 @@ const INPUT_ROWS: readonly Row[] = [
   { command: transfer('DEPOSIT', 'r 1', 1n, 'BTC', 1n), result: invalid('INVALID_REQUEST'), recorded: false },
   { command: transfer('DEPOSIT', '', 1n, 'BTC', 1n), result: invalid('INVALID_REQUEST'), recorded: false },
   { command: transfer('DEPOSIT', 'k'.repeat(65), 1n, 'BTC', 1n), result: invalid('INVALID_REQUEST'), recorded: false },
-  { command: raw({ kind: 'transfer_op', op: 'EXTERNAL_DEPOSIT', reqId: 'r1', userId: 1n, asset: 'BTC', amount: 1n }), result: invalid('INVALID_REQUEST'), recorded: false },
-  { command: raw({ kind: 'external_op', op: 'DEPOSIT', ref: 'r1', userId: 1n, asset: 'BTC', amount: 1n }), result: invalid('INVALID_REQUEST'), recorded: false },
+  {
+    command: raw({ kind: 'transfer_op', op: 'EXTERNAL_DEPOSIT', reqId: 'r1', userId: 1n, asset: 'BTC', amount: 1n }),
+    result: invalid('INVALID_REQUEST'),
+    recorded: false,
+  },
+  {
+    command: raw({ kind: 'external_op', op: 'DEPOSIT', ref: 'r1', userId: 1n, asset: 'BTC', amount: 1n }),
+    result: invalid('INVALID_REQUEST'),
+    recorded: false,
+  },
   { command: raw({ kind: 'set_status', userId: 1n, asset: 'BTC', status: 'CLOSED' }), result: invalid('INVALID_REQUEST'), recorded: false },
   { command: raw({ kind: 'set_status', userId: 0n, asset: 'BTC', status: 'FROZEN' }), result: invalid('INVALID_USER'), recorded: false },
   { command: raw({ kind: 'query_op', op: 'TRANSFER', key: 'r1' }), result: invalid('INVALID_REQUEST'), recorded: false },
@@ -78,21 +111,61 @@ const TRANSFER_ROWS: readonly Row[] = [
   // A deposit creates the account lazily.
   { command: transfer('DEPOSIT', 'd1', 1n, 'BTC', 100n), result: applied(), recorded: true, balance: [1n, 'BTC', 100n, 'ACTIVE'] },
   // Insufficient funds: recorded, and a repeat after more funds arrive still answers the rejection.
-  { command: transfer('WITHDRAW', 'w1', 1n, 'BTC', 150n), result: rejected('INSUFFICIENT_BALANCE'), recorded: true, balance: [1n, 'BTC', 100n] },
+  {
+    command: transfer('WITHDRAW', 'w1', 1n, 'BTC', 150n),
+    result: rejected('INSUFFICIENT_BALANCE'),
+    recorded: true,
+    balance: [1n, 'BTC', 100n],
+  },
   { command: transfer('DEPOSIT', 'd2', 1n, 'BTC', 100n), result: applied(), recorded: true, balance: [1n, 'BTC', 200n] },
-  { command: transfer('WITHDRAW', 'w1', 1n, 'BTC', 150n), result: rejected('INSUFFICIENT_BALANCE', true), recorded: false, balance: [1n, 'BTC', 200n] },
-  { command: transfer('WITHDRAW', 'w0', 1n, 'BTC', 10n), result: rejected('SOURCE_ACCOUNT_NOT_FOUND', true), recorded: false, balance: [1n, 'BTC', 200n] },
+  {
+    command: transfer('WITHDRAW', 'w1', 1n, 'BTC', 150n),
+    result: rejected('INSUFFICIENT_BALANCE', true),
+    recorded: false,
+    balance: [1n, 'BTC', 200n],
+  },
+  {
+    command: transfer('WITHDRAW', 'w0', 1n, 'BTC', 10n),
+    result: rejected('SOURCE_ACCOUNT_NOT_FOUND', true),
+    recorded: false,
+    balance: [1n, 'BTC', 200n],
+  },
   // Applied once; a repeat is a duplicate; the same key with other parameters is a conflict.
   { command: transfer('WITHDRAW', 'w2', 1n, 'BTC', 50n), result: applied(), recorded: true, balance: [1n, 'BTC', 150n] },
   { command: transfer('WITHDRAW', 'w2', 1n, 'BTC', 50n), result: applied(true), recorded: false, balance: [1n, 'BTC', 150n] },
-  { command: transfer('WITHDRAW', 'w2', 1n, 'BTC', 60n), result: { kind: 'conflict', detail: '' }, recorded: false, balance: [1n, 'BTC', 150n] },
-  { command: transfer('WITHDRAW', 'w2', 2n, 'BTC', 50n), result: { kind: 'conflict', detail: '' }, recorded: false, balance: [1n, 'BTC', 150n] },
+  {
+    command: transfer('WITHDRAW', 'w2', 1n, 'BTC', 60n),
+    result: { kind: 'conflict', detail: '' },
+    recorded: false,
+    balance: [1n, 'BTC', 150n],
+  },
+  {
+    command: transfer('WITHDRAW', 'w2', 2n, 'BTC', 50n),
+    result: { kind: 'conflict', detail: '' },
+    recorded: false,
+    balance: [1n, 'BTC', 150n],
+  },
   { command: transfer('DEPOSIT', 'd1', 1n, 'BTC', 100n), result: applied(true), recorded: false, balance: [1n, 'BTC', 150n] },
   // A refund needs an applied withdrawal with the same parameters, and credits exactly once.
-  { command: transfer('REFUND', 'w9', 1n, 'BTC', 50n), result: rejected('REFUND_WITHOUT_WITHDRAW'), recorded: true, balance: [1n, 'BTC', 150n] },
-  { command: transfer('REFUND', 'w1', 1n, 'BTC', 150n), result: rejected('REFUND_WITHOUT_WITHDRAW'), recorded: true, balance: [1n, 'BTC', 150n] },
+  {
+    command: transfer('REFUND', 'w9', 1n, 'BTC', 50n),
+    result: rejected('REFUND_WITHOUT_WITHDRAW'),
+    recorded: true,
+    balance: [1n, 'BTC', 150n],
+  },
+  {
+    command: transfer('REFUND', 'w1', 1n, 'BTC', 150n),
+    result: rejected('REFUND_WITHOUT_WITHDRAW'),
+    recorded: true,
+    balance: [1n, 'BTC', 150n],
+  },
   { command: transfer('WITHDRAW', 'w3', 1n, 'BTC', 30n), result: applied(), recorded: true, balance: [1n, 'BTC', 120n] },
-  { command: transfer('REFUND', 'w3', 1n, 'BTC', 31n), result: rejected('REFUND_WITHOUT_WITHDRAW'), recorded: true, balance: [1n, 'BTC', 120n] },
+  {
+    command: transfer('REFUND', 'w3', 1n, 'BTC', 31n),
+    result: rejected('REFUND_WITHOUT_WITHDRAW'),
+    recorded: true,
+    balance: [1n, 'BTC', 120n],
+  },
   { command: transfer('REFUND', 'w2', 1n, 'BTC', 50n), result: applied(), recorded: true, balance: [1n, 'BTC', 170n] },
   { command: transfer('REFUND', 'w2', 1n, 'BTC', 50n), result: applied(true), recorded: false, balance: [1n, 'BTC', 170n] },
   // Operations are keyed per op: DEPOSIT:w2 is not WITHDRAW:w2.
@@ -102,7 +175,12 @@ const TRANSFER_ROWS: readonly Row[] = [
 const STATUS_ROWS: readonly Row[] = [
   { command: setStatus(1n, 'BTC', 'FROZEN'), result: { kind: 'status_set' }, recorded: true, balance: [1n, 'BTC', 175n, 'FROZEN'] },
   { command: transfer('WITHDRAW', 'w4', 1n, 'BTC', 10n), result: rejected('ACCOUNT_FROZEN'), recorded: true, balance: [1n, 'BTC', 175n] },
-  { command: external('EXTERNAL_WITHDRAW', 'e1', 1n, 'BTC', 10n), result: rejected('ACCOUNT_FROZEN'), recorded: true, balance: [1n, 'BTC', 175n] },
+  {
+    command: external('EXTERNAL_WITHDRAW', 'e1', 1n, 'BTC', 10n),
+    result: rejected('ACCOUNT_FROZEN'),
+    recorded: true,
+    balance: [1n, 'BTC', 175n],
+  },
   // Status restricts outflow only: credits still land.
   { command: transfer('DEPOSIT', 'd3', 1n, 'BTC', 10n), result: applied(), recorded: true, balance: [1n, 'BTC', 185n, 'FROZEN'] },
   { command: external('EXTERNAL_DEPOSIT', 'e2', 1n, 'BTC', 15n), result: applied(), recorded: true, balance: [1n, 'BTC', 200n] },
@@ -110,7 +188,12 @@ const STATUS_ROWS: readonly Row[] = [
   { command: transfer('WITHDRAW', 'w5', 1n, 'BTC', 10n), result: rejected('ACCOUNT_DISABLED'), recorded: true, balance: [1n, 'BTC', 200n] },
   { command: setStatus(1n, 'BTC', 'ACTIVE'), result: { kind: 'status_set' }, recorded: true, balance: [1n, 'BTC', 200n, 'ACTIVE'] },
   // The recorded rejection answers every repeat, even now the account is active again.
-  { command: transfer('WITHDRAW', 'w4', 1n, 'BTC', 10n), result: rejected('ACCOUNT_FROZEN', true), recorded: false, balance: [1n, 'BTC', 200n] },
+  {
+    command: transfer('WITHDRAW', 'w4', 1n, 'BTC', 10n),
+    result: rejected('ACCOUNT_FROZEN', true),
+    recorded: false,
+    balance: [1n, 'BTC', 200n],
+  },
   { command: transfer('WITHDRAW', 'w6', 1n, 'BTC', 10n), result: applied(), recorded: true, balance: [1n, 'BTC', 190n] },
   // set_status creates a missing account with a zero balance.
   { command: setStatus(2n, 'ETH', 'FROZEN'), result: { kind: 'status_set' }, recorded: true, balance: [2n, 'ETH', 0n, 'FROZEN'] },
@@ -119,22 +202,49 @@ const STATUS_ROWS: readonly Row[] = [
 const EXTERNAL_ROWS: readonly Row[] = [
   { command: external('EXTERNAL_WITHDRAW', 'x1', 3n, 'USDT', 1n), result: rejected('SOURCE_ACCOUNT_NOT_FOUND'), recorded: true },
   { command: external('EXTERNAL_DEPOSIT', 'x2', 3n, 'USDT', 40n), result: applied(), recorded: true, balance: [3n, 'USDT', 40n, 'ACTIVE'] },
-  { command: external('EXTERNAL_WITHDRAW', 'x3', 3n, 'USDT', 41n), result: rejected('INSUFFICIENT_BALANCE'), recorded: true, balance: [3n, 'USDT', 40n] },
+  {
+    command: external('EXTERNAL_WITHDRAW', 'x3', 3n, 'USDT', 41n),
+    result: rejected('INSUFFICIENT_BALANCE'),
+    recorded: true,
+    balance: [3n, 'USDT', 40n],
+  },
   { command: external('EXTERNAL_WITHDRAW', 'x4', 3n, 'USDT', 40n), result: applied(), recorded: true, balance: [3n, 'USDT', 0n] },
   { command: external('EXTERNAL_WITHDRAW', 'x4', 3n, 'USDT', 40n), result: applied(true), recorded: false, balance: [3n, 'USDT', 0n] },
-  { command: external('EXTERNAL_DEPOSIT', 'x2', 3n, 'USDT', 41n), result: { kind: 'conflict', detail: '' }, recorded: false, balance: [3n, 'USDT', 0n] },
+  {
+    command: external('EXTERNAL_DEPOSIT', 'x2', 3n, 'USDT', 41n),
+    result: { kind: 'conflict', detail: '' },
+    recorded: false,
+    balance: [3n, 'USDT', 0n],
+  },
 ];
 
 // Five maximal deposits fit under BALANCE_UNITS_MAX; the remainder decides the edge.
 const HEADROOM_UNITS = BALANCE_UNITS_MAX - 5n * AMOUNT_UNITS_MAX;
 const OVERFLOW_ROWS: readonly Row[] = [
-  ...[1, 2, 3, 4, 5].map((i): Row => ({ command: transfer('DEPOSIT', `big${i}`, 5n, 'BTC', AMOUNT_UNITS_MAX), result: applied(), recorded: true })),
+  ...[1, 2, 3, 4, 5].map(
+    (i): Row => ({ command: transfer('DEPOSIT', `big${i}`, 5n, 'BTC', AMOUNT_UNITS_MAX), result: applied(), recorded: true }),
+  ),
   // A deposit that would overflow is refused and recorded: a late repeat must never apply.
-  { command: transfer('DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n), result: rejected('OVERFLOW'), recorded: true, balance: [5n, 'BTC', 5n * AMOUNT_UNITS_MAX] },
+  {
+    command: transfer('DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n),
+    result: rejected('OVERFLOW'),
+    recorded: true,
+    balance: [5n, 'BTC', 5n * AMOUNT_UNITS_MAX],
+  },
   { command: external('EXTERNAL_DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n), result: rejected('OVERFLOW'), recorded: true },
   { command: transfer('DEPOSIT', 'edge', 5n, 'BTC', HEADROOM_UNITS + 1n), result: rejected('OVERFLOW', true), recorded: false },
-  { command: transfer('DEPOSIT', 'edge2', 5n, 'BTC', HEADROOM_UNITS), result: applied(), recorded: true, balance: [5n, 'BTC', BALANCE_UNITS_MAX] },
-  { command: transfer('WITHDRAW', 'out', 5n, 'BTC', 10n), result: applied(), recorded: true, balance: [5n, 'BTC', BALANCE_UNITS_MAX - 10n] },
+  {
+    command: transfer('DEPOSIT', 'edge2', 5n, 'BTC', HEADROOM_UNITS),
+    result: applied(),
+    recorded: true,
+    balance: [5n, 'BTC', BALANCE_UNITS_MAX],
+  },
+  {
+    command: transfer('WITHDRAW', 'out', 5n, 'BTC', 10n),
+    result: applied(),
+    recorded: true,
+    balance: [5n, 'BTC', BALANCE_UNITS_MAX - 10n],
+  },
   { command: transfer('REFUND', 'out', 5n, 'BTC', 10n), result: applied(), recorded: true, balance: [5n, 'BTC', BALANCE_UNITS_MAX] },
 ];
 
@@ -233,7 +343,16 @@ test('replaying the records through the codec rebuilds exactly the same ledger',
 test('applyRecord refuses a record that breaks the rules or the sequence', () => {
   const harness = new Harness();
   harness.run(transfer('DEPOSIT', 'a', 1n, 'BTC', 10n));
-  const overdraft: WalRecord = { kind: 'op', seq: 2, op: 'WITHDRAW', key: 'b', userId: 1n, asset: 'BTC', amount: 11n, outcome: { kind: 'applied' } };
+  const overdraft: WalRecord = {
+    kind: 'op',
+    seq: 2,
+    op: 'WITHDRAW',
+    key: 'b',
+    userId: 1n,
+    asset: 'BTC',
+    amount: 11n,
+    outcome: { kind: 'applied' },
+  };
   assert.throws(() => harness.ledger.applyRecord(overdraft), /cannot pay/);
   assert.throws(() => harness.ledger.applyRecord({ ...overdraft, seq: 3, amount: 1n }), /does not follow/);
   assert.is(harness.ledger.balanceOf(1n, 'BTC')?.available, 10n);

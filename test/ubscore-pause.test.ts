@@ -44,7 +44,10 @@ test('while paused nothing is decided; the copy ends exactly at the paused posit
   const paused = await core.control.pause(TIMEOUT_MS);
   assert.equal(paused, { kind: 'paused', walSeq: 1 });
   let answered = false;
-  const held = client.send(deposit('during'), TIMEOUT_MS).then((r) => ((answered = true), r));
+  const held = client.send(deposit('during'), TIMEOUT_MS).then((r) => {
+    answered = true;
+    return r;
+  });
   await new Promise((resolve) => setTimeout(resolve, 300));
   assert.is(answered, false, 'a command sent during the pause is not decided');
   const copied = await core.control.copyTo(join(root, 'copy'));

@@ -60,7 +60,9 @@ test('the filter answers "absent" for no key it holds, within and far past its c
   for (const [i, key] of keys.entries()) {
     filter.add(key);
     if (i === filter.capacityKeys) {
-      const misses = Array.from({ length: 10_000 }, (_, j) => opKeyOf('DEPOSIT', `other-${j}`)).filter((k) => filter.mightContain(k)).length;
+      const misses = Array.from({ length: 10_000 }, (_, j) => opKeyOf('DEPOSIT', `other-${j}`)).filter((k) =>
+        filter.mightContain(k),
+      ).length;
       assert.ok(misses < 300, `${misses} false "maybe" in 10,000 at capacity`);
     }
   }
@@ -83,7 +85,8 @@ test('keys pending or committed while the filter is built are found once it is r
     await append(log, committed);
     set.settle(encodeBatch(committed)?.processed ?? []);
     await untilReady(set);
-    for (const record of [...durable, ...committed, ...pending]) assert.equal(set.lookup(opKeyOf(record.op, record.key)), record, record.key);
+    for (const record of [...durable, ...committed, ...pending])
+      assert.equal(set.lookup(opKeyOf(record.op, record.key)), record, record.key);
     const reads = set.stats().lmdbReads;
     for (let i = 0; i < 1_000; i++) assert.is(set.lookup(opKeyOf('DEPOSIT', `fresh-${i}`)), undefined);
     assert.ok(set.stats().lmdbReads - reads < 50, `fresh keys read LMDB ${set.stats().lmdbReads - reads} times in 1,000`);
@@ -137,12 +140,20 @@ test('a restarted core answers every repeat as a duplicate, before and after its
   const dir = await mkdtemp(join(tmpdir(), 'ubscore-processed-'));
   const cores: UbsCoreHandle[] = [];
   try {
-    const deposit = (key: string): UbsCommand => ({ kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref: key, userId: 1n, asset: 'USDT', amount: 1n });
+    const deposit = (key: string): UbsCommand => ({
+      kind: 'external_op',
+      op: 'EXTERNAL_DEPOSIT',
+      ref: key,
+      userId: 1n,
+      asset: 'USDT',
+      amount: 1n,
+    });
     const keys = Array.from({ length: 3_000 }, (_, i) => `x${i}`);
     const first = await startUbsCore({ walDir: dir, batchMax: 256 });
     cores.push(first);
     let client = new UbsClient(first.connect());
-    for (const result of await Promise.all(keys.map((key) => client.send(deposit(key), TIMEOUT_MS)))) assert.equal(result, { kind: 'applied', duplicate: false });
+    for (const result of await Promise.all(keys.map((key) => client.send(deposit(key), TIMEOUT_MS))))
+      assert.equal(result, { kind: 'applied', duplicate: false });
     client.close();
     await first.control.close();
 

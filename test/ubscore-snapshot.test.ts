@@ -33,7 +33,9 @@ const NEVER = 1_000_000_000;
 // Fixtures.
 
 /** Runs `body` with a fresh directory and removes it, and every core started in it, afterwards. */
-async function withDir(body: (dir: string, start: (options?: Partial<UbsWorkerData>) => Promise<UbsCoreHandle>) => Promise<void>): Promise<void> {
+async function withDir(
+  body: (dir: string, start: (options?: Partial<UbsWorkerData>) => Promise<UbsCoreHandle>) => Promise<void>,
+): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'ubscore-snapshot-'));
   const cores: UbsCoreHandle[] = [];
   const start = async (options: Partial<UbsWorkerData> = {}): Promise<UbsCoreHandle> => {
@@ -67,13 +69,26 @@ async function until(core: UbsCoreHandle, done: (stats: UbsStats) => boolean, wh
   }
 }
 
-
 function pick<T>(next: () => number, items: readonly T[]): T {
   return items[Math.floor(next() * items.length)] as T;
 }
 
-const deposit = (reqId: string, userId: bigint, amount: bigint, asset = 'BTC'): UbsCommand => ({ kind: 'transfer_op', op: 'DEPOSIT', reqId, userId, asset, amount });
-const withdraw = (reqId: string, userId: bigint, amount: bigint, asset = 'BTC'): UbsCommand => ({ kind: 'transfer_op', op: 'WITHDRAW', reqId, userId, asset, amount });
+const deposit = (reqId: string, userId: bigint, amount: bigint, asset = 'BTC'): UbsCommand => ({
+  kind: 'transfer_op',
+  op: 'DEPOSIT',
+  reqId,
+  userId,
+  asset,
+  amount,
+});
+const withdraw = (reqId: string, userId: bigint, amount: bigint, asset = 'BTC'): UbsCommand => ({
+  kind: 'transfer_op',
+  op: 'WITHDRAW',
+  reqId,
+  userId,
+  asset,
+  amount,
+});
 
 /** Every kind of command, repeats of earlier ones included, so duplicates and refunds occur too. */
 class CommandSource {
@@ -99,9 +114,11 @@ class CommandSource {
     const userId = BigInt(1 + Math.floor(this.next() * USERS));
     const asset = pick(this.next, ASSETS);
     const amount = BigInt(1 + Math.floor(this.next() * 1_000));
-    if (roll < 0.09) return { kind: 'set_status', userId, asset, status: pick<AccountStatus>(this.next, ['ACTIVE', 'ACTIVE', 'FROZEN', 'DISABLED']) };
+    if (roll < 0.09)
+      return { kind: 'set_status', userId, asset, status: pick<AccountStatus>(this.next, ['ACTIVE', 'ACTIVE', 'FROZEN', 'DISABLED']) };
     if (roll < 0.16 && this.withdrawals.length > 0) return { ...pick(this.next, this.withdrawals), op: 'REFUND' };
-    if (roll < 0.26) return { kind: 'external_op', op: roll < 0.21 ? 'EXTERNAL_DEPOSIT' : 'EXTERNAL_WITHDRAW', ref: key, userId, asset, amount };
+    if (roll < 0.26)
+      return { kind: 'external_op', op: roll < 0.21 ? 'EXTERNAL_DEPOSIT' : 'EXTERNAL_WITHDRAW', ref: key, userId, asset, amount };
     return roll < 0.62 ? deposit(key, userId, amount, asset) : withdraw(key, userId, amount, asset);
   }
 }
@@ -146,7 +163,12 @@ function sendAll(client: UbsClient, commands: readonly UbsCommand[]): Promise<(U
   return Promise.all(commands.map((command) => client.send(command, TIMEOUT_MS)));
 }
 
-type Inspection = { readonly snapshotSeqs: number[]; readonly prunedThrough: number; readonly firstWalSeq: number | null; readonly lastSeq: number };
+type Inspection = {
+  readonly snapshotSeqs: number[];
+  readonly prunedThrough: number;
+  readonly firstWalSeq: number | null;
+  readonly lastSeq: number;
+};
 
 /** Reads the directory's LMDB while no core has it open. */
 async function inspect(dir: string): Promise<Inspection> {
@@ -154,7 +176,12 @@ async function inspect(dir: string): Promise<Inspection> {
   try {
     let firstWalSeq: number | null = null;
     for (const key of wal.databases.wal.getKeys({ limit: 1 })) firstWalSeq = key;
-    return { snapshotSeqs: new SnapshotStore(wal.databases).seqs(), prunedThrough: wal.prunedThroughSeq(), firstWalSeq, lastSeq: wal.lastSeq() };
+    return {
+      snapshotSeqs: new SnapshotStore(wal.databases).seqs(),
+      prunedThrough: wal.prunedThroughSeq(),
+      firstWalSeq,
+      lastSeq: wal.lastSeq(),
+    };
   } finally {
     await wal.close();
   }
@@ -188,7 +215,13 @@ function rowsOf(ledger: SpotLedger): Row[] {
 }
 
 /** Decides commands from `source` against `ledger`, keeping every record and the processed set. */
-function decideMany(ledger: SpotLedger, source: CommandSource, count: number, records: WalRecord[], processed: Map<string, OpRecord>): void {
+function decideMany(
+  ledger: SpotLedger,
+  source: CommandSource,
+  count: number,
+  records: WalRecord[],
+  processed: Map<string, OpRecord>,
+): void {
   for (let i = 0; i < count; i++) {
     const decision = ledger.decide(source.command(), (opKey) => processed.get(opKey));
     if (decision.record === null) continue;
@@ -215,7 +248,10 @@ test('a capture read in slices while records keep changing the ledger encodes ex
     const restored = new SpotLedger();
     const header = decodeSnapshotHeader(snapshot.header, snapshot.info.seq);
     assert.ok(header.ok, header.ok ? '' : header.reason);
-    assert.is(decodeSnapshotBody(snapshot.info, snapshot.chunks, (u, a, v, s) => restored.restoreAccount(u, a, v, s)), null);
+    assert.is(
+      decodeSnapshotBody(snapshot.info, snapshot.chunks, (u, a, v, s) => restored.restoreAccount(u, a, v, s)),
+      null,
+    );
     restored.finishRestore(snapshot.info.seq, snapshot.info.accountCount);
 
     const reference = new SpotLedger();
@@ -240,7 +276,10 @@ test('a restored ledger plus the records after its snapshot equals the ledger th
   decideMany(live, source, 1_500, records, processed);
 
   const restored = new SpotLedger();
-  assert.is(decodeSnapshotBody(snapshot.info, snapshot.chunks, (u, a, v, s) => restored.restoreAccount(u, a, v, s)), null);
+  assert.is(
+    decodeSnapshotBody(snapshot.info, snapshot.chunks, (u, a, v, s) => restored.restoreAccount(u, a, v, s)),
+    null,
+  );
   restored.finishRestore(snapshot.info.seq, snapshot.info.accountCount);
   for (const record of records.slice(snapshot.info.seq)) restored.applyRecord(record);
   assert.is(restored.lastSeq, live.lastSeq);
@@ -250,7 +289,8 @@ test('a restored ledger plus the records after its snapshot equals the ledger th
 test('a flipped byte anywhere in the header or a chunk is refused before any account is loaded', () => {
   const accounts = SNAPSHOT_CHUNK_ACCOUNTS_MAX + 2;
   const encoder = new SnapshotEncoder(9, accounts, 1_700_000_000_000);
-  for (let i = 0; i < accounts; i++) encoder.add(BigInt(1 + Math.floor(i / 2)), i % 2 === 0 ? 'BTC' : 'USDT', BigInt(i), i % 7 === 0 ? 'FROZEN' : 'ACTIVE');
+  for (let i = 0; i < accounts; i++)
+    encoder.add(BigInt(1 + Math.floor(i / 2)), i % 2 === 0 ? 'BTC' : 'USDT', BigInt(i), i % 7 === 0 ? 'FROZEN' : 'ACTIVE');
   const snapshot = encoder.finish();
   assert.is(snapshot.chunks.length, 2);
   let visited = 0;
@@ -264,13 +304,16 @@ test('a flipped byte anywhere in the header or a chunk is refused before any acc
   }
   assert.not.ok(decodeSnapshotHeader(snapshot.header, 10).ok, 'a header under another seq');
   const [first, last] = snapshot.chunks as [Buffer, Buffer];
-  const positions = [...Array.from({ length: last.length }, (_, i) => ({ chunk: 1, i })), ...Array.from({ length: 2_000 }, (_, k) => ({ chunk: 0, i: Math.floor((k * first.length) / 2_000) }))];
+  const positions = [
+    ...Array.from({ length: last.length }, (_, i) => ({ chunk: 1, i })),
+    ...Array.from({ length: 2_000 }, (_, k) => ({ chunk: 0, i: Math.floor((k * first.length) / 2_000) })),
+  ];
   for (const { chunk, i } of positions) {
     const chunks = snapshot.chunks.map((bytes) => Buffer.from(bytes));
     const damaged = chunks[chunk] as Buffer;
     damaged[i] = (damaged[i] as number) ^ 0x80;
     const reason = decodeSnapshotBody(snapshot.info, chunks, count);
-    assert.ok(reason !== null && reason.includes(`chunk ${chunk + 1}`), `chunk ${chunk + 1} byte ${i}: ${String(reason)}`);
+    assert.ok(reason?.includes(`chunk ${chunk + 1}`), `chunk ${chunk + 1} byte ${i}: ${String(reason)}`);
   }
   assert.match(String(decodeSnapshotBody(snapshot.info, [first], count)), /1 chunks found/);
   assert.match(String(decodeSnapshotBody(snapshot.info, [last, first], count)), /chunk 1/);
@@ -286,7 +329,9 @@ test('user ids past 2^43 and 2^53 and more than 1,024 assets are keyed apart, an
   const expected = new Map<string, bigint>();
   let n = 0;
   for (const asset of assets) {
-    for (const userId of asset === 'A0' || asset === 'A1029' || asset === 'A1023' || asset === 'A1024' ? users : [users[n % users.length] as bigint]) {
+    for (const userId of asset === 'A0' || asset === 'A1029' || asset === 'A1023' || asset === 'A1024'
+      ? users
+      : [users[n % users.length] as bigint]) {
       const amount = BigInt(++n);
       const decision = ledger.decide(deposit(`k${n}`, userId, amount, asset), () => undefined);
       assert.equal(decision.result, { kind: 'applied', duplicate: false });
@@ -304,7 +349,10 @@ test('user ids past 2^43 and 2^53 and more than 1,024 assets are keyed apart, an
   ledger.releaseCapture(capture);
   const snapshot = encoder.finish();
   const restored = new SpotLedger();
-  assert.is(decodeSnapshotBody(snapshot.info, snapshot.chunks, (u, a, v, st) => restored.restoreAccount(u, a, v, st)), null);
+  assert.is(
+    decodeSnapshotBody(snapshot.info, snapshot.chunks, (u, a, v, st) => restored.restoreAccount(u, a, v, st)),
+    null,
+  );
   restored.finishRestore(snapshot.info.seq, snapshot.info.accountCount);
   assert.equal(rowsOf(restored), rowsOf(ledger));
   const withdrawn = restored.decide(withdraw('w-max', USER_ID_MAX, 1n, 'A1029'), () => undefined);
@@ -363,7 +411,12 @@ test('a WAL pruned down to nothing keeps its last seq, continuity and replay fro
     };
     let log = openWal(dir);
     // Three batches, so three blocks: pruning deletes whole blocks.
-    for (const [from, to] of [[1, 4], [5, 8], [9, 10]] as const) await log.appendBatch(batch(from, to));
+    for (const [from, to] of [
+      [1, 4],
+      [5, 8],
+      [9, 10],
+    ] as const)
+      await log.appendBatch(batch(from, to));
     assert.is(await log.pruneThrough(10, 4), 4, 'bounded: about recordsMax per transaction, whole blocks');
     assert.is(log.firstSeq(), 5);
     while (log.prunedThroughSeq() < 10) await log.pruneThrough(10, 4);
@@ -376,7 +429,10 @@ test('a WAL pruned down to nothing keeps its last seq, continuity and replay fro
     const next = batch(11, 12);
     assert.throws(() => log.appendBatch({ ...next, firstSeq: 12, blocks: [] }), /batch seq 12 does not continue 10/);
     await log.appendBatch(next);
-    assert.equal([...log.replay(11)].map((record) => record.seq), [11, 12]);
+    assert.equal(
+      [...log.replay(11)].map((record) => record.seq),
+      [11, 12],
+    );
     assert.ok(log.getProcessed('DEPOSIT:w1') !== undefined, 'the processed set outlives pruning');
     await log.close();
   });
@@ -410,7 +466,7 @@ test('a snapshot inside a block prunes the blocks before it; replay from the mar
 
 test('snapshot plus tail equals full replay: a snapshotting core and a never-snapshotting one agree with the auditor', async () => {
   await withDir(async (dirA) => {
-    await withDir(async (dirB, startB) => {
+    await withDir(async (_dirB, startB) => {
       const options = { walDir: dirA, batchMax: 64, snapshotEveryRecords: 150, snapshotSliceAccounts: 5 };
       let coreA = await startUbsCore(options);
       let coreB = await startB({ snapshotEveryRecords: 0, closeSnapshotRecordsMin: NEVER });
@@ -424,10 +480,16 @@ test('snapshot plus tail equals full replay: a snapshotting core and a never-sna
           const commands = Array.from({ length: 60 }, () => source.command());
           const [resultsA, resultsB] = await Promise.all([sendAll(clientA, commands), sendAll(clientB, commands)]);
           assert.equal(resultsA, resultsB, `round ${round}: both cores decide alike`);
-          commands.forEach((command, i) => model.audit(command, resultsA[i] ?? null));
+          commands.forEach((command, i) => {
+            model.audit(command, resultsA[i] ?? null);
+          });
           if (round === 0) first.push(...commands);
         }
-        const settled = (s: UbsStats): boolean => s.snapshots !== undefined && s.snapshots.pendingSeq === null && s.snapshots.walPrunedThroughSeq === s.snapshots.seq && s.walSeq - s.snapshots.seq < 150;
+        const settled = (s: UbsStats): boolean =>
+          s.snapshots !== undefined &&
+          s.snapshots.pendingSeq === null &&
+          s.snapshots.walPrunedThroughSeq === s.snapshots.seq &&
+          s.walSeq - s.snapshots.seq < 150;
         const statsA = await until(coreA, (s) => (s.snapshots?.written ?? 0) >= 3 && settled(s), 'three snapshots, the last one pruned');
         await model.check(clientA, 'A live');
         await stop(coreA, clientA);
@@ -467,9 +529,19 @@ test('restart after pruning restores exact balances and the processed set: a rep
     for (let round = 0; round < 6; round++) {
       const commands = Array.from({ length: 50 }, (_, i) => deposit(`d${round}-${i}`, BigInt(2 + (i % 9)), BigInt(1 + i)));
       const results = await sendAll(client, commands);
-      commands.forEach((command, i) => model.audit(command, results[i] ?? null));
+      commands.forEach((command, i) => {
+        model.audit(command, results[i] ?? null);
+      });
     }
-    const stats = await until(core, (s) => s.snapshots !== undefined && s.snapshots.seq >= 250 && s.snapshots.walPrunedThroughSeq === s.snapshots.seq && s.snapshots.pendingSeq === null, 'a pruned snapshot');
+    const stats = await until(
+      core,
+      (s) =>
+        s.snapshots !== undefined &&
+        s.snapshots.seq >= 250 &&
+        s.snapshots.walPrunedThroughSeq === s.snapshots.seq &&
+        s.snapshots.pendingSeq === null,
+      'a pruned snapshot',
+    );
     await stop(core, client);
 
     const disk = await inspect(dir);
@@ -500,20 +572,34 @@ test('restart after pruning restores exact balances and the processed set: a rep
  * Builds a state with a periodic snapshot (P) the WAL is pruned through, then a snapshot written
  * by `close` (C) after a few more records; returns the model and both seqs.
  */
-async function closedWithSnapshot(start: (options?: Partial<UbsWorkerData>) => Promise<UbsCoreHandle>): Promise<{ model: Model; seq: number; previous: number }> {
+async function closedWithSnapshot(
+  start: (options?: Partial<UbsWorkerData>) => Promise<UbsCoreHandle>,
+): Promise<{ model: Model; seq: number; previous: number }> {
   const model = new Model();
   const run = async (core: UbsCoreHandle, commands: readonly UbsCommand[]): Promise<UbsClient> => {
     const client = new UbsClient(core.connect());
     const results = await sendAll(client, commands);
-    commands.forEach((command, i) => model.audit(command, results[i] ?? null));
+    commands.forEach((command, i) => {
+      model.audit(command, results[i] ?? null);
+    });
     return client;
   };
   const periodic = await start({ snapshotEveryRecords: 40, closeSnapshotRecordsMin: NEVER });
-  const first = await run(periodic, Array.from({ length: 130 }, (_, i) => deposit(`c${i}`, BigInt(1 + (i % 7)), 10n, ASSETS[i % 3])));
-  const settled = await until(periodic, (s) => s.snapshots !== undefined && s.snapshots.pendingSeq === null && s.snapshots.walPrunedThroughSeq === s.snapshots.seq, 'a pruned snapshot');
+  const first = await run(
+    periodic,
+    Array.from({ length: 130 }, (_, i) => deposit(`c${i}`, BigInt(1 + (i % 7)), 10n, ASSETS[i % 3])),
+  );
+  const settled = await until(
+    periodic,
+    (s) => s.snapshots !== undefined && s.snapshots.pendingSeq === null && s.snapshots.walPrunedThroughSeq === s.snapshots.seq,
+    'a pruned snapshot',
+  );
   await stop(periodic, first);
   const closing = await start({ snapshotEveryRecords: 0, closeSnapshotRecordsMin: 1 });
-  const second = await run(closing, Array.from({ length: 5 }, (_, i) => withdraw(`e${i}`, 1n, 1n)));
+  const second = await run(
+    closing,
+    Array.from({ length: 5 }, (_, i) => withdraw(`e${i}`, 1n, 1n)),
+  );
   const stats = await closing.control.stats();
   await stop(closing, second);
   return { model, seq: stats.walSeq, previous: settled.snapshots?.seq ?? 0 };
@@ -598,7 +684,10 @@ test('a crash (worker.terminate) between a batch and its snapshot loses nothing 
     const reopened = await start(options);
     assert.ok(reopened.ready.snapshotSeq <= (pendingSeq ?? 0), `restart from snapshot ${reopened.ready.snapshotSeq}`);
     const again = new UbsClient(reopened.connect(), { batchMax: 512 });
-    const answers = await sendAll(again, keys.map((key) => ({ kind: 'query_op', op: 'DEPOSIT', key })));
+    const answers = await sendAll(
+      again,
+      keys.map((key) => ({ kind: 'query_op', op: 'DEPOSIT', key })),
+    );
     let applied = 0;
     answers.forEach((answer, i) => {
       const key = keys[i] as string;
@@ -610,7 +699,10 @@ test('a crash (worker.terminate) between a batch and its snapshot loses nothing 
     assert.is(stats.walSeq, accounts + applied, 'the WAL holds exactly the openings and the applied deposits');
     let total = 0n;
     for (let from = 1; from <= accounts; from += 2_000) {
-      const results = await sendAll(again, Array.from({ length: 2_000 }, (_, i) => ({ kind: 'balances', userId: BigInt(from + i) })));
+      const results = await sendAll(
+        again,
+        Array.from({ length: 2_000 }, (_, i) => ({ kind: 'balances', userId: BigInt(from + i) })),
+      );
       for (const result of results) {
         if (result?.kind !== 'balances') throw new Error(`balances: ${JSON.stringify(result?.kind)}`);
         total += result.balances.reduce((sum, balance) => sum + balance.available, 0n);
@@ -626,9 +718,20 @@ test('snapshots are taken every snapshotEveryRecords records (counter in stats);
     const core = await start({ snapshotEveryRecords: 100, snapshotSliceAccounts: 3 });
     const client = new UbsClient(core.connect());
     for (let round = 0; round < 20; round++) {
-      await sendAll(client, Array.from({ length: 100 }, (_, i) => deposit(`p${round}-${i}`, BigInt(1 + i), 1n)));
+      await sendAll(
+        client,
+        Array.from({ length: 100 }, (_, i) => deposit(`p${round}-${i}`, BigInt(1 + i), 1n)),
+      );
     }
-    const stats = await until(core, (s) => s.snapshots !== undefined && s.snapshots.pendingSeq === null && s.snapshots.walPrunedThroughSeq === s.snapshots.seq && s.walSeq - s.snapshots.seq < 100, 'snapshots settled');
+    const stats = await until(
+      core,
+      (s) =>
+        s.snapshots !== undefined &&
+        s.snapshots.pendingSeq === null &&
+        s.snapshots.walPrunedThroughSeq === s.snapshots.seq &&
+        s.walSeq - s.snapshots.seq < 100,
+      'snapshots settled',
+    );
     const snapshots = stats.snapshots;
     assert.ok(snapshots !== undefined && snapshots.written >= 4, `written: ${JSON.stringify(snapshots)}`);
     assert.ok(snapshots !== undefined && Number.isFinite(snapshots.sliceMsMax) && snapshots.sliceMsMax > 0);
@@ -638,12 +741,19 @@ test('snapshots are taken every snapshotEveryRecords records (counter in stats);
     const core = await start({ snapshotEveryRecords: 0 });
     const client = new UbsClient(core.connect());
     for (let round = 0; round < 10; round++) {
-      await sendAll(client, Array.from({ length: 100 }, (_, i) => deposit(`q${round}-${i}`, BigInt(1 + i), 1n)));
+      await sendAll(
+        client,
+        Array.from({ length: 100 }, (_, i) => deposit(`q${round}-${i}`, BigInt(1 + i), 1n)),
+      );
     }
     assert.is((await core.control.stats()).snapshots, undefined, 'no periodic snapshot');
     await stop(core, client);
     const restarted = await start({ snapshotEveryRecords: 0 });
-    assert.equal([restarted.ready.snapshotSeq, restarted.ready.replayedRecords], [1_000, 0], 'the closing snapshot covers all 1,000 records');
+    assert.equal(
+      [restarted.ready.snapshotSeq, restarted.ready.replayedRecords],
+      [1_000, 0],
+      'the closing snapshot covers all 1,000 records',
+    );
     await stop(restarted, new UbsClient(restarted.connect()));
   });
 });

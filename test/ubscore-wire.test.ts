@@ -11,10 +11,15 @@ import type { UbsCommand } from '../src/ubscore/types.js';
 /** Packs `commands` with ids 1.., unpacks them, and returns what arrived. */
 function roundTrip(commands: readonly UbsCommand[]): { id: number; command: unknown }[] {
   const packer = new RequestPacker();
-  commands.forEach((command, i) => packer.add(i + 1, command));
+  commands.forEach((command, i) => {
+    packer.add(i + 1, command);
+  });
   const message = structuredClone(packer.take());
   const arrived: { id: number; command: unknown }[] = [];
-  assert.is(new RequestUnpacker().unpack(message, (id, command) => arrived.push({ id, command })), null);
+  assert.is(
+    new RequestUnpacker().unpack(message, (id, command) => arrived.push({ id, command })),
+    null,
+  );
   return arrived;
 }
 
@@ -30,9 +35,14 @@ const keyed: UbsCommand[] = [
 
 test('keyed operations round-trip exactly, packed', () => {
   const packer = new RequestPacker();
-  keyed.forEach((command, i) => packer.add(i + 1, command));
+  keyed.forEach((command, i) => {
+    packer.add(i + 1, command);
+  });
   assert.is(packer.take().others.length, 0, 'every one was packed');
-  assert.equal(roundTrip(keyed), keyed.map((command, i) => ({ id: i + 1, command })));
+  assert.equal(
+    roundTrip(keyed),
+    keyed.map((command, i) => ({ id: i + 1, command })),
+  );
 });
 
 test('what the wire cannot carry exactly travels as an object, in its place in the order', () => {
@@ -52,14 +62,21 @@ test('what the wire cannot carry exactly travels as an object, in its place in t
   ] as unknown as UbsCommand[];
   const interleaved = odd.flatMap((command, i) => [command, keyed[i % keyed.length] as UbsCommand]);
   const packer = new RequestPacker();
-  interleaved.forEach((command, i) => packer.add(i + 1, command));
+  interleaved.forEach((command, i) => {
+    packer.add(i + 1, command);
+  });
   assert.is(packer.take().others.length, odd.length);
-  assert.equal(roundTrip(interleaved), interleaved.map((command, i) => ({ id: i + 1, command })));
+  assert.equal(
+    roundTrip(interleaved),
+    interleaved.map((command, i) => ({ id: i + 1, command })),
+  );
 });
 
 test('a malformed message stops with a reason after the requests before the damage, and never throws', () => {
   const packer = new RequestPacker();
-  keyed.slice(0, 3).forEach((command, i) => packer.add(i + 1, command));
+  keyed.slice(0, 3).forEach((command, i) => {
+    packer.add(i + 1, command);
+  });
   const message = packer.take();
   const visit = (): void => undefined;
   const unpacker = new RequestUnpacker();
@@ -89,11 +106,26 @@ test('a malformed message stops with a reason after the requests before the dama
 
 test('the packer grows for a large message and starts empty after take', () => {
   const packer = new RequestPacker();
-  const many = Array.from({ length: 5_000 }, (_, i): UbsCommand => ({ kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref: `bench-${i}-${'x'.repeat(40)}`, userId: BigInt(i + 1), asset: 'USDT', amount: 1n }));
-  many.forEach((command, i) => packer.add(i + 1, command));
+  const many = Array.from(
+    { length: 5_000 },
+    (_, i): UbsCommand => ({
+      kind: 'external_op',
+      op: 'EXTERNAL_DEPOSIT',
+      ref: `bench-${i}-${'x'.repeat(40)}`,
+      userId: BigInt(i + 1),
+      asset: 'USDT',
+      amount: 1n,
+    }),
+  );
+  many.forEach((command, i) => {
+    packer.add(i + 1, command);
+  });
   assert.is(packer.size, many.length);
   const arrived: unknown[] = [];
-  assert.is(new RequestUnpacker().unpack(packer.take(), (_id, command) => arrived.push(command)), null);
+  assert.is(
+    new RequestUnpacker().unpack(packer.take(), (_id, command) => arrived.push(command)),
+    null,
+  );
   assert.equal(arrived, many);
   assert.is(packer.size, 0);
   assert.equal(packer.take().count, 0);

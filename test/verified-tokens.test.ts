@@ -22,7 +22,13 @@ function clock(start: number) {
 
 /** Counts full verifications, so a test can tell a cache hit from a miss. */
 function counting() {
-  const counter = { calls: 0, verify: (t: string, n: number): Verified => (counter.calls += 1, verifyJwt(t, SECRET, n)) };
+  const counter = {
+    calls: 0,
+    verify: (t: string, n: number): Verified => {
+      counter.calls += 1;
+      return verifyJwt(t, SECRET, n);
+    },
+  };
   return counter;
 }
 
@@ -43,8 +49,15 @@ const POOL: readonly string[] = [
   token({ sub: '6', exp: T0 - 1 }),
   token({ sub: 'alice', exp: T0 + 100 }),
   token({ sub: '7' }),
-  token({ sub: '1', exp: T0 + 10 }).replace(/\.[^.]+\./, `.${Buffer.from(JSON.stringify({ sub: '9', exp: T0 + 10_000 })).toString('base64url')}.`),
-  [Buffer.from('{"alg":"none"}').toString('base64url'), Buffer.from(JSON.stringify({ sub: '8', exp: T0 + 100 })).toString('base64url'), ''].join('.'),
+  token({ sub: '1', exp: T0 + 10 }).replace(
+    /\.[^.]+\./,
+    `.${Buffer.from(JSON.stringify({ sub: '9', exp: T0 + 10_000 })).toString('base64url')}.`,
+  ),
+  [
+    Buffer.from('{"alg":"none"}').toString('base64url'),
+    Buffer.from(JSON.stringify({ sub: '8', exp: T0 + 100 })).toString('base64url'),
+    '',
+  ].join('.'),
   'not.a.token',
 ];
 

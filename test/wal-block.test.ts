@@ -17,7 +17,17 @@ import { opKeyOfProcessedKey, processedKeyOf } from '../wal/processed-key.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
 
 function op(seq: number, fields: Partial<OpRecord> = {}): OpRecord {
-  return { kind: 'op', seq, op: 'DEPOSIT', key: `req-${seq}`, userId: 7n, asset: 'BTC', amount: 100n, outcome: { kind: 'applied' }, ...fields };
+  return {
+    kind: 'op',
+    seq,
+    op: 'DEPOSIT',
+    key: `req-${seq}`,
+    userId: 7n,
+    asset: 'BTC',
+    amount: 100n,
+    outcome: { kind: 'applied' },
+    ...fields,
+  };
 }
 
 /** A few records of different shapes and lengths, from `first` on. */
@@ -25,7 +35,12 @@ function mixed(first: number): WalRecord[] {
   return [
     op(first, { key: 'k' }),
     { kind: 'status', seq: first + 1, userId: 9n, asset: 'ETH', status: 'FROZEN' },
-    op(first + 2, { op: 'WITHDRAW', outcome: { kind: 'rejected', code: 'INSUFFICIENT_BALANCE' }, asset: 'USDT', key: 'a-longer-key-than-most' }),
+    op(first + 2, {
+      op: 'WITHDRAW',
+      outcome: { kind: 'rejected', code: 'INSUFFICIENT_BALANCE' },
+      asset: 'USDT',
+      key: 'a-longer-key-than-most',
+    }),
     op(first + 3, { op: 'EXTERNAL_DEPOSIT', userId: 2n ** 62n, amount: 10n ** 15n }),
   ];
 }
@@ -59,7 +74,7 @@ async function withDir(body: (dir: string) => Promise<void>): Promise<void> {
   }
 }
 
-test('a batch round-trips through its block; processed entries are the operations\' own records', () => {
+test("a batch round-trips through its block; processed entries are the operations' own records", () => {
   const records = mixed(11);
   const batch = batchOf(records);
   assert.equal([batch.firstSeq, batch.lastSeq, batch.blocks.length], [11, 14, 1]);
@@ -67,16 +82,26 @@ test('a batch round-trips through its block; processed entries are the operation
   assert.ok(block !== undefined && block.lastSeq === 14);
   assert.equal(readBlock(block.bytes, 14), { records, stoppedAt: null });
   const ops = records.filter((record): record is OpRecord => record.kind === 'op');
-  assert.equal(batch.processed.map((entry) => opKeyOfProcessedKey(entry.key)), ops.map((record) => opKeyOf(record.op, record.key)));
-  batch.processed.forEach((entry, i) => assert.equal(entry.key, processedKeyOf(opKeyOf((ops[i] as OpRecord).op, (ops[i] as OpRecord).key))));
-  batch.processed.forEach((entry, i) => assert.equal(entry.bytes, encode(ops[i] as OpRecord)));
+  assert.equal(
+    batch.processed.map((entry) => opKeyOfProcessedKey(entry.key)),
+    ops.map((record) => opKeyOf(record.op, record.key)),
+  );
+  batch.processed.forEach((entry, i) => {
+    assert.equal(entry.key, processedKeyOf(opKeyOf((ops[i] as OpRecord).op, (ops[i] as OpRecord).key)));
+  });
+  batch.processed.forEach((entry, i) => {
+    assert.equal(entry.bytes, encode(ops[i] as OpRecord));
+  });
 });
 
 test('a batch larger than a block is split into consecutive blocks, each keyed by its last seq', () => {
   const count = WAL_BLOCK_RECORDS_MAX * 2 + 3;
   const records = Array.from({ length: count }, (_, i) => op(1 + i));
   const batch = batchOf(records);
-  assert.equal(batch.blocks.map((block) => block.lastSeq), [WAL_BLOCK_RECORDS_MAX, WAL_BLOCK_RECORDS_MAX * 2, count]);
+  assert.equal(
+    batch.blocks.map((block) => block.lastSeq),
+    [WAL_BLOCK_RECORDS_MAX, WAL_BLOCK_RECORDS_MAX * 2, count],
+  );
   const read = batch.blocks.flatMap((block) => readBlock(block.bytes, block.lastSeq).records);
   assert.equal(read, records);
   assert.is(batch.processed.length, count);
@@ -116,7 +141,7 @@ test('a truncated or extended block, or one under another key, is refused', () =
   assert.not.ok(readBlockHeader(bytes, 5).ok, 'a block stored under another key');
 });
 
-test('a processed key is the op code and the key; it maps back to the ledger\'s name, and nothing else maps to one', () => {
+test("a processed key is the op code and the key; it maps back to the ledger's name, and nothing else maps to one", () => {
   for (const op of ['WITHDRAW', 'DEPOSIT', 'REFUND', 'EXTERNAL_DEPOSIT', 'EXTERNAL_WITHDRAW'] as const) {
     for (const key of ['k', 'a-longer_key-09', 'x'.repeat(64)]) {
       const bytes = processedKeyOf(opKeyOf(op, key));
@@ -124,8 +149,10 @@ test('a processed key is the op code and the key; it maps back to the ledger\'s 
       assert.is(opKeyOfProcessedKey(bytes as Buffer), opKeyOf(op, key));
     }
   }
-  for (const text of ['DEPOSIT', 'DEPOSIT:', 'SPEND:k', ':k', 'DEPOSIT:é', `DEPOSIT:${'x'.repeat(65)}`]) assert.is(processedKeyOf(text), null, text);
-  for (const bytes of [[], [4], [0, 65], [6, 65], Array.from({ length: 66 }, () => 4)]) assert.is(opKeyOfProcessedKey(Buffer.from(bytes)), null, JSON.stringify(bytes));
+  for (const text of ['DEPOSIT', 'DEPOSIT:', 'SPEND:k', ':k', 'DEPOSIT:é', `DEPOSIT:${'x'.repeat(65)}`])
+    assert.is(processedKeyOf(text), null, text);
+  for (const bytes of [[], [4], [0, 65], [6, 65], Array.from({ length: 66 }, () => 4)])
+    assert.is(opKeyOfProcessedKey(Buffer.from(bytes)), null, JSON.stringify(bytes));
 });
 
 test('LMDB: a multi-block batch is one append; replay from inside a block starts at the asked seq', async () => {
@@ -136,7 +163,10 @@ test('LMDB: a multi-block batch is one append; replay from inside a block starts
     assert.equal([log.firstSeq(), log.lastSeq()], [1, records.length]);
     assert.equal([...log.replay(WAL_BLOCK_RECORDS_MAX - 1)], records.slice(WAL_BLOCK_RECORDS_MAX - 2));
     let applied = 0;
-    assert.is(log.replayInto(1, () => applied++), records.length);
+    assert.is(
+      log.replayInto(1, () => applied++),
+      records.length,
+    );
     assert.is(applied, records.length);
     await log.close();
   });

@@ -31,7 +31,17 @@ const REJECT_CODES: readonly UbsRejectCode[] = [
 ];
 
 function op(seq: number, fields: Partial<OpRecord> = {}): OpRecord {
-  return { kind: 'op', seq, op: 'DEPOSIT', key: `req-${seq}`, userId: 7n, asset: 'BTC', amount: 100n, outcome: { kind: 'applied' }, ...fields };
+  return {
+    kind: 'op',
+    seq,
+    op: 'DEPOSIT',
+    key: `req-${seq}`,
+    userId: 7n,
+    asset: 'BTC',
+    amount: 100n,
+    outcome: { kind: 'applied' },
+    ...fields,
+  };
 }
 
 /** One record of every kind, op, outcome, reject code and status, plus the extreme values. */

@@ -23,9 +23,21 @@ const CLIENTS = 8;
 const TRANSFERS_TO_FILL_MAX = 4_000;
 /** How long transfers go on while the disk is known to be full. */
 const WHILE_FULL_MS = 2_500;
-const SERVICE_ENV = { RETRY_BASE_MS: '50', RETRY_CAP_MS: '500', HAPPY_PATH_DEADLINE_MS: '3000', INVARIANT_INTERVAL_MS: '0', UBS_DISK_RESERVE_MB: String(RESERVE_MB) };
+const SERVICE_ENV = {
+  RETRY_BASE_MS: '50',
+  RETRY_CAP_MS: '500',
+  HAPPY_PATH_DEADLINE_MS: '3000',
+  INVARIANT_INTERVAL_MS: '0',
+  UBS_DISK_RESERVE_MB: String(RESERVE_MB),
+};
 
-type Answer = { readonly status: number; readonly reqId: string | null; readonly state: string | null; readonly sentAt: number; readonly answeredAt: number };
+type Answer = {
+  readonly status: number;
+  readonly reqId: string | null;
+  readonly state: string | null;
+  readonly sentAt: number;
+  readonly answeredAt: number;
+};
 
 test.before(useOneServerForThisFile);
 test.after(cleanupAll);
@@ -80,7 +92,13 @@ async function load(h: Harness, svc: ChildService, answers: Answer[], until: () 
       const body = { from, to: from === 'FUNDING' ? 'SPOT' : 'FUNDING', asset: ASSET, amount: from === 'FUNDING' ? '0.01' : '0.007' };
       const r = await svc.call('POST', '/api/v1/internal_transfer', { token: h.userToken(user), body, timeoutMs: 15_000 });
       const reqId = typeof r.body.req_id === 'string' ? r.body.req_id : null;
-      answers.push({ status: r.status, reqId, state: typeof r.body.state === 'string' ? r.body.state : null, sentAt, answeredAt: Date.now() });
+      answers.push({
+        status: r.status,
+        reqId,
+        state: typeof r.body.state === 'string' ? r.body.state : null,
+        sentAt,
+        answeredAt: Date.now(),
+      });
     }
   };
   await Promise.all(Array.from({ length: CLIENTS }, (_, k) => client(k)));
@@ -89,7 +107,8 @@ async function load(h: Harness, svc: ChildService, answers: Answer[], until: () 
 async function balancesOf(h: Harness, svc: ChildService, user: number): Promise<{ funding: bigint; spot: bigint }> {
   const r = await svc.call('GET', '/api/v1/balances', { token: h.userToken(user) });
   assert.is(r.status, 200, JSON.stringify(r.body));
-  const pick = (list: unknown): bigint => units((list as { asset: string; available: string }[]).find((b) => b.asset === ASSET)?.available ?? '0');
+  const pick = (list: unknown): bigint =>
+    units((list as { asset: string; available: string }[]).find((b) => b.asset === ASSET)?.available ?? '0');
   return { funding: pick(r.body.funding), spot: pick(r.body.spot) };
 }
 
@@ -152,7 +171,10 @@ async function fullDiskScenario(h: Harness, ubsDir: string, started: ChildServic
       else await sleep(50);
     }
   })();
-  const stopLoad = () => answers.length >= TRANSFERS_TO_FILL_MAX * 2 || (degradedAt !== null && Date.now() - degradedAt > WHILE_FULL_MS) || (degradedAt === null && answers.length >= TRANSFERS_TO_FILL_MAX);
+  const stopLoad = () =>
+    answers.length >= TRANSFERS_TO_FILL_MAX * 2 ||
+    (degradedAt !== null && Date.now() - degradedAt > WHILE_FULL_MS) ||
+    (degradedAt === null && answers.length >= TRANSFERS_TO_FILL_MAX);
   await Promise.all([load(h, svc, answers, stopLoad), watcher]);
   assert.ok(degradedAt !== null, `the WAL filled the tmpfs within ${answers.length} transfers (a WAL alert was raised)`);
   const whileFull = await readyz(svc);
@@ -160,7 +182,9 @@ async function fullDiskScenario(h: Harness, ubsDir: string, started: ChildServic
   assert.equal([whileFull.body.wal_writable, whileFull.body.ubscore], [false, false], JSON.stringify(whileFull.body));
   fullUntil = Date.now();
   const count = (status: number) => answers.filter((a) => a.status === status).length;
-  console.log(`wal-full-disk: ${answers.length} transfers answered (${count(200)} x 200, ${count(202)} x 202), full after ${answers.filter((a) => a.sentAt < (degradedAt as number)).length}`);
+  console.log(
+    `wal-full-disk: ${answers.length} transfers answered (${count(200)} x 200, ${count(202)} x 202), full after ${answers.filter((a) => a.sentAt < (degradedAt as number)).length}`,
+  );
 
   // While full: no COMMITTED answer for a transfer sent once the WAL was known unwritable; the
   // transfers wait (202), none is FAILED or refunded.
@@ -176,16 +200,24 @@ async function fullDiskScenario(h: Harness, ubsDir: string, started: ChildServic
 
   // Space returns: readiness, every transfer terminal and COMMITTED, funds exact.
   await fs.rm(filler);
-  await pollUntil(async () => ((await readyz(svc)).status === 200 ? true : undefined), { timeoutMs: 20_000, describe: () => 'readyz 200 once space returned' });
+  await pollUntil(async () => ((await readyz(svc)).status === 200 ? true : undefined), {
+    timeoutMs: 20_000,
+    describe: () => 'readyz 200 once space returned',
+  });
   await pollUntil(async () => ((await h.sql`SELECT count(*)::int AS n FROM transfers_active`)[0]?.n === 0 ? true : undefined), {
     timeoutMs: 60_000,
     describe: () => 'every transfer terminal',
   });
   const states = await h.sql<{ state: number; n: number }[]>`SELECT state, count(*)::int AS n FROM transfers_tb GROUP BY state`;
-  assert.equal(states.map((s) => Number(s.state)), [40], `every transfer COMMITTED: ${JSON.stringify(states)}`);
+  assert.equal(
+    states.map((s) => Number(s.state)),
+    [40],
+    `every transfer COMMITTED: ${JSON.stringify(states)}`,
+  );
   const committedAnswers = answers.filter((a) => a.status === 200);
   const committedIds = new Set((await h.sql<{ req_id: string }[]>`SELECT req_id FROM transfers_tb WHERE state = 40`).map((r) => r.req_id));
-  for (const a of committedAnswers) assert.ok(a.reqId !== null && committedIds.has(a.reqId), `a COMMITTED answer is still COMMITTED: ${JSON.stringify(a)}`);
+  for (const a of committedAnswers)
+    assert.ok(a.reqId !== null && committedIds.has(a.reqId), `a COMMITTED answer is still COMMITTED: ${JSON.stringify(a)}`);
   const before = await checkFundsExact(h, svc, 'after space returned');
   assert.is(svc.exited(), null, 'the service never exited');
 
@@ -197,8 +229,8 @@ async function fullDiskScenario(h: Harness, ubsDir: string, started: ChildServic
   const metrics = await fetch(`${next.base}/metrics`).then((r) => r.text());
   // The WAL database itself may be empty by now: the stop wrote a snapshot over its 1,000-odd
   // records, and the restarted core prunes the records it covers in the background.
-  assert.match(metrics, /^transfer_ubscore_lmdb_bytes\{db="wal",thread="ubscore"\} \d/m, 'GET /metrics reports the WAL\'s bytes on disk');
-  assert.match(metrics, /^transfer_ubscore_lmdb_file_bytes\{thread="ubscore"\} [1-9]/m, 'and the data file\'s');
+  assert.match(metrics, /^transfer_ubscore_lmdb_bytes\{db="wal",thread="ubscore"\} \d/m, "GET /metrics reports the WAL's bytes on disk");
+  assert.match(metrics, /^transfer_ubscore_lmdb_file_bytes\{thread="ubscore"\} [1-9]/m, "and the data file's");
   assert.match(metrics, /^transfer_ubscore_disk_free_bytes\{thread="ubscore"\} [1-9]/m, 'and the space left under it');
   await next.stop();
 }

@@ -34,7 +34,12 @@ export type WalBlock = { readonly lastSeq: number; readonly bytes: Buffer };
 /** One processed-set entry: its key (wal/processed-key.ts) and the operation's own record, both views of the batch's bytes. */
 export type ProcessedWrite = { readonly key: Buffer; readonly bytes: Buffer };
 /** Everything one group commit writes, in one LMDB transaction. */
-export type WalBatch = { readonly firstSeq: number; readonly lastSeq: number; readonly blocks: readonly WalBlock[]; readonly processed: readonly ProcessedWrite[] };
+export type WalBatch = {
+  readonly firstSeq: number;
+  readonly lastSeq: number;
+  readonly blocks: readonly WalBlock[];
+  readonly processed: readonly ProcessedWrite[];
+};
 
 export type BlockHeader = { readonly firstSeq: number; readonly count: number };
 
@@ -60,8 +65,10 @@ export function readBlockHeader(buf: Buffer, key: number): Decoded<BlockHeader> 
   if (high > SEQ_HIGH_MAX) return { ok: false, reason: 'block first seq above 2^53 - 1' };
   const firstSeq = high * 2 ** 32 + buf.readUInt32BE(5);
   const count = buf.readUInt32BE(9);
-  if (firstSeq < 1 || count < 1 || count > WAL_BLOCK_RECORDS_MAX) return { ok: false, reason: `block header out of range: first seq ${firstSeq}, ${count} records` };
-  if (firstSeq + count - 1 !== key) return { ok: false, reason: `block of seqs ${firstSeq}..${firstSeq + count - 1} stored under key ${key}` };
+  if (firstSeq < 1 || count < 1 || count > WAL_BLOCK_RECORDS_MAX)
+    return { ok: false, reason: `block header out of range: first seq ${firstSeq}, ${count} records` };
+  if (firstSeq + count - 1 !== key)
+    return { ok: false, reason: `block of seqs ${firstSeq}..${firstSeq + count - 1} stored under key ${key}` };
   return { ok: true, record: { firstSeq, count } };
 }
 
@@ -87,7 +94,8 @@ export function walkRecords(buf: Buffer, header: BlockHeader, fromSeq: number, v
     if (reason !== null) return { seq, reason: `corrupt record (${reason})` };
     at = end;
   }
-  if (at !== buf.length) return { seq: lastSeq + 1, reason: `the block ending at seq ${lastSeq} has ${buf.length - at} bytes after its last record` };
+  if (at !== buf.length)
+    return { seq: lastSeq + 1, reason: `the block ending at seq ${lastSeq} has ${buf.length - at} bytes after its last record` };
   return null;
 }
 
@@ -165,11 +173,15 @@ export class BatchEncoder {
     const keysAt = this.used;
     const bounds = this.blockBounds;
     const blocks: WalBlock[] = [];
-    for (let i = 0; i < bounds.length; i += 3) blocks.push({ lastSeq: bounds[i + 2] as number, bytes: bytes.subarray(bounds[i], bounds[i + 1]) });
+    for (let i = 0; i < bounds.length; i += 3)
+      blocks.push({ lastSeq: bounds[i + 2] as number, bytes: bytes.subarray(bounds[i], bounds[i + 1]) });
     const pb = this.processedBounds;
     const processed: ProcessedWrite[] = new Array<ProcessedWrite>(pb.length / 4);
     for (let i = 0, b = 0; b < pb.length; i++, b += 4) {
-      processed[i] = { key: bytes.subarray(keysAt + (pb[b + 2] as number), keysAt + (pb[b + 3] as number)), bytes: bytes.subarray(pb[b], pb[b + 1]) };
+      processed[i] = {
+        key: bytes.subarray(keysAt + (pb[b + 2] as number), keysAt + (pb[b + 3] as number)),
+        bytes: bytes.subarray(pb[b], pb[b + 1]),
+      };
     }
     const batch: WalBatch = { firstSeq: this.firstSeq, lastSeq: this.nextSeq - 1, blocks, processed };
     this.used = 0;

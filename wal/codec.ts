@@ -163,7 +163,19 @@ type Fields = {
 };
 
 function newFields(): Fields {
-  return { seq: 0, userId: 0n, assetStart: 0, assetEnd: 0, amount: 0n, keyStart: 0, keyEnd: 0, kind: 'op', op: 'DEPOSIT', status: 'ACTIVE', outcome: APPLIED };
+  return {
+    seq: 0,
+    userId: 0n,
+    assetStart: 0,
+    assetEnd: 0,
+    amount: 0n,
+    keyStart: 0,
+    keyEnd: 0,
+    kind: 'op',
+    op: 'DEPOSIT',
+    status: 'ACTIVE',
+    outcome: APPLIED,
+  };
 }
 
 /** One frozen outcome per reject code, so a decoded rejection allocates nothing. */
@@ -263,7 +275,14 @@ function checkFields(buf: Buffer, f: Fields, kindCode: number, codes: number): s
     if (statusCode !== 0) return 'a keyed operation carries a status';
     if (!bytesMatch(buf, f.keyStart, f.keyEnd, KEY_BYTES, KEY_LENGTH_MAX)) return 'invalid key';
     if (f.amount <= 0n || f.amount > AMOUNT_UNITS_MAX) return `amount out of range: ${f.amount}`;
-    const outcome = outcomeCode === OUTCOME_CODES.applied ? (rejectCode === 0 ? APPLIED : undefined) : outcomeCode === OUTCOME_CODES.rejected ? REJECTED_BY_CODE.get(rejectCode) : undefined;
+    const outcome =
+      outcomeCode === OUTCOME_CODES.applied
+        ? rejectCode === 0
+          ? APPLIED
+          : undefined
+        : outcomeCode === OUTCOME_CODES.rejected
+          ? REJECTED_BY_CODE.get(rejectCode)
+          : undefined;
     if (outcome === undefined) return `invalid outcome ${outcomeCode}/${rejectCode}`;
     f.kind = 'op';
     f.op = op;
@@ -330,8 +349,22 @@ const READER_ASSETS_MAX = 256;
 export class RecordReader {
   private readonly fields = newFields();
   private readonly assets: { readonly bytes: Buffer; readonly text: string }[] = [];
-  private readonly op: Mutable<Extract<ReplayRecord, { kind: 'op' }>> = { kind: 'op', seq: 0, op: 'DEPOSIT', userId: 0n, asset: '', amount: 0n, outcome: APPLIED };
-  private readonly status: Mutable<Extract<ReplayRecord, { kind: 'status' }>> = { kind: 'status', seq: 0, userId: 0n, asset: '', status: 'ACTIVE' };
+  private readonly op: Mutable<Extract<ReplayRecord, { kind: 'op' }>> = {
+    kind: 'op',
+    seq: 0,
+    op: 'DEPOSIT',
+    userId: 0n,
+    asset: '',
+    amount: 0n,
+    outcome: APPLIED,
+  };
+  private readonly status: Mutable<Extract<ReplayRecord, { kind: 'status' }>> = {
+    kind: 'status',
+    seq: 0,
+    userId: 0n,
+    asset: '',
+    status: 'ACTIVE',
+  };
   /** Why the last `read` returned null. */
   reason = '';
 

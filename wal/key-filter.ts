@@ -59,7 +59,8 @@ export class KeyFilter {
   constructor(capacityKeys: number, keysMin = KEY_FILTER_KEYS_MIN, words?: Uint32Array<ArrayBuffer>, count = 0) {
     const keys = Math.min(KEY_FILTER_KEYS_MAX, Math.max(keysMin, 1, Math.ceil(capacityKeys)));
     const blocks = powerOfTwoAtLeast((keys * KEY_FILTER_BITS_PER_KEY) / BLOCK_BITS);
-    if (words !== undefined && words.length !== blocks * BLOCK_WORDS) throw new Error(`key filter: ${words.length} words given, ${blocks * BLOCK_WORDS} expected`);
+    if (words !== undefined && words.length !== blocks * BLOCK_WORDS)
+      throw new Error(`key filter: ${words.length} words given, ${blocks * BLOCK_WORDS} expected`);
     this.words = words ?? new Uint32Array(blocks * BLOCK_WORDS);
     this.blockMask = blocks - 1;
     this.capacityKeys = Math.floor((blocks * BLOCK_BITS) / KEY_FILTER_BITS_PER_KEY);

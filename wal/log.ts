@@ -220,7 +220,8 @@ class LmdbWal implements WalLog {
   processedCount(): number {
     // lmdb-js types getStats() as {}; it returns LMDB's mdb_stat, entryCount included.
     const count = (this.databases.processed.getStats() as { entryCount?: unknown }).entryCount;
-    if (typeof count !== 'number' || !Number.isSafeInteger(count)) throw new Error('wal: LMDB reported no entry count for the processed set');
+    if (typeof count !== 'number' || !Number.isSafeInteger(count))
+      throw new Error('wal: LMDB reported no entry count for the processed set');
     return count;
   }
 
@@ -238,7 +239,9 @@ class LmdbWal implements WalLog {
     let expected = fromSeq;
     for (const { key, value } of this.databases.wal.getRange({ start: fromSeq })) {
       const buf = asBuffer(value);
-      const header = Number.isSafeInteger(key) ? readBlockHeader(buf, key) : { ok: false as const, reason: `key ${String(key)} is not a sequence number` };
+      const header = Number.isSafeInteger(key)
+        ? readBlockHeader(buf, key)
+        : { ok: false as const, reason: `key ${String(key)} is not a sequence number` };
       if (!header.ok) throw new Error(`wal: replay stopped at seq ${expected}: corrupt block (${header.reason})`);
       const { firstSeq } = header.record;
       if (expected === fromSeq ? firstSeq > fromSeq : firstSeq !== expected) {
@@ -304,7 +307,8 @@ class LmdbWal implements WalLog {
   async pruneThrough(throughSeq: number, recordsMax: number): Promise<number> {
     if (this.closed) throw new Error('wal: prune after close');
     if (this.pruning) throw new Error('wal: a prune is already in flight');
-    if (!Number.isSafeInteger(recordsMax) || recordsMax < 1) throw new Error(`wal: recordsMax must be a positive integer, got ${recordsMax}`);
+    if (!Number.isSafeInteger(recordsMax) || recordsMax < 1)
+      throw new Error(`wal: recordsMax must be a positive integer, got ${recordsMax}`);
     if (!Number.isSafeInteger(throughSeq) || throughSeq > this.appendedSeq) {
       throw new Error(`wal: prune through ${throughSeq} asked, only ${this.appendedSeq} appended`);
     }

@@ -41,7 +41,8 @@ export function checkFormatVersion(databases: WalDatabases, dir: string): void {
   const stored = meta.getBinary(FORMAT_VERSION_KEY);
   if (stored !== undefined) {
     const version = decodeMetaSeq(stored, FORMAT_VERSION_KEY);
-    if (version !== WAL_FORMAT_VERSION) throw new Error(`wal: ${dir} holds format version ${version}; this build reads only version ${WAL_FORMAT_VERSION}`);
+    if (version !== WAL_FORMAT_VERSION)
+      throw new Error(`wal: ${dir} holds format version ${version}; this build reads only version ${WAL_FORMAT_VERSION}`);
     return;
   }
   if (holdsLedgerState(databases)) {

@@ -183,7 +183,8 @@ export class SnapshotEncoder {
     const chunk = this.chunk;
     const view = this.view;
     if (chunk === null || view === null) throw new Error('snapshot: seal without a chunk');
-    if (this.used + CHECKSUM_BYTES !== chunk.length) throw new Error(`snapshot: chunk filled ${this.used} of ${chunk.length - CHECKSUM_BYTES} bytes`);
+    if (this.used + CHECKSUM_BYTES !== chunk.length)
+      throw new Error(`snapshot: chunk filled ${this.used} of ${chunk.length - CHECKSUM_BYTES} bytes`);
     view.setUint32(0, this.chunks.length + 1);
     view.setUint32(4, this.chunkAccounts);
     view.setUint32(this.used, crc32c(chunk, 0, this.used));
@@ -272,11 +273,13 @@ function verifyChunks(info: SnapshotInfo, chunks: readonly Uint8Array[]): string
   for (let i = 0; i < chunks.length; i++) {
     const chunk = chunks[i] as Uint8Array;
     const accounts = i === chunks.length - 1 ? info.accountCount - i * SNAPSHOT_CHUNK_ACCOUNTS_MAX : SNAPSHOT_CHUNK_ACCOUNTS_MAX;
-    if (chunk.length !== CHUNK_PREFIX_BYTES + accounts * ACCOUNT_BYTES + CHECKSUM_BYTES) return `chunk ${i + 1} is ${chunk.length} bytes, expected ${accounts} accounts`;
+    if (chunk.length !== CHUNK_PREFIX_BYTES + accounts * ACCOUNT_BYTES + CHECKSUM_BYTES)
+      return `chunk ${i + 1} is ${chunk.length} bytes, expected ${accounts} accounts`;
     const view = viewOf(chunk);
     const end = chunk.length - CHECKSUM_BYTES;
     if (view.getUint32(end) !== crc32c(chunk, 0, end)) return `chunk ${i + 1} checksum mismatch`;
-    if (view.getUint32(0) !== i + 1 || view.getUint32(4) !== accounts) return `chunk ${i + 1} is labelled chunk ${view.getUint32(0)} of ${view.getUint32(4)} accounts`;
+    if (view.getUint32(0) !== i + 1 || view.getUint32(4) !== accounts)
+      return `chunk ${i + 1} is labelled chunk ${view.getUint32(0)} of ${view.getUint32(4)} accounts`;
     bodyCrc = crc32cUpdate(bodyCrc, chunk);
     bodyBytes += chunk.length;
   }
@@ -347,7 +350,8 @@ export class SnapshotStore {
     const chunks: Buffer[] = [];
     // getRange copies each binary value out of the map, so the chunks stay valid as they are held.
     for (const { key, value } of this.dbs.snapshot.getRange({ start: [seq, 1], end: [seq + 1, 0] })) {
-      if (!isSnapshotKey(key) || key[1] !== chunks.length + 1) return fail(`chunk ${chunks.length + 1} is missing (found key ${JSON.stringify(key)})`);
+      if (!isSnapshotKey(key) || key[1] !== chunks.length + 1)
+        return fail(`chunk ${chunks.length + 1} is missing (found key ${JSON.stringify(key)})`);
       chunks.push(value);
     }
     try {

@@ -10,7 +10,15 @@ import { failed, pending, SUCCESS, type OpOutcome, type TransferOp } from '../do
 import { Batcher, isConstraintRefusal, type BatchSettings } from '../db/batch.js';
 import type { Sql } from '../db/sql.js';
 import type { OpAnswer, TransferWrites, WriteItem } from '../db/transfer-writes.js';
-import { describeError, OperationAdapter, type LocalAccountAdapter, type MovedOutcome, type OpRequest, type QueryOutcome, type TransferMove } from './types.js';
+import {
+  describeError,
+  OperationAdapter,
+  type LocalAccountAdapter,
+  type MovedOutcome,
+  type OpRequest,
+  type QueryOutcome,
+  type TransferMove,
+} from './types.js';
 
 type OpRecord = { user_id: bigint; asset: string; amount: bigint; outcome: 'APPLIED' | 'REJECTED'; code: string | null };
 type AccountKey = { readonly userId: bigint; readonly asset: string };

@@ -52,9 +52,7 @@ const RAISED_REMEMBERED_MAX = 10_000;
 export class AlertSink {
   private readonly raised = new Set<string>();
 
-  constructor(
-    private readonly deps: { readonly sql: Sql; readonly log: Logger; readonly webhookUrl: string | null },
-  ) {}
+  constructor(private readonly deps: { readonly sql: Sql; readonly log: Logger; readonly webhookUrl: string | null }) {}
 
   /** Records the alert once; answers whether this call raised it. */
   async raise(alert: Alert): Promise<boolean> {
@@ -88,12 +86,24 @@ export class AlertSink {
     else if (severityOf === 'ERROR') this.deps.log.error(alert.message, fields);
     else if (severityOf === 'INFO') this.deps.log.info(alert.message, fields);
     else this.deps.log.warn(alert.message, fields);
-    if (this.deps.webhookUrl !== null) void this.post(this.deps.webhookUrl, { ...alert, severity, details: JSON.parse(details) as unknown });
+    if (this.deps.webhookUrl !== null)
+      void this.post(this.deps.webhookUrl, { ...alert, severity, details: JSON.parse(details) as unknown });
     return true;
   }
 
   async list(limit: number): Promise<AlertRow[]> {
-    const rows = await this.deps.sql<{ id: bigint; kind: AlertKind; severity: string; req_id: string | null; user_id: bigint | null; message: string; details: Record<string, unknown>; created_at: Date }[]>`
+    const rows = await this.deps.sql<
+      {
+        id: bigint;
+        kind: AlertKind;
+        severity: string;
+        req_id: string | null;
+        user_id: bigint | null;
+        message: string;
+        details: Record<string, unknown>;
+        created_at: Date;
+      }[]
+    >`
       SELECT * FROM alerts ORDER BY id DESC LIMIT ${limit}`;
     return rows.map((r) => ({
       id: r.id.toString(),

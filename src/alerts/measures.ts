@@ -9,7 +9,10 @@ export type UnfinishedMeasures = Pick<Measures, 'backlog' | 'sampled' | 'retryin
 
 type Row = { sampled: number; retrying: number; escalated: number; retries_sum: string };
 
-export async function readUnfinished(sql: Sql, opts: { readonly stuckRetriesMax: number; readonly stuckAgeMs: number; readonly rowsMax: number }): Promise<UnfinishedMeasures> {
+export async function readUnfinished(
+  sql: Sql,
+  opts: { readonly stuckRetriesMax: number; readonly stuckAgeMs: number; readonly rowsMax: number },
+): Promise<UnfinishedMeasures> {
   return sql.begin(async (tx) => {
     // As for the metrics: the planner must not read the whole of transfers_tb to find them.
     await tx`SET LOCAL enable_seqscan = off`;

@@ -77,9 +77,19 @@ export class AlertMonitor {
     for (const j of judgements) {
       await this.settle(j);
       const labels = { alert: j.kind };
-      this.deps.registry.set('transfer_alert_firing', 'Whether each alert of spec 002\'s table is firing (1) or clear (0)', labels, j.firing ? 1 : 0);
-      this.deps.registry.set('transfer_alert_value', 'The value each alert of spec 002\'s table last measured (a count, a percent, a mean)', labels, j.value);
-      this.deps.registry.set('transfer_alert_threshold', 'The threshold each alert of spec 002\'s table fires above', labels, j.threshold);
+      this.deps.registry.set(
+        'transfer_alert_firing',
+        "Whether each alert of spec 002's table is firing (1) or clear (0)",
+        labels,
+        j.firing ? 1 : 0,
+      );
+      this.deps.registry.set(
+        'transfer_alert_value',
+        "The value each alert of spec 002's table last measured (a count, a percent, a mean)",
+        labels,
+        j.value,
+      );
+      this.deps.registry.set('transfer_alert_threshold', "The threshold each alert of spec 002's table fires above", labels, j.threshold);
     }
     return judgements;
   }
@@ -89,7 +99,8 @@ export class AlertMonitor {
     if (!j.firing) {
       const cleared = await sql<{ episode: number }[]>`
         UPDATE alert_conditions SET firing = false, value = ${j.value}, changed_at = now() WHERE kind = ${j.kind} AND firing RETURNING episode`;
-      if (cleared.length === 1) log.info('alert cleared', { alert: j.kind, value: j.value, threshold: j.threshold, episode: cleared[0]?.episode });
+      if (cleared.length === 1)
+        log.info('alert cleared', { alert: j.kind, value: j.value, threshold: j.threshold, episode: cleared[0]?.episode });
       else await sql`UPDATE alert_conditions SET value = ${j.value} WHERE kind = ${j.kind}`;
       return;
     }
@@ -102,11 +113,20 @@ export class AlertMonitor {
     const episode = opened[0]?.episode ?? (await this.firingEpisode(j));
     // Raised on every evaluation while firing: the sink's key makes all but the first a no-op,
     // and a raise lost after the swap (the database gone in between) is made by the next one.
-    await alerts.raise({ kind: j.kind, reqId: null, userId: null, message: j.message, details: { value: j.value, threshold: j.threshold, episode }, dedupeKey: `episode-${episode}` });
+    await alerts.raise({
+      kind: j.kind,
+      reqId: null,
+      userId: null,
+      message: j.message,
+      details: { value: j.value, threshold: j.threshold, episode },
+      dedupeKey: `episode-${episode}`,
+    });
   }
 
   private async firingEpisode(j: Judgement): Promise<number> {
-    const rows = await this.deps.sql<{ episode: number }[]>`UPDATE alert_conditions SET value = ${j.value} WHERE kind = ${j.kind} RETURNING episode`;
+    const rows = await this.deps.sql<
+      { episode: number }[]
+    >`UPDATE alert_conditions SET value = ${j.value} WHERE kind = ${j.kind} RETURNING episode`;
     return rows[0]?.episode ?? 0;
   }
 }

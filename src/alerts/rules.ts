@@ -43,10 +43,34 @@ export function judge(m: Measures, t: Thresholds): Judgement[] {
   const avgRetries = m.sampled === 0 ? 0 : m.retriesSum / m.sampled;
   return [
     rule('TRANSFER_BACKLOG', m.backlog > t.backlogMax, m.backlog, t.backlogMax, `${m.backlog} unfinished transfers, above ${t.backlogMax}`),
-    rule('TRANSFERS_RETRYING', m.retrying > t.retryingMax, m.retrying, t.retryingMax, `${m.retrying} transfers retrying an unknown outcome, above ${t.retryingMax}`),
-    rule('DEAD_LETTERS', m.escalated > t.deadLettersMax, m.escalated, t.deadLettersMax, `${m.escalated} transfers escalated to an operator (retries go on), above ${t.deadLettersMax}`),
-    rule('HIGH_FAILURE_RATE', m.failed * 100 > m.finished * t.failureRatePercent, failurePercent, t.failureRatePercent, `${m.failed} of ${m.finished} transfers finished in the window failed or rolled back, above ${t.failureRatePercent}%`),
-    rule('HIGH_AVG_RETRIES', m.retriesSum > m.sampled * t.avgRetriesMax, avgRetries, t.avgRetriesMax, `unfinished transfers average ${avgRetries.toFixed(2)} retries, above ${t.avgRetriesMax}`),
+    rule(
+      'TRANSFERS_RETRYING',
+      m.retrying > t.retryingMax,
+      m.retrying,
+      t.retryingMax,
+      `${m.retrying} transfers retrying an unknown outcome, above ${t.retryingMax}`,
+    ),
+    rule(
+      'DEAD_LETTERS',
+      m.escalated > t.deadLettersMax,
+      m.escalated,
+      t.deadLettersMax,
+      `${m.escalated} transfers escalated to an operator (retries go on), above ${t.deadLettersMax}`,
+    ),
+    rule(
+      'HIGH_FAILURE_RATE',
+      m.failed * 100 > m.finished * t.failureRatePercent,
+      failurePercent,
+      t.failureRatePercent,
+      `${m.failed} of ${m.finished} transfers finished in the window failed or rolled back, above ${t.failureRatePercent}%`,
+    ),
+    rule(
+      'HIGH_AVG_RETRIES',
+      m.retriesSum > m.sampled * t.avgRetriesMax,
+      avgRetries,
+      t.avgRetriesMax,
+      `unfinished transfers average ${avgRetries.toFixed(2)} retries, above ${t.avgRetriesMax}`,
+    ),
   ];
 }
 

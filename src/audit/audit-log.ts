@@ -3,7 +3,16 @@
 
 import type { Sql } from '../db/sql.js';
 
-export const ADMIN_ACTIONS = ['deposit', 'withdraw', 'asset.put', 'account.status', 'transfer.retry', 'service.halt', 'service.resume', 'ledger.backup'] as const;
+export const ADMIN_ACTIONS = [
+  'deposit',
+  'withdraw',
+  'asset.put',
+  'account.status',
+  'transfer.retry',
+  'service.halt',
+  'service.resume',
+  'ledger.backup',
+] as const;
 export type AdminAction = (typeof ADMIN_ACTIONS)[number];
 
 export type AuditEntry = {
@@ -20,7 +29,17 @@ export type AuditEntry = {
 
 export type AuditRow = AuditEntry & { readonly id: string; readonly at: string };
 
-type Row = { id: bigint; at: Date; operator: string; action: AdminAction; target: Record<string, unknown>; parameters: Record<string, unknown>; status: number; outcome: string; req_id: string | null };
+type Row = {
+  id: bigint;
+  at: Date;
+  operator: string;
+  action: AdminAction;
+  target: Record<string, unknown>;
+  parameters: Record<string, unknown>;
+  status: number;
+  outcome: string;
+  req_id: string | null;
+};
 
 const json = (value: unknown): string => JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
 

@@ -68,12 +68,15 @@ export async function readVerifiedManifest(dir: string): Promise<{ ok: true; man
   } catch {
     return { ok: false, reason: `${MANIFEST_FILE} is not JSON` };
   }
-  if (manifest.format !== MANIFEST_FORMAT) return { ok: false, reason: `backup format ${String(manifest.format)}; this build reads format ${MANIFEST_FORMAT}` };
+  if (manifest.format !== MANIFEST_FORMAT)
+    return { ok: false, reason: `backup format ${String(manifest.format)}; this build reads format ${MANIFEST_FORMAT}` };
   for (const entry of [manifest.ubscore, ...manifest.tables]) {
-    if (path.isAbsolute(entry.file) || entry.file.split(path.sep).includes('..')) return { ok: false, reason: `${entry.file} is outside the backup` };
+    if (path.isAbsolute(entry.file) || entry.file.split(path.sep).includes('..'))
+      return { ok: false, reason: `${entry.file} is outside the backup` };
     const found = await describeFile(dir, entry.file).catch(() => null);
     if (found === null) return { ok: false, reason: `${entry.file} is missing` };
-    if (found.bytes !== entry.bytes || found.sha256 !== entry.sha256) return { ok: false, reason: `${entry.file} does not match its checksum: the backup is damaged` };
+    if (found.bytes !== entry.bytes || found.sha256 !== entry.sha256)
+      return { ok: false, reason: `${entry.file} does not match its checksum: the backup is damaged` };
   }
   return { ok: true, manifest };
 }

@@ -72,7 +72,10 @@ export async function loadTables(tx: Tx, backupDir: string, tables: readonly Tab
   const here = await tablesOf(tx);
   const missing = tables.filter((t) => !here.some((h) => h.name === t.name));
   if (missing.length > 0) throw new Error(`the schema has no table ${missing.map((t) => t.name).join(', ')}`);
-  for (const name of await parentsFirst(tx, here.map((h) => h.name))) {
+  for (const name of await parentsFirst(
+    tx,
+    here.map((h) => h.name),
+  )) {
     const table = byName.get(name);
     if (table === undefined) continue; // A table the backup's schema version has and held no rows for cannot exist: versions match.
     let loaded = 0;

@@ -35,9 +35,13 @@ export async function restoreBackup(backupDir: string, target: RestoreTarget): P
   const manifest = verified.manifest;
   const version = await schemaVersion();
   if (manifest.schemaVersion !== version) {
-    return { kind: 'refused', reason: `the backup is of schema version ${manifest.schemaVersion}, this build's is ${version}: restore it with the build that took it` };
+    return {
+      kind: 'refused',
+      reason: `the backup is of schema version ${manifest.schemaVersion}, this build's is ${version}: restore it with the build that took it`,
+    };
   }
-  if (!(await isEmptyDir(target.dataDir))) return { kind: 'refused', reason: `DATA_DIR ${target.dataDir} is not empty: restore only into a new one` };
+  if (!(await isEmptyDir(target.dataDir)))
+    return { kind: 'refused', reason: `DATA_DIR ${target.dataDir} is not empty: restore only into a new one` };
   if (target.databaseUrl !== null) {
     const why = await nonEmptyDatabase(target.databaseUrl);
     if (why !== null) return { kind: 'refused', reason: why };
@@ -75,7 +79,8 @@ export async function restoreBackup(backupDir: string, target: RestoreTarget): P
 /** The service's own start-up check, on the restored pair: it must find one ledger, the backup's. */
 async function verify(sql: Sql, dataDir: string, manifest: BackupManifest): Promise<RestoreOutcome> {
   const identity = await checkLedgerIdentity(sql, path.join(dataDir, 'ubscore'));
-  if (identity.created || identity.id !== manifest.ledgerId) throw new Error(`the restored pair names ledger ${identity.id}, the backup ${manifest.ledgerId}`);
+  if (identity.created || identity.id !== manifest.ledgerId)
+    throw new Error(`the restored pair names ledger ${identity.id}, the backup ${manifest.ledgerId}`);
   const rows = manifest.tables.reduce((sum, t) => sum + t.rows, 0);
   return { kind: 'restored', ledgerId: identity.id, walSeq: manifest.walSeq, rows };
 }
@@ -95,7 +100,11 @@ async function copyLedgerFile(backupDir: string, dataDir: string): Promise<void>
 
 /** A new cluster in DATA_DIR/postgres, started for the restore and stopped after it. */
 async function embeddedDatabase(target: RestoreTarget, undo: (() => Promise<void>)[]): Promise<string> {
-  const pg: EmbeddedPg = await startEmbeddedPg({ dir: path.join(target.dataDir, 'postgres'), port: target.embeddedPgPort, log: target.log });
+  const pg: EmbeddedPg = await startEmbeddedPg({
+    dir: path.join(target.dataDir, 'postgres'),
+    port: target.embeddedPgPort,
+    log: target.log,
+  });
   undo.push(() => pg.stop());
   // A new cluster (DATA_DIR was empty): the database is new too, and is checked empty below.
   return ensureDatabase(pg, DATABASE_NAME);

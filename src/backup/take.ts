@@ -15,11 +15,20 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { UbsControlApi } from '../../actors/protocol.js';
+import type { UbsControlApi, UbsCopyOutcome } from '../../actors/protocol.js';
 import { schemaVersion } from '../db/schema.js';
 import { openSql, type Tx } from '../db/sql.js';
 import type { Logger } from '../log.js';
-import { MANIFEST_FILE, MANIFEST_FORMAT, POSTGRES_DIR, UBSCORE_FILE, describeFile, isEmptyDir, writeManifest, type BackupManifest } from './manifest.js';
+import {
+  MANIFEST_FILE,
+  MANIFEST_FORMAT,
+  POSTGRES_DIR,
+  UBSCORE_FILE,
+  describeFile,
+  isEmptyDir,
+  writeManifest,
+  type BackupManifest,
+} from './manifest.js';
 import { dumpTables } from './pg-tables.js';
 
 /** How long UBSCore may stay paused before the pause lifts by itself (and the backup fails). */
@@ -29,13 +38,18 @@ export type BackupControl = Pick<UbsControlApi, 'pause' | 'copyTo' | 'resume'>;
 
 export type BackupOutcome =
   | { readonly kind: 'done'; readonly dir: string; readonly manifest: BackupManifest }
-  | { readonly kind: 'refused'; readonly code: 'INVALID_REQUEST' | 'BACKUP_TARGET_NOT_EMPTY' | 'BACKUP_IN_PROGRESS'; readonly message: string }
+  | {
+      readonly kind: 'refused';
+      readonly code: 'INVALID_REQUEST' | 'BACKUP_TARGET_NOT_EMPTY' | 'BACKUP_IN_PROGRESS';
+      readonly message: string;
+    }
   | { readonly kind: 'failed'; readonly message: string };
 
 type Cut = Omit<BackupManifest, 'format' | 'createdAt' | 'ubscore'>;
 
 async function removeParts(dir: string): Promise<void> {
-  for (const part of [path.dirname(UBSCORE_FILE), POSTGRES_DIR]) await fs.rm(path.join(dir, part), { recursive: true, force: true }).catch(() => undefined);
+  for (const part of [path.dirname(UBSCORE_FILE), POSTGRES_DIR])
+    await fs.rm(path.join(dir, part), { recursive: true, force: true }).catch(() => undefined);
 }
 
 export class BackupTaker {
@@ -53,7 +67,12 @@ export class BackupTaker {
       await fs.mkdir(path.join(dir, path.dirname(UBSCORE_FILE)), { recursive: true, mode: 0o700 });
       const cut = await sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', (tx) => this.cut(tx, dir));
       if (typeof cut === 'string') return { kind: 'failed', message: cut };
-      const manifest: BackupManifest = { format: MANIFEST_FORMAT, createdAt: new Date().toISOString(), ...cut, ubscore: await describeFile(dir, UBSCORE_FILE) };
+      const manifest: BackupManifest = {
+        format: MANIFEST_FORMAT,
+        createdAt: new Date().toISOString(),
+        ...cut,
+        ubscore: await describeFile(dir, UBSCORE_FILE),
+      };
       await writeManifest(dir, manifest);
       this.deps.log.info('backup taken', { dir, ledger_id: manifest.ledgerId, wal_seq: manifest.walSeq, pause_ms: manifest.pauseMs });
       return { kind: 'done', dir, manifest };
@@ -61,7 +80,13 @@ export class BackupTaker {
       return { kind: 'failed', message: error instanceof Error ? error.message : String(error) };
     } finally {
       // A backup that did not finish has no manifest; what it wrote goes, so the directory is empty again.
-      if (!(await fs.access(path.join(dir, MANIFEST_FILE)).then(() => true, () => false))) await removeParts(dir);
+      if (
+        !(await fs.access(path.join(dir, MANIFEST_FILE)).then(
+          () => true,
+          () => false,
+        ))
+      )
+        await removeParts(dir);
       this.running = false;
       await sql.end({ timeout: 5 });
     }
@@ -74,7 +99,7 @@ export class BackupTaker {
     const paused = await control.pause(BACKUP_PAUSE_MS_MAX);
     if (paused.kind !== 'paused') return `UBSCore could not pause: ${paused.reason}`;
     let pg: { snapshot: string; ledger_id: string | null; version: number } | undefined;
-    let copied;
+    let copied: UbsCopyOutcome | undefined;
     try {
       // The transaction's first statement takes its snapshot: inside the pause, after W is durable.
       [pg] = await tx<{ snapshot: string; ledger_id: string | null; version: number }[]>`
@@ -90,7 +115,8 @@ export class BackupTaker {
     if (pg === undefined) return 'PostgreSQL answered no snapshot';
     if (copied.kind !== 'copied') return `the UBSCore copy failed: ${copied.reason}`;
     if (copied.walSeq !== paused.walSeq) return `UBSCore moved from ${paused.walSeq} to ${copied.walSeq} while paused`;
-    if (pg.ledger_id === null || pg.ledger_id !== copied.ledgerId) return `the two halves name different ledgers: ${String(pg.ledger_id)} and ${String(copied.ledgerId)}`;
+    if (pg.ledger_id === null || pg.ledger_id !== copied.ledgerId)
+      return `the two halves name different ledgers: ${String(pg.ledger_id)} and ${String(copied.ledgerId)}`;
     const version = await schemaVersion();
     if (pg.version !== version) return `the database is at schema version ${pg.version}, this build's is ${version}`;
     const tables = await dumpTables(tx, dir);

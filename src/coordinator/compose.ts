@@ -49,7 +49,11 @@ type Adapters = { readonly FUNDING: AccountAdapter; readonly SPOT: AccountAdapte
 export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: CoordinatorConfig; log: Logger; hooks?: TestHooks }): ShardParts {
   const { sql, config, log } = opts;
   // A batch PostgreSQL refused for one row's data is split to find it; say so, it costs statements.
-  const batch = { batchMax: config.pgBatchMax, onIsolate: (rows: number, error: unknown) => log.warn('batched statement refused, splitting it to find the row', { rows, error: String(error) }) };
+  const batch = {
+    batchMax: config.pgBatchMax,
+    onIsolate: (rows: number, error: unknown) =>
+      log.warn('batched statement refused, splitting it to find the row', { rows, error: String(error) }),
+  };
   const writes = new TransferWrites(sql, batch);
   const store = new TransferStore(sql, writes, batch);
   const assets = new AssetCache(sql);

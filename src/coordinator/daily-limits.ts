@@ -28,7 +28,11 @@ export type DailyLimitConfig = {
 /** What a limit needs to know of a transfer. */
 export type Countable = { readonly reqId: string; readonly userId: bigint; readonly asset: string; readonly amount: bigint };
 
-type Tally = { readonly held: Map<string, { readonly asset: string; readonly amount: bigint }>; count: number; readonly amounts: Map<string, bigint> };
+type Tally = {
+  readonly held: Map<string, { readonly asset: string; readonly amount: bigint }>;
+  count: number;
+  readonly amounts: Map<string, bigint>;
+};
 
 const DAY_MS = 86_400_000;
 

@@ -75,7 +75,17 @@ export class TransferDriver {
       return store.create(t);
     }
     const paths: Paths = { ok: [step('SOURCE_CALL', 'SOURCE_PENDING')], ko: FAIL_AT_SOURCE };
-    return this.counted(await store.createWith({ kind: 'create', transfer: t, op: null, paths, code: null, checkFundingTarget: isLocal(this.deps.adapters[t.to]), dueNow: false }));
+    return this.counted(
+      await store.createWith({
+        kind: 'create',
+        transfer: t,
+        op: null,
+        paths,
+        code: null,
+        checkFundingTarget: isLocal(this.deps.adapters[t.to]),
+        dueNow: false,
+      }),
+    );
   }
 
   /**
@@ -134,7 +144,10 @@ export class TransferDriver {
         if (!isLocal(target)) return this.settle(t, [step('SOURCE_OK', 'SOURCE_DONE')]);
         // The debit is durable in UBSCore; the credit and both moves now commit together.
         this.deps.crash('source_debited_before_credit_txn');
-        const paths = { ok: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_OK', 'COMMITTED')], ko: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_FAIL', 'COMPENSATING')] };
+        const paths = {
+          ok: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_OK', 'COMMITTED')],
+          ko: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_FAIL', 'COMPENSATING')],
+        };
         return this.viaLocal(t, target, 'DEPOSIT', paths, 'SOURCE_RETRY');
       }
       case 'FAILED':
@@ -186,14 +199,32 @@ export class TransferDriver {
    * (refused input, an unknown outcome) is handled like a remote adapter's: a definitive answer
    * is recorded by a compare-and-swap, an unknown one stays and is retried.
    */
-  private async viaLocal(t: TransferView, adapter: LocalAccountAdapter, op: TransferOp, paths: Paths, stayEvent: TransferEvent): Promise<StepResult> {
+  private async viaLocal(
+    t: TransferView,
+    adapter: LocalAccountAdapter,
+    op: TransferOp,
+    paths: Paths,
+    stayEvent: TransferEvent,
+  ): Promise<StepResult> {
     const moved: MovedOutcome = await adapter.applyWithMove(op, opRequest(t), { create: null, from: t.state, paths });
-    this.deps.crash(op === 'REFUND' ? 'compensating_after_call' : t.state === 'INIT' || t.state === 'SOURCE_PENDING' ? 'source_pending_after_call' : 'target_pending_after_call');
+    this.deps.crash(
+      op === 'REFUND'
+        ? 'compensating_after_call'
+        : t.state === 'INIT' || t.state === 'SOURCE_PENDING'
+          ? 'source_pending_after_call'
+          : 'target_pending_after_call',
+    );
     switch (moved.kind) {
       case 'moved': {
         const path = moved.outcome.kind === 'FAILED' ? paths.ko : paths.ok;
         this.countPath(t, path);
-        const view: TransferView = { ...t, state: moved.result.state, errorCode: moved.result.code ?? t.errorCode, attempts: 0, updatedAt: moved.result.at.toISOString() };
+        const view: TransferView = {
+          ...t,
+          state: moved.result.state,
+          errorCode: moved.result.code ?? t.errorCode,
+          attempts: 0,
+          updatedAt: moved.result.at.toISOString(),
+        };
         return isTerminal(view.state) ? { kind: 'terminal', view } : { kind: 'moved', view };
       }
       case 'lost':
@@ -238,12 +269,14 @@ export class TransferDriver {
       countTransition(this.deps.metrics, t, at, s.to);
       at = s.to;
     }
-    if (this.deps.log.enabled('debug')) this.deps.log.debug('transfer moved', { from_state: from, state: at, path: path.map((s) => s.event).join(',') });
+    if (this.deps.log.enabled('debug'))
+      this.deps.log.debug('transfer moved', { from_state: from, state: at, path: path.map((s) => s.event).join(',') });
   }
 
   /** Counts the move a creation made, if any (INIT → SOURCE_PENDING, or INIT → FAILED). */
   private counted(outcome: CreateOutcome): CreateOutcome {
-    if (outcome.kind === 'created' && outcome.view.state !== 'INIT') countTransition(this.deps.metrics, outcome.view, 'INIT', outcome.view.state);
+    if (outcome.kind === 'created' && outcome.view.state !== 'INIT')
+      countTransition(this.deps.metrics, outcome.view, 'INIT', outcome.view.state);
     return outcome;
   }
 
@@ -253,7 +286,13 @@ export class TransferDriver {
     await this.deps.store.noteRetry(t, reason, retryAt);
     countRetry(this.deps.metrics, t.state);
     const level = t.state === 'SOURCE_PENDING' || t.state === 'INIT' ? 'warn' : 'critical';
-    this.deps.log[level]('transfer outcome unknown, will retry', { req_id: t.reqId, user_id: t.userId, state: t.state, reason, latency_ms: sinceCreated(t) });
+    this.deps.log[level]('transfer outcome unknown, will retry', {
+      req_id: t.reqId,
+      user_id: t.userId,
+      state: t.state,
+      reason,
+      latency_ms: sinceCreated(t),
+    });
     const now = { ...t, retryCount: t.retryCount + 1, attempts: t.attempts + 1 };
     await this.deps.watch(now, reason);
     return { kind: 'stayed', view: now, reason };
@@ -274,4 +313,3 @@ function sinceCreated(t: TransferView): number {
 function opRequest(t: OpRequest): OpRequest {
   return { reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount };
 }
-

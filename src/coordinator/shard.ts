@@ -151,7 +151,10 @@ export class Shard {
     }
   }
 
-  private async safeStep(reqId: string, known: TransferView | undefined): Promise<StepResult | { readonly kind: 'error'; readonly retryCount: number }> {
+  private async safeStep(
+    reqId: string,
+    known: TransferView | undefined,
+  ): Promise<StepResult | { readonly kind: 'error'; readonly retryCount: number }> {
     try {
       return await this.deps.driver.step(reqId, known);
     } catch (error) {
@@ -206,7 +209,14 @@ export class Shard {
   private async drivePass(staleMs: number): Promise<number> {
     const { shard, shards, scanBatchMax, scanConcurrencyMax } = this.deps.config;
     const passAt = await this.deps.store.clock();
-    const pass = { queue: [] as TransferView[], next: 0, after: null as string | null, exhausted: false, failure: null as unknown, driven: 0 };
+    const pass = {
+      queue: [] as TransferView[],
+      next: 0,
+      after: null as string | null,
+      exhausted: false,
+      failure: null as unknown,
+      driven: 0,
+    };
     let reading: Promise<void> | null = null;
     // One page read at a time; a failed read ends the pass, and the next pass starts over.
     const read = (): Promise<void> => {
@@ -216,7 +226,9 @@ export class Shard {
           (page) => {
             pass.after = page.next;
             pass.exhausted = page.next === null;
-            pass.queue = pass.queue.slice(pass.next).concat(page.transfers.filter((t) => !this.timers.has(t.reqId) && !this.inProgress.has(t.reqId)));
+            pass.queue = pass.queue
+              .slice(pass.next)
+              .concat(page.transfers.filter((t) => !this.timers.has(t.reqId) && !this.inProgress.has(t.reqId)));
             pass.next = 0;
           },
           (error: unknown) => {
@@ -243,7 +255,8 @@ export class Shard {
         pass.driven += 1;
         // The page's row spares the drive its first read; a stale one only loses a CAS.
         const view = await this.drive(due.reqId, due);
-        if (view !== null && !isTerminal(view.state)) this.deps.log.warn('recovery left transfer unfinished', { req_id: due.reqId, state: view.state });
+        if (view !== null && !isTerminal(view.state))
+          this.deps.log.warn('recovery left transfer unfinished', { req_id: due.reqId, state: view.state });
       }
     };
     await Promise.all(Array.from({ length: scanConcurrencyMax }, lane));

@@ -20,16 +20,28 @@ const retriesHelp = 'Unknown outcomes that left a transfer where it was, to be r
 
 /** Zero series for every final state and retried state, so a rate over them exists before the first count. */
 export function declareCounters(metrics: Registry): void {
-  for (const state of STATE_NAMES) metrics.inc(isTerminal(state) ? FINISHED : RETRIES, isTerminal(state) ? finishedHelp : retriesHelp, { state }, 0);
+  for (const state of STATE_NAMES)
+    metrics.inc(isTerminal(state) ? FINISHED : RETRIES, isTerminal(state) ? finishedHelp : retriesHelp, { state }, 0);
 }
 
 /** One committed transition; a final one also counts the transfer as finished and times it. */
-export function countTransition(metrics: Registry, t: Pick<TransferView, 'createdAt'>, from: TransferStateName, to: TransferStateName): void {
-  metrics.inc(FSM_TRANSITIONS, 'State transitions committed, by from and to state (spec 004\'s fsm_state_count{from,to})', { from, to });
+export function countTransition(
+  metrics: Registry,
+  t: Pick<TransferView, 'createdAt'>,
+  from: TransferStateName,
+  to: TransferStateName,
+): void {
+  metrics.inc(FSM_TRANSITIONS, "State transitions committed, by from and to state (spec 004's fsm_state_count{from,to})", { from, to });
   if (!isTerminal(to)) return;
   metrics.inc(FINISHED, finishedHelp, { state: to });
   const seconds = Math.max(0, Date.now() - Date.parse(t.createdAt)) / 1000;
-  metrics.observe(DURATION, 'Time from a transfer\'s creation to its final state, by final state', DURATION_BUCKETS_S, { state: to }, seconds);
+  metrics.observe(
+    DURATION,
+    "Time from a transfer's creation to its final state, by final state",
+    DURATION_BUCKETS_S,
+    { state: to },
+    seconds,
+  );
 }
 
 export function countRetry(metrics: Registry, state: TransferStateName): void {

@@ -17,7 +17,12 @@ const SWEEP_BATCH_MAX = 1_000;
 
 export class Watchdog {
   constructor(
-    private readonly deps: { readonly alerts: AlertSink; readonly store: TransferStore; readonly config: WatchdogConfig; readonly now?: () => number },
+    private readonly deps: {
+      readonly alerts: AlertSink;
+      readonly store: TransferStore;
+      readonly config: WatchdogConfig;
+      readonly now?: () => number;
+    },
   ) {}
 
   /** Called each time a transfer stays after an unknown outcome; `t` is as it is now. */
@@ -27,16 +32,31 @@ export class Watchdog {
     const base = { reqId: t.reqId, userId: t.userId };
     const details = { state: t.state, retry_count: t.retryCount, attempts: t.attempts, last_error: reason };
     if (t.state === 'TARGET_PENDING' && now - Date.parse(t.updatedAt) >= config.targetPendingAlertMs) {
-      await alerts.raise({ ...base, kind: 'TARGET_PENDING_TOO_LONG', message: 'transfer stuck in TARGET_PENDING: funds in flight, retrying', details });
+      await alerts.raise({
+        ...base,
+        kind: 'TARGET_PENDING_TOO_LONG',
+        message: 'transfer stuck in TARGET_PENDING: funds in flight, retrying',
+        details,
+      });
     }
     if (t.state === 'COMPENSATING' && t.attempts >= config.refundFailuresAlertMax) {
-      await alerts.raise({ ...base, kind: 'REFUND_FAILING', message: `refund failed ${t.attempts} times: funds wait in COMPENSATING`, details });
+      await alerts.raise({
+        ...base,
+        kind: 'REFUND_FAILING',
+        message: `refund failed ${t.attempts} times: funds wait in COMPENSATING`,
+        details,
+      });
     }
     if (t.retryCount >= config.stuckRetriesMax || now - Date.parse(t.createdAt) >= config.stuckAgeMs) {
       await alerts.raise({ ...base, kind: 'TRANSFER_STUCK', message: 'transfer needs an operator; retries continue', details });
     }
     if (reason.startsWith('IDEMPOTENCY_CONFLICT')) {
-      await alerts.raise({ ...base, kind: 'IDEMPOTENCY_CONFLICT', message: 'an adapter holds this operation with other parameters', details });
+      await alerts.raise({
+        ...base,
+        kind: 'IDEMPOTENCY_CONFLICT',
+        message: 'an adapter holds this operation with other parameters',
+        details,
+      });
     }
   }
 

@@ -42,8 +42,10 @@ export class Batcher<I, O> {
     private readonly opts: BatcherOptions<I>,
   ) {
     this.inFlightMax = opts.inFlightMax ?? BATCH_IN_FLIGHT_MAX_DEFAULT;
-    if (!Number.isSafeInteger(opts.batchMax) || opts.batchMax < 1) throw new Error(`Batcher: batchMax must be a positive integer, got ${opts.batchMax}`);
-    if (!Number.isSafeInteger(this.inFlightMax) || this.inFlightMax < 1) throw new Error(`Batcher: inFlightMax must be a positive integer, got ${this.inFlightMax}`);
+    if (!Number.isSafeInteger(opts.batchMax) || opts.batchMax < 1)
+      throw new Error(`Batcher: batchMax must be a positive integer, got ${opts.batchMax}`);
+    if (!Number.isSafeInteger(this.inFlightMax) || this.inFlightMax < 1)
+      throw new Error(`Batcher: inFlightMax must be a positive integer, got ${this.inFlightMax}`);
   }
 
   call(input: I): Promise<O> {
@@ -117,7 +119,7 @@ export class Batcher<I, O> {
 }
 
 function settle<I, O>(batch: readonly Call<I, O>[], outputs: readonly O[]): void {
-  batch.forEach((call, i) => call.resolve(outputs[i] as O));
+  for (const [i, call] of batch.entries()) call.resolve(outputs[i] as O);
 }
 
 /**

@@ -34,7 +34,10 @@ export type PgWatch = {
   readonly stop: () => Promise<void>;
 };
 
-export function watchEmbeddedPg(pg: Pick<EmbeddedPg, 'postmasterPid' | 'restart'>, opts: { readonly backoffCapMs: number } & PgWatchEvents): PgWatch {
+export function watchEmbeddedPg(
+  pg: Pick<EmbeddedPg, 'postmasterPid' | 'restart'>,
+  opts: { readonly backoffCapMs: number } & PgWatchEvents,
+): PgWatch {
   let stopped = false;
   let checking: Promise<void> | null = null;
   const abort = new AbortController();
@@ -43,14 +46,21 @@ export function watchEmbeddedPg(pg: Pick<EmbeddedPg, 'postmasterPid' | 'restart'
     opts.onDown();
     for (let attempt = 1; !stopped; attempt++) {
       opts.log.info('restarting the embedded PostgreSQL', { attempt });
-      const error = await pg.restart().then(() => null, (e: unknown) => e);
+      const error = await pg.restart().then(
+        () => null,
+        (e: unknown) => e,
+      );
       if (error === null) {
         opts.log.info('the embedded PostgreSQL runs again', { attempt });
         opts.onUp(attempt);
         return;
       }
       const waitMs = Math.min(opts.backoffCapMs, RESTART_BACKOFF_BASE_MS * 2 ** Math.min(attempt - 1, 20));
-      opts.log.error('the embedded PostgreSQL did not start; trying again', { attempt, wait_ms: waitMs, error: String(error).split('\n').slice(0, 4).join(' | ') });
+      opts.log.error('the embedded PostgreSQL did not start; trying again', {
+        attempt,
+        wait_ms: waitMs,
+        error: String(error).split('\n').slice(0, 4).join(' | '),
+      });
       await delay(waitMs, undefined, { signal: abort.signal }).catch(() => undefined);
     }
   };

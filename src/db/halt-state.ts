@@ -14,5 +14,8 @@ export async function readHalt(sql: Sql): Promise<HaltState> {
   const raw = rows[0]?.value;
   const value: unknown = typeof raw === 'string' ? JSON.parse(raw) : raw;
   const { reason, since } = (typeof value === 'object' && value !== null ? value : {}) as { reason?: unknown; since?: unknown };
-  return { reason: typeof reason === 'string' ? reason : 'halted (no reason stored)', since: typeof since === 'string' ? since : new Date(0).toISOString() };
+  return {
+    reason: typeof reason === 'string' ? reason : 'halted (no reason stored)',
+    since: typeof since === 'string' ? since : new Date(0).toISOString(),
+  };
 }

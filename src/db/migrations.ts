@@ -31,7 +31,8 @@ export async function loadMigrations(dir: string = MIGRATIONS_DIR): Promise<Migr
     const match = FILE_NAME.exec(file);
     if (match === null) throw new MigrationError(`${path.join(dir, file)}: a migration file is named NNNN_lowercase_name.sql`);
     const version = Number(match[1]);
-    if (version !== migrations.length + 1) throw new MigrationError(`${path.join(dir, file)}: expected version ${migrations.length + 1} (versions run 1, 2, 3… with no gap)`);
+    if (version !== migrations.length + 1)
+      throw new MigrationError(`${path.join(dir, file)}: expected version ${migrations.length + 1} (versions run 1, 2, 3… with no gap)`);
     const bytes = await fs.readFile(path.join(dir, file));
     migrations.push({ version, name: file, sql: bytes.toString('utf8'), checksum: createHash('sha256').update(bytes).digest('hex') });
   }
@@ -66,9 +67,13 @@ export async function checkMigrated(sql: Sql, dir: string = MIGRATIONS_DIR): Pro
   const migrations = await loadMigrations(dir);
   return sql.begin(async (tx) => {
     const exists = await tx`SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'schema_migrations'`;
-    if (exists.length === 0) throw new MigrationError(`the database has no schema yet: run \`make migrate\` (or start with MIGRATE_ON_START=true)`);
+    if (exists.length === 0)
+      throw new MigrationError(`the database has no schema yet: run \`make migrate\` (or start with MIGRATE_ON_START=true)`);
     const pending = await verifyApplied(tx, migrations, false);
-    if (pending.length > 0) throw new MigrationError(`${pending.length} migration(s) not applied (${pending.map((m) => m.name).join(', ')}): run \`make migrate\` (or start with MIGRATE_ON_START=true)`);
+    if (pending.length > 0)
+      throw new MigrationError(
+        `${pending.length} migration(s) not applied (${pending.map((m) => m.name).join(', ')}): run \`make migrate\` (or start with MIGRATE_ON_START=true)`,
+      );
     return { total: migrations.length };
   });
 }
@@ -86,13 +91,18 @@ async function verifyApplied(tx: Tx, migrations: readonly Migration[], adopt: bo
   const byVersion = new Map(migrations.map((m) => [m.version, m]));
   for (const row of rows) {
     const file = byVersion.get(row.version);
-    if (file === undefined) throw new MigrationError(`the database has migration ${row.version} applied, which this build does not know: it was migrated by a newer build`);
+    if (file === undefined)
+      throw new MigrationError(
+        `the database has migration ${row.version} applied, which this build does not know: it was migrated by a newer build`,
+      );
     if (row.checksum === null || row.checksum === undefined) {
       if (adopt) await tx`UPDATE schema_migrations SET name = ${file.name}, checksum = ${file.checksum} WHERE version = ${row.version}`;
       continue;
     }
     if (row.checksum !== file.checksum) {
-      throw new MigrationError(`${file.name} was changed after it was applied (checksum ${row.checksum.slice(0, 12)}… applied, ${file.checksum.slice(0, 12)}… now): never edit an applied migration, add a new one`);
+      throw new MigrationError(
+        `${file.name} was changed after it was applied (checksum ${row.checksum.slice(0, 12)}… applied, ${file.checksum.slice(0, 12)}… now): never edit an applied migration, add a new one`,
+      );
     }
   }
   const applied = new Set(rows.map((r) => r.version));

@@ -43,7 +43,9 @@ export function openSql(url: string, opts: { max: number; application: string; t
     backoff: reconnectBackoffS,
     connection: {
       application_name: opts.application,
-      ...(t === undefined ? {} : { statement_timeout: t.statementMs, lock_timeout: t.lockMs, idle_in_transaction_session_timeout: t.idleInTransactionMs }),
+      ...(t === undefined
+        ? {}
+        : { statement_timeout: t.statementMs, lock_timeout: t.lockMs, idle_in_transaction_session_timeout: t.idleInTransactionMs }),
     },
   });
 }

@@ -59,7 +59,14 @@ export type WriteItem =
 export type OpAnswer = { readonly outcome: 'APPLIED' | 'REJECTED' | 'CONFLICT'; readonly code: string | null };
 
 export type WriteResult =
-  | { readonly kind: 'moved'; readonly state: TransferStateName; readonly at: Date; readonly transferId: string; readonly op: OpAnswer | null; readonly code: string | null }
+  | {
+      readonly kind: 'moved';
+      readonly state: TransferStateName;
+      readonly at: Date;
+      readonly transferId: string;
+      readonly op: OpAnswer | null;
+      readonly code: string | null;
+    }
   /** The transfer was not in the expected state: another drive moved it. */
   | { readonly kind: 'lost' }
   /** A creation whose req_id or client_order_id already exists. */
@@ -100,13 +107,21 @@ export class TransferWrites {
         ? await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply_set(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`
         : await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`;
     const out = rows[0]?.out;
-    if (out === undefined || out.length !== items.length) throw new Error(`transfer_apply answered ${out?.length} results for ${items.length} items`);
+    if (out === undefined || out.length !== items.length)
+      throw new Error(`transfer_apply answered ${out?.length} results for ${items.length} items`);
     return out.map(decode);
   }
 }
 
 function takesNoLock(item: WriteItem): boolean {
-  return item.kind === 'create' && item.op === null && item.transfer.clientOrderId === null && !item.checkFundingTarget && item.paths.ok.length === 0 && item.paths.ko.length === 0;
+  return (
+    item.kind === 'create' &&
+    item.op === null &&
+    item.transfer.clientOrderId === null &&
+    !item.checkFundingTarget &&
+    item.paths.ok.length === 0 &&
+    item.paths.ko.length === 0
+  );
 }
 
 /** One item per req_id per batch: each is decided against what the batch read before it. */
@@ -136,14 +151,37 @@ function encode(item: WriteItem): Record<string, unknown> {
     case 'create': {
       const t = item.transfer;
       return {
-        k: 'c', r: t.reqId, u: t.userId.toString(), a: t.asset, m: t.amount.toString(), e: STATE_IDS.INIT,
-        st: ACCOUNT_TYPE[t.from], tt: ACCOUNT_TYPE[t.to], coid: t.clientOrderId, o: item.op, c: item.code,
-        p: steps(item.paths.ok), q: steps(item.paths.ko), ...(item.checkFundingTarget ? { tf: 1 } : {}), ...(item.dueNow ? { due: 1 } : {}),
+        k: 'c',
+        r: t.reqId,
+        u: t.userId.toString(),
+        a: t.asset,
+        m: t.amount.toString(),
+        e: STATE_IDS.INIT,
+        st: ACCOUNT_TYPE[t.from],
+        tt: ACCOUNT_TYPE[t.to],
+        coid: t.clientOrderId,
+        o: item.op,
+        c: item.code,
+        p: steps(item.paths.ok),
+        q: steps(item.paths.ko),
+        ...(item.checkFundingTarget ? { tf: 1 } : {}),
+        ...(item.dueNow ? { due: 1 } : {}),
       };
     }
     case 'move': {
       const p = item.params;
-      return { k: 'm', r: p.reqId, u: p.userId.toString(), a: p.asset, m: p.amount.toString(), e: STATE_IDS[item.from], o: item.op, c: item.code, p: steps(item.paths.ok), q: steps(item.paths.ko) };
+      return {
+        k: 'm',
+        r: p.reqId,
+        u: p.userId.toString(),
+        a: p.asset,
+        m: p.amount.toString(),
+        e: STATE_IDS[item.from],
+        o: item.op,
+        c: item.code,
+        p: steps(item.paths.ok),
+        q: steps(item.paths.ko),
+      };
     }
     case 'op': {
       const p = item.params;
@@ -155,7 +193,14 @@ function encode(item: WriteItem): Record<string, unknown> {
 function decode(raw: RawResult): WriteResult {
   switch (raw.k) {
     case 'moved':
-      return { kind: 'moved', state: mustState(raw.s), at: new Date(Number(raw.at)), transferId: String(raw.id), op: answerOf(raw), code: raw.code ?? null };
+      return {
+        kind: 'moved',
+        state: mustState(raw.s),
+        at: new Date(Number(raw.at)),
+        transferId: String(raw.id),
+        op: answerOf(raw),
+        code: raw.code ?? null,
+      };
     case 'lost':
       return { kind: 'lost' };
     case 'exists':

@@ -64,7 +64,13 @@ export type HistoryEntry = {
 
 export type TransferNotes = { readonly clientOrderId: string | null; readonly lastError: string | null };
 
-type Retry = { readonly reqId: string; readonly state: TransferStateName; readonly retryCount: number; readonly reason: string; readonly nextRetryAt: Date };
+type Retry = {
+  readonly reqId: string;
+  readonly state: TransferStateName;
+  readonly retryCount: number;
+  readonly reason: string;
+  readonly nextRetryAt: Date;
+};
 
 // Batched statements take their rows as one JSON parameter and find the transfers with
 // `req_id = ANY (ARRAY(SELECT …))`: PostgreSQL guesses 100 rows for a JSON set and would join
@@ -151,7 +157,15 @@ export class TransferStore {
   }
 
   private async noteRetryMany(retries: readonly Retry[]): Promise<boolean[]> {
-    const input = JSON.stringify(retries.map((r) => ({ r: r.reqId, s: STATE_IDS[r.state], n: r.retryCount, m: r.reason.slice(0, 500), t: r.nextRetryAt.toISOString() })));
+    const input = JSON.stringify(
+      retries.map((r) => ({
+        r: r.reqId,
+        s: STATE_IDS[r.state],
+        n: r.retryCount,
+        m: r.reason.slice(0, 500),
+        t: r.nextRetryAt.toISOString(),
+      })),
+    );
     const rows = await this.sql<{ req_id: string }[]>`
       WITH input AS (
         SELECT * FROM json_to_recordset(${input}::text::json) AS x(r text, s smallint, n integer, m text, t timestamptz))
@@ -219,7 +233,14 @@ export class TransferStore {
    * unfinished transfers in req_id order, which is creation order, after `after`; a transfer
    * moved since the pass began is past its cut-off.
    */
-  async due(q: { readonly shard: number; readonly shards: number; readonly passAt: string; readonly staleMs: number; readonly after: string | null; readonly limit: number }): Promise<DuePage> {
+  async due(q: {
+    readonly shard: number;
+    readonly shards: number;
+    readonly passAt: string;
+    readonly staleMs: number;
+    readonly after: string | null;
+    readonly limit: number;
+  }): Promise<DuePage> {
     // Two plain statements, not a join: with a table just filled (stale statistics) the
     // planner would sort every unfinished transfer for each page.
     const candidates = await this.sql<{ req_id: string; user_id: bigint }[]>`
@@ -275,7 +296,21 @@ function initItem(t: NewTransferRow, dueNow: boolean): CreateItem {
 /** The view of a transfer this process just created, from what the creating statement answered. */
 export function createdView(t: NewTransferRow, r: Extract<WriteResult, { kind: 'moved' }>): TransferView {
   const at = r.at.toISOString();
-  return { transferId: r.transferId, reqId: t.reqId, userId: t.userId, from: t.from, to: t.to, asset: t.asset, amount: t.amount, state: r.state, errorCode: r.code, retryCount: 0, attempts: 0, createdAt: at, updatedAt: at };
+  return {
+    transferId: r.transferId,
+    reqId: t.reqId,
+    userId: t.userId,
+    from: t.from,
+    to: t.to,
+    asset: t.asset,
+    amount: t.amount,
+    state: r.state,
+    errorCode: r.code,
+    retryCount: 0,
+    attempts: 0,
+    createdAt: at,
+    updatedAt: at,
+  };
 }
 
 function only<T>(rows: readonly T[]): T {

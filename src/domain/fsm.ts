@@ -17,9 +17,7 @@ export type TransferStateId = (typeof STATE_IDS)[TransferStateName];
 
 export const STATE_NAMES = Object.keys(STATE_IDS) as readonly TransferStateName[];
 
-const NAME_BY_ID = new Map<number, TransferStateName>(
-  STATE_NAMES.map((name) => [STATE_IDS[name], name]),
-);
+const NAME_BY_ID = new Map<number, TransferStateName>(STATE_NAMES.map((name) => [STATE_IDS[name], name]));
 
 export const TERMINAL_STATES: ReadonlySet<TransferStateName> = new Set(['COMMITTED', 'FAILED', 'ROLLED_BACK']);
 

@@ -30,7 +30,14 @@ export const Alert = v.object({
   details: v.record(v.string(), v.unknown()),
   created_at: time,
 });
-export const AlertCondition = v.object({ kind: v.picklist([...CONDITION_KINDS]), severity, firing: v.boolean(), value: v.number(), threshold: v.number(), since: v.nullable(time) });
+export const AlertCondition = v.object({
+  kind: v.picklist([...CONDITION_KINDS]),
+  severity,
+  firing: v.boolean(),
+  value: v.number(),
+  threshold: v.number(),
+  since: v.nullable(time),
+});
 export const Alerts = v.object({ alerts: v.array(Alert), conditions: v.array(AlertCondition) });
 
 export const AdminTransfer = v.object({
@@ -41,7 +48,7 @@ export const AdminTransfer = v.object({
   from: v.picklist(ACCOUNT_KINDS),
   to: v.picklist(ACCOUNT_KINDS),
   asset: v.string(),
-  amount: v.pipe(v.string(), v.description('Decimal string in the asset\'s units')),
+  amount: v.pipe(v.string(), v.description("Decimal string in the asset's units")),
   amount_units: integerText,
   state: stateName,
   retry_count: count,
@@ -53,7 +60,13 @@ export const AdminTransfer = v.object({
 });
 export const AdminTransfers = v.object({ transfers: v.array(AdminTransfer) });
 
-export const RetryAnswer = v.object({ req_id: reqId, state: stateName, retry_count: count, error_code: errorCode, history: v.array(StateChange) });
+export const RetryAnswer = v.object({
+  req_id: reqId,
+  state: stateName,
+  retry_count: count,
+  error_code: errorCode,
+  history: v.array(StateChange),
+});
 
 export const Difference = v.object({ account: v.string(), expected_units: integerText, actual_units: integerText, detail: v.string() });
 export const InvariantReport = v.object({
@@ -68,7 +81,12 @@ export const InvariantReport = v.object({
   halt_reason: v.nullable(v.string()),
 });
 
-export const HaltAnswer = v.object({ halted: v.literal(true), was_halted: v.boolean(), reason: v.nullable(v.string()), since: v.nullable(time) });
+export const HaltAnswer = v.object({
+  halted: v.literal(true),
+  was_halted: v.boolean(),
+  reason: v.nullable(v.string()),
+  since: v.nullable(time),
+});
 export const ResumeAnswer = v.object({ halted: v.literal(false), was_halted: v.boolean(), previous_reason: v.nullable(v.string()) });
 
 export const AuditEntry = v.object({
@@ -86,7 +104,14 @@ export const AuditPage = v.object({ items: v.array(AuditEntry), next_cursor: v.n
 
 const unfinished = Object.fromEntries(STATE_NAMES.filter((s) => !isTerminal(s)).map((s) => [s, count]));
 export const Overview = v.object({
-  now: v.object({ window_s: count, requests: count, accepted: count, transfers_per_s: v.pipe(v.string(), v.regex(/^[0-9]+\.[0-9]$/)), p99_ms: v.nullable(v.number()), p99_above_max: v.boolean() }),
+  now: v.object({
+    window_s: count,
+    requests: count,
+    accepted: count,
+    transfers_per_s: v.pipe(v.string(), v.regex(/^[0-9]+\.[0-9]$/)),
+    p99_ms: v.nullable(v.number()),
+    p99_above_max: v.boolean(),
+  }),
   unfinished_by_state: v.object(unfinished),
   in_flight: v.array(v.object({ asset: v.string(), amount: v.string(), units: integerText })),
   wal_seq: count,

@@ -33,10 +33,24 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
     if (asset === null) return fail(c, 'INVALID_ASSET');
     const amount = parseAmount(body.amount, asset.precision);
     if (!amount.ok) return fail(c, amount.code);
-    const outcome = await deps.external.apply({ kind, ref: body.ref, userId, account: body.account, asset: body.asset, amount: amount.units });
+    const outcome = await deps.external.apply({
+      kind,
+      ref: body.ref,
+      userId,
+      account: body.account,
+      asset: body.asset,
+      amount: amount.units,
+    });
     switch (outcome.kind) {
       case 'done':
-        return c.json({ ref: body.ref, state: 'DONE', duplicate: outcome.duplicate, account: body.account, asset: body.asset, amount: body.amount });
+        return c.json({
+          ref: body.ref,
+          state: 'DONE',
+          duplicate: outcome.duplicate,
+          account: body.account,
+          asset: body.asset,
+          amount: body.amount,
+        });
       case 'pending':
         return c.json({ ref: body.ref, state: 'PENDING', message: outcome.reason }, 202);
       case 'refused':
@@ -99,7 +113,15 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
       case 'done': {
         const m = outcome.manifest;
         const tables = Object.fromEntries(m.tables.map((t) => [t.name, t.rows]));
-        return c.json({ dir: outcome.dir, ledger_id: m.ledgerId, wal_seq: m.walSeq, pg_snapshot: m.pgSnapshot, pause_ms: m.pauseMs, ubscore_bytes: m.ubscore.bytes, tables });
+        return c.json({
+          dir: outcome.dir,
+          ledger_id: m.ledgerId,
+          wal_seq: m.walSeq,
+          pg_snapshot: m.pgSnapshot,
+          pause_ms: m.pauseMs,
+          ubscore_bytes: m.ubscore.bytes,
+          tables,
+        });
       }
       case 'refused':
         return fail(c, outcome.code, { detail: outcome.message });

@@ -6,7 +6,10 @@ import { formatAmount } from '../domain/money.js';
 import type { AppDeps } from './app.js';
 import { historyJson } from './views.js';
 
-export async function adminTransfersJson(deps: Pick<AppDeps, 'transfers' | 'assets'>, views: readonly TransferView[]): Promise<Record<string, unknown>[]> {
+export async function adminTransfersJson(
+  deps: Pick<AppDeps, 'transfers' | 'assets'>,
+  views: readonly TransferView[],
+): Promise<Record<string, unknown>[]> {
   const notes = await deps.transfers.notes(views.map((v) => v.reqId));
   const items = [];
   for (const v of views) {

@@ -8,8 +8,7 @@ import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES } from '../domain/types.js';
 import { ERROR_CODES } from './errors.js';
 
-const decimalText = v.pipe(v.string(), v.regex(/^(0|[1-9][0-9]*)(\.[0-9]+)?$/), v.description('Decimal string in the asset\'s units'));
-const unitsText = v.pipe(v.string(), v.regex(/^-?(0|[1-9][0-9]*)$/), v.description('Integer string in the asset\'s smallest units'));
+const decimalText = v.pipe(v.string(), v.regex(/^(0|[1-9][0-9]*)(\.[0-9]+)?$/), v.description("Decimal string in the asset's units"));
 const time = v.pipe(v.string(), v.isoTimestamp());
 const reqId = v.pipe(v.string(), v.regex(ULID), v.description('Server-generated ULID'));
 const userIdText = v.pipe(v.string(), v.regex(USER_ID_TEXT), v.description('User id in decimal, 1 to 2^63−1'));
@@ -17,7 +16,10 @@ const assetSymbol = v.pipe(v.string(), v.regex(ASSET_SYMBOL));
 const stateName = v.picklist(STATE_NAMES as TransferStateName[]);
 const accountKind = v.picklist(ACCOUNT_KINDS);
 /** What a client is told (spec 001 §8.1): a final state, or PENDING while the transfer moves. */
-const clientState = v.pipe(v.picklist(['COMMITTED', 'FAILED', 'ROLLED_BACK', 'PENDING']), v.description('A final state, or PENDING while the transfer is still moving; internal_state says where'));
+const clientState = v.pipe(
+  v.picklist(['COMMITTED', 'FAILED', 'ROLLED_BACK', 'PENDING']),
+  v.description('A final state, or PENDING while the transfer is still moving; internal_state says where'),
+);
 
 export const TransferAnswer = v.object({
   transfer_id: v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,18}$/)),
@@ -33,14 +35,34 @@ export const TransferAnswer = v.object({
   updated_at: time,
 });
 
-export const StateChange = v.object({ from: v.nullable(stateName), state: stateName, event: v.string(), detail: v.nullable(v.string()), at: time });
-export const TransferDetail = v.object({ ...TransferAnswer.entries, error_code: v.nullable(v.picklist(ERROR_CODES as string[])), history: v.array(StateChange) });
-export const HistoryPage = v.object({ items: v.array(TransferAnswer), next_cursor: v.pipe(v.nullable(v.string()), v.description('The cursor of the next page; null on the last')) });
+export const StateChange = v.object({
+  from: v.nullable(stateName),
+  state: stateName,
+  event: v.string(),
+  detail: v.nullable(v.string()),
+  at: time,
+});
+export const TransferDetail = v.object({
+  ...TransferAnswer.entries,
+  error_code: v.nullable(v.picklist(ERROR_CODES as string[])),
+  history: v.array(StateChange),
+});
+export const HistoryPage = v.object({
+  items: v.array(TransferAnswer),
+  next_cursor: v.pipe(v.nullable(v.string()), v.description('The cursor of the next page; null on the last')),
+});
 
 export const BalanceLine = v.object({ asset: assetSymbol, available: decimalText, status: v.picklist(ACCOUNT_STATUSES) });
 export const Balances = v.object({ funding: v.array(BalanceLine), spot: v.array(BalanceLine) });
 
-export const MovementDone = v.object({ ref: v.pipe(v.string(), v.regex(KEY)), state: v.literal('DONE'), duplicate: v.boolean(), account: accountKind, asset: assetSymbol, amount: v.string() });
+export const MovementDone = v.object({
+  ref: v.pipe(v.string(), v.regex(KEY)),
+  state: v.literal('DONE'),
+  duplicate: v.boolean(),
+  account: accountKind,
+  asset: assetSymbol,
+  amount: v.string(),
+});
 export const MovementPending = v.object({ ref: v.pipe(v.string(), v.regex(KEY)), state: v.literal('PENDING'), message: v.string() });
 
 export const Asset = v.object({
@@ -52,7 +74,12 @@ export const Asset = v.object({
   internal_transfer_enabled: v.boolean(),
   daily_amount_limit: v.nullable(v.string()),
 });
-export const AccountStatus = v.object({ user_id: userIdText, account: accountKind, asset: assetSymbol, status: v.picklist(ACCOUNT_STATUSES) });
+export const AccountStatus = v.object({
+  user_id: userIdText,
+  account: accountKind,
+  asset: assetSymbol,
+  status: v.picklist(ACCOUNT_STATUSES),
+});
 
 export const ErrorAnswer = v.object({
   code: v.pipe(v.picklist(ERROR_CODES as string[]), v.description('The error code; the status follows from it (see x-error-codes)')),
@@ -68,6 +95,12 @@ export const ErrorAnswer = v.object({
 });
 
 export const Health = v.object({ status: v.literal('ok') });
-const readiness = { postgres: v.boolean(), owner: v.boolean(), ubscore: v.boolean(), halted: v.boolean(), halt_reason: v.nullable(v.string()) };
+const readiness = {
+  postgres: v.boolean(),
+  owner: v.boolean(),
+  ubscore: v.boolean(),
+  halted: v.boolean(),
+  halt_reason: v.nullable(v.string()),
+};
 export const Ready = v.object({ status: v.literal('ready'), ...readiness });
 export const NotReady = v.object({ code: v.literal('SERVICE_UNAVAILABLE'), message: v.string(), ...readiness });

@@ -70,7 +70,12 @@ export type AppDeps = {
   /** Unfinished transfers by state, funds in flight and the WAL position, read now. */
   readonly snapshot: () => Promise<ServiceSnapshot>;
   /** `ubscore`: it answers commands; `walWritable`: its WAL takes writes (`walReason` says why not). */
-  readonly probe: () => Promise<{ readonly postgres: boolean; readonly ubscore: boolean; readonly walWritable: boolean; readonly walReason: string | null }>;
+  readonly probe: () => Promise<{
+    readonly postgres: boolean;
+    readonly ubscore: boolean;
+    readonly walWritable: boolean;
+    readonly walReason: string | null;
+  }>;
   readonly log: Logger;
   readonly isReady: () => boolean;
   /** Whether this process holds the database's owner lock (rule 7); without it no new work is taken. */
@@ -119,7 +124,13 @@ function baseApp(deps: AppDeps): Hono {
     const started = performance.now();
     await next();
     const labels = { method: c.req.method, route: c.req.routePath, status: String(c.res.status) };
-    deps.registry.observe('transfer_http_request_duration_seconds', 'HTTP request latency by method, route and status', HTTP_BUCKETS_S, labels, (performance.now() - started) / 1000);
+    deps.registry.observe(
+      'transfer_http_request_duration_seconds',
+      'HTTP request latency by method, route and status',
+      HTTP_BUCKETS_S,
+      labels,
+      (performance.now() - started) / 1000,
+    );
   });
   app.use('*', ownerGate({ held: deps.ownerHeld }));
   app.use('*', bodyLimit({ bytesMax: deps.bodyBytesMax }));

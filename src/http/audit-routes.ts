@@ -16,8 +16,19 @@ const cursors = keysetCursor('a1:');
 
 const AuditQuery = v.strictObject(
   {
-    limit: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'), v.check((s) => Number(s) <= AUDIT_LIMIT_MAX, 'INVALID_REQUEST'))),
-    cursor: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.check((s) => cursors.decode(s) !== null, 'INVALID_REQUEST'))),
+    limit: v.optional(
+      v.pipe(
+        v.string('INVALID_REQUEST'),
+        v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'),
+        v.check((s) => Number(s) <= AUDIT_LIMIT_MAX, 'INVALID_REQUEST'),
+      ),
+    ),
+    cursor: v.optional(
+      v.pipe(
+        v.string('INVALID_REQUEST'),
+        v.check((s) => cursors.decode(s) !== null, 'INVALID_REQUEST'),
+      ),
+    ),
   },
   'INVALID_REQUEST',
 );
@@ -32,7 +43,17 @@ export function mountAuditRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void {
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return c.json({
-      items: page.map((r) => ({ id: r.id, at: r.at, operator: r.operator, action: r.action, target: r.target, parameters: r.parameters, status: r.status, outcome: r.outcome, req_id: r.reqId })),
+      items: page.map((r) => ({
+        id: r.id,
+        at: r.at,
+        operator: r.operator,
+        action: r.action,
+        target: r.target,
+        parameters: r.parameters,
+        status: r.status,
+        outcome: r.outcome,
+        req_id: r.reqId,
+      })),
       next_cursor: rows.length > limit && last !== undefined ? cursors.encode(last.id) : null,
     });
   });

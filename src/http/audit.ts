@@ -33,7 +33,12 @@ export async function auditedJson(c: Context, bytesMax: number): Promise<JsonBod
 const AUDIT_FAILURES = 'transfer_admin_audit_failures_total';
 const AUDIT_FAILURES_HELP = 'Admin actions whose audit row could not be written (each logged CRITICAL in full)';
 
-export function audited(opts: { readonly action: AdminAction; readonly audit: AuditLog; readonly log: Logger; readonly registry: Registry }): MiddlewareHandler<AdminEnv> {
+export function audited(opts: {
+  readonly action: AdminAction;
+  readonly audit: AuditLog;
+  readonly log: Logger;
+  readonly registry: Registry;
+}): MiddlewareHandler<AdminEnv> {
   // From zero, so the series exists before the first failure.
   opts.registry.inc(AUDIT_FAILURES, AUDIT_FAILURES_HELP, {}, 0);
   return async function auditedAction(c, next) {
@@ -69,7 +74,10 @@ function targetOf(action: AdminAction, c: Context, p: Readonly<Record<string, un
   switch (action) {
     case 'deposit':
     case 'withdraw':
-      return { target: { user_id: p.user_id ?? null, account: p.account ?? null, asset: p.asset ?? null, ref: p.ref ?? null }, reqId: null };
+      return {
+        target: { user_id: p.user_id ?? null, account: p.account ?? null, asset: p.asset ?? null, ref: p.ref ?? null },
+        reqId: null,
+      };
     case 'asset.put':
       return { target: { symbol: c.req.param('symbol') ?? null }, reqId: null };
     case 'account.status':

@@ -55,7 +55,11 @@ async function readText(c: Context, bytesMax: number): Promise<Bytes> {
   if (incoming === null) return readWebStream(c.req.raw.body, bytesMax);
   // Node's HTTP parser ends a body with a Content-Length after exactly that many bytes, so the
   // check above bounds it and @hono/node-server's direct read (its fast path) is safe to use.
-  if (declared !== null) return c.req.text().then((text) => ({ ok: true, text }), () => ({ ok: false, code: 'INVALID_REQUEST' }));
+  if (declared !== null)
+    return c.req.text().then(
+      (text) => ({ ok: true, text }),
+      () => ({ ok: false, code: 'INVALID_REQUEST' }),
+    );
   return readIncoming(incoming, bytesMax);
 }
 

@@ -9,7 +9,11 @@ import { CONSOLE_PAGE } from './console-html.js';
 
 /** Where the hand-written script and style live: beside this file in the source tree. */
 const ASSET_DIR = new URL('../../../src/http/console/', import.meta.url);
-const ASSETS: Readonly<Record<string, string>> = { 'console.js': 'text/javascript; charset=utf-8', 'console.css': 'text/css; charset=utf-8', 'icon.svg': 'image/svg+xml' };
+const ASSETS: Readonly<Record<string, string>> = {
+  'console.js': 'text/javascript; charset=utf-8',
+  'console.css': 'text/css; charset=utf-8',
+  'icon.svg': 'image/svg+xml',
+};
 
 export const CONSOLE_CSP = [
   "default-src 'none'",
@@ -31,7 +35,9 @@ const HEADERS: Readonly<Record<string, string>> = {
 
 export function mountConsole(app: Hono): void {
   // Read once at start: a missing file stops the service at once rather than a page later.
-  const files = new Map(Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, ASSET_DIR), 'utf8') }]));
+  const files = new Map(
+    Object.entries(ASSETS).map(([name, type]) => [name, { type, body: readFileSync(new URL(name, ASSET_DIR), 'utf8') }]),
+  );
   app.get('/console', (c) => c.html(CONSOLE_PAGE, 200, HEADERS));
   app.get('/console/:file', (c) => {
     const file = files.get(c.req.param('file'));

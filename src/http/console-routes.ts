@@ -33,7 +33,17 @@ export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void 
       last_check:
         last === null
           ? null
-          : { checked_at: last.checkedAt, ok: last.differences.length === 0, wal_seq: last.walSeq, differences: last.differences.map((d) => ({ account: d.key, expected_units: d.expected.toString(), actual_units: d.actual.toString(), detail: d.detail })) },
+          : {
+              checked_at: last.checkedAt,
+              ok: last.differences.length === 0,
+              wal_seq: last.walSeq,
+              differences: last.differences.map((d) => ({
+                account: d.key,
+                expected_units: d.expected.toString(),
+                actual_units: d.actual.toString(),
+                detail: d.detail,
+              })),
+            },
     });
   });
 
@@ -44,19 +54,27 @@ export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void 
     const unknown = Object.keys(q).find((k) => !known.has(k));
     if (unknown !== undefined) return fail(c, 'INVALID_REQUEST', { field: unknown, detail: 'unknown parameter' });
     if (q.req_id !== undefined) {
-      if (q.user_id !== undefined || q.client_order_id !== undefined) return fail(c, 'INVALID_REQUEST', { field: 'req_id', detail: 'req_id alone, or user_id with an optional client_order_id' });
+      if (q.user_id !== undefined || q.client_order_id !== undefined)
+        return fail(c, 'INVALID_REQUEST', { field: 'req_id', detail: 'req_id alone, or user_id with an optional client_order_id' });
       if (!isReqId(q.req_id)) return fail(c, 'INVALID_REQUEST', { field: 'req_id', detail: 'a req_id is a 26-character ULID' });
       const view = await deps.transfers.get(q.req_id);
       return c.json({ transfers: await adminTransfersJson(deps, view === null ? [] : [view]) });
     }
-    if (q.user_id === undefined) return fail(c, 'INVALID_REQUEST', { field: 'user_id', detail: 'give req_id, or user_id with an optional client_order_id' });
+    if (q.user_id === undefined)
+      return fail(c, 'INVALID_REQUEST', { field: 'user_id', detail: 'give req_id, or user_id with an optional client_order_id' });
     const userId = parseUserId(q.user_id);
     if (userId === null) return fail(c, 'INVALID_USER', { field: 'user_id' });
-    const limit = q.limit === undefined ? SEARCH_LIMIT_DEFAULT : /^[1-9][0-9]?$/.test(q.limit) && Number(q.limit) <= SEARCH_LIMIT_MAX ? Number(q.limit) : null;
+    const limit =
+      q.limit === undefined
+        ? SEARCH_LIMIT_DEFAULT
+        : /^[1-9][0-9]?$/.test(q.limit) && Number(q.limit) <= SEARCH_LIMIT_MAX
+          ? Number(q.limit)
+          : null;
     if (limit === null) return fail(c, 'INVALID_REQUEST', { field: 'limit', detail: `1 to ${SEARCH_LIMIT_MAX}` });
     let views: readonly TransferView[];
     if (q.client_order_id !== undefined) {
-      if (!isClientOrderId(q.client_order_id)) return fail(c, 'INVALID_REQUEST', { field: 'client_order_id', detail: '1 to 64 of A-Z a-z 0-9 _ -' });
+      if (!isClientOrderId(q.client_order_id))
+        return fail(c, 'INVALID_REQUEST', { field: 'client_order_id', detail: '1 to 64 of A-Z a-z 0-9 _ -' });
       const view = await deps.transfers.byClientOrderId(userId, q.client_order_id);
       views = view === null ? [] : [view];
     } else {

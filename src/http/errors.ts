@@ -48,7 +48,8 @@ const MESSAGES: Readonly<Record<string, string>> = {
   TARGET_ACCOUNT_NOT_FOUND: 'Target account does not exist',
   CONSTRAINT_VIOLATION: 'The FUNDING ledger refused the operation (a database constraint); nothing was applied',
   SERVICE_UNAVAILABLE: 'The service is not ready or is overloaded; retry later',
-  SERVICE_HALTED: 'The service is halted (a fund conservation check failed, or an operator halted it): new transfers and external movements are refused until an operator resumes',
+  SERVICE_HALTED:
+    'The service is halted (a fund conservation check failed, or an operator halted it): new transfers and external movements are refused until an operator resumes',
   RATE_LIMIT_EXCEEDED: 'Too many requests this second',
   DAILY_LIMIT_EXCEEDED: 'Daily transfer count reached',
   DAILY_AMOUNT_EXCEEDED: 'Daily transfer amount for this asset reached',

@@ -6,7 +6,12 @@ import type { AlertSink } from '../alerts/alerts.js';
 import type { AuthEnv } from './auth.js';
 import { UserWindows } from './user-windows.js';
 
-export function frequencyWatch(opts: { alerts: AlertSink; perWindowMax: number; windowMs: number; now?: () => number }): MiddlewareHandler<AuthEnv> {
+export function frequencyWatch(opts: {
+  alerts: AlertSink;
+  perWindowMax: number;
+  windowMs: number;
+  now?: () => number;
+}): MiddlewareHandler<AuthEnv> {
   const windows = new UserWindows(opts.windowMs, opts.now);
   return async function frequencyWatchMiddleware(c, next) {
     if (opts.perWindowMax > 0 && c.req.method === 'POST') {

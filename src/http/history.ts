@@ -29,8 +29,19 @@ export const HistoryQuery = v.strictObject(
     state: v.optional(v.picklist(STATE_NAMES as TransferStateName[], 'INVALID_REQUEST')),
     from_time: v.optional(timeText),
     to_time: v.optional(timeText),
-    limit: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'), v.check((s) => Number(s) <= HISTORY_LIMIT_MAX, 'INVALID_REQUEST'))),
-    cursor: v.optional(v.pipe(v.string('INVALID_REQUEST'), v.check((s) => cursors.decode(s) !== null, 'INVALID_REQUEST'))),
+    limit: v.optional(
+      v.pipe(
+        v.string('INVALID_REQUEST'),
+        v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'),
+        v.check((s) => Number(s) <= HISTORY_LIMIT_MAX, 'INVALID_REQUEST'),
+      ),
+    ),
+    cursor: v.optional(
+      v.pipe(
+        v.string('INVALID_REQUEST'),
+        v.check((s) => cursors.decode(s) !== null, 'INVALID_REQUEST'),
+      ),
+    ),
   },
   'INVALID_REQUEST',
 );

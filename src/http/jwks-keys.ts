@@ -52,14 +52,18 @@ async function importOne(raw: unknown, index: number): Promise<JwksKey | null> {
   const alg = algorithmOf(jwk);
   if (alg === null) return null;
   const name = `JWKS key ${index}`;
-  if (typeof jwk.kid !== 'string' || jwk.kid.length === 0 || jwk.kid.length > KID_LENGTH_MAX) throw new JwksError(`${name} (${alg}) has no kid`);
-  if ('d' in jwk || 'p' in jwk || 'k' in jwk) throw new JwksError(`${name} (kid ${JSON.stringify(jwk.kid)}) holds private or secret material: publish public keys only`);
+  if (typeof jwk.kid !== 'string' || jwk.kid.length === 0 || jwk.kid.length > KID_LENGTH_MAX)
+    throw new JwksError(`${name} (${alg}) has no kid`);
+  if ('d' in jwk || 'p' in jwk || 'k' in jwk)
+    throw new JwksError(`${name} (kid ${JSON.stringify(jwk.kid)}) holds private or secret material: publish public keys only`);
   try {
     const key = await importJWK({ ...jwk, ext: true }, alg);
     if (key instanceof Uint8Array || key.type !== 'public') throw new JwksError('not a public key');
     return { kid: jwk.kid, alg, key };
   } catch (error) {
-    throw new JwksError(`${name} (kid ${JSON.stringify(jwk.kid)}, ${alg}) does not import: ${error instanceof Error ? error.message : String(error)}`);
+    throw new JwksError(
+      `${name} (kid ${JSON.stringify(jwk.kid)}, ${alg}) does not import: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 

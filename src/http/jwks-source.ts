@@ -34,7 +34,12 @@ export class JwksSource {
   private attemptedAtMs: number;
   private reloading: Promise<KeyRing> | null = null;
 
-  private constructor(private readonly opts: JwksSourceOptions, text: string, keys: ReadonlyMap<string, JwksKey>, nowMs: number) {
+  private constructor(
+    private readonly opts: JwksSourceOptions,
+    text: string,
+    keys: ReadonlyMap<string, JwksKey>,
+    nowMs: number,
+  ) {
     this.ring = { generation: 1, keys };
     this.text = text;
     this.loadedAtMs = nowMs;
@@ -89,9 +94,18 @@ export class JwksSource {
       this.text = text;
       this.loadedAtMs = this.now();
       this.ring = { generation: this.ring.generation + 1, keys: parsed.keys };
-      this.opts.log.info('JWKS changed', { jwks: describe(this.opts.location), reason, generation: this.ring.generation, kids: [...parsed.keys.keys()] });
+      this.opts.log.info('JWKS changed', {
+        jwks: describe(this.opts.location),
+        reason,
+        generation: this.ring.generation,
+        kids: [...parsed.keys.keys()],
+      });
     } catch (error) {
-      this.opts.log.error('JWKS reload failed: the last good key set stays in use', { jwks: describe(this.opts.location), reason, error: error instanceof Error ? error.message : String(error) });
+      this.opts.log.error('JWKS reload failed: the last good key set stays in use', {
+        jwks: describe(this.opts.location),
+        reason,
+        error: error instanceof Error ? error.message : String(error),
+      });
     }
     return this.ring;
   }

@@ -35,7 +35,8 @@ export function refused(reason: string): Verified {
 export function readClaims(payload: Record<string, unknown>, policy: ClaimsPolicy, nowS: number, keyEpoch: KeyEpoch | null): Verified {
   if (typeof payload.exp !== 'number' || !Number.isFinite(payload.exp)) return refused('exp required');
   if (payload.exp <= nowS) return refused('token expired');
-  if (payload.nbf !== undefined && (typeof payload.nbf !== 'number' || !Number.isFinite(payload.nbf))) return refused('nbf must be a number');
+  if (payload.nbf !== undefined && (typeof payload.nbf !== 'number' || !Number.isFinite(payload.nbf)))
+    return refused('nbf must be a number');
   if (typeof payload.nbf === 'number' && payload.nbf > nowS) return refused('token not yet valid');
   if (policy.issuer !== null && payload.iss !== policy.issuer) return refused('wrong issuer');
   if (policy.audience !== null && !holdsAudience(payload.aud, policy.audience)) return refused('wrong audience');

@@ -14,7 +14,12 @@ export function typAccepted(typ: unknown): boolean {
   return typ === undefined || (typeof typ === 'string' && ['jwt', 'at+jwt', 'application/at+jwt'].includes(typ.toLowerCase()));
 }
 
-export function verifyJwt(token: string, secret: string, nowSeconds: number = Date.now() / 1000, policy: ClaimsPolicy = NO_CLAIMS_POLICY): Verified {
+export function verifyJwt(
+  token: string,
+  secret: string,
+  nowSeconds: number = Date.now() / 1000,
+  policy: ClaimsPolicy = NO_CLAIMS_POLICY,
+): Verified {
   if (token.length > TOKEN_LENGTH_MAX) return refused('token too long');
   const parts = token.split('.');
   if (parts.length !== 3) return refused('malformed token');

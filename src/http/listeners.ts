@@ -20,7 +20,11 @@ export async function listenAll(apps: Apps, config: Config, stack: (() => Promis
   stack.push(async () => {
     drain.start();
     const idle = await drain.idle(config.shutdownDrainMs);
-    if (!idle) log.error('requests still in flight when the drain time ran out: their connections are closed', { in_flight: drain.requestsInFlight, shutdown_drain_ms: config.shutdownDrainMs });
+    if (!idle)
+      log.error('requests still in flight when the drain time ran out: their connections are closed', {
+        in_flight: drain.requestsInFlight,
+        shutdown_drain_ms: config.shutdownDrainMs,
+      });
     await Promise.all(servers.map(close));
   });
   const port = await listen(apps.public.fetch, config.port, config.host, servers);

@@ -38,7 +38,17 @@ export const adminTransfers = {
 
 export const retry = { req_id: REQ_ID, state: 'COMMITTED', retry_count: 0, error_code: null, history: transferDetail.history };
 
-export const invariant = { ok: true, checked_at: AT, wal_seq: 5, accounts_checked: 1, transfers_examined: 0, in_flight_units: {}, differences: [], halted: false, halt_reason: null };
+export const invariant = {
+  ok: true,
+  checked_at: AT,
+  wal_seq: 5,
+  accounts_checked: 1,
+  transfers_examined: 0,
+  in_flight_units: {},
+  differences: [],
+  halted: false,
+  halt_reason: null,
+};
 
 export const haltRequest = { reason: 'ledger reconciliation' };
 export const halt = { halted: true, was_halted: false, reason: 'operator: ledger reconciliation', since: '2026-11-24T03:29:37.981Z' };
@@ -46,8 +56,28 @@ export const resume = { halted: false, was_halted: true, previous_reason: 'opera
 
 export const auditPage = {
   items: [
-    { id: '10', at: AT, operator: 'ops-alice', action: 'transfer.retry', target: { req_id: REQ_ID }, parameters: {}, status: 200, outcome: 'ok', req_id: REQ_ID },
-    { id: '9', at: AT, operator: 'ops-alice', action: 'account.status', target: { asset: 'USDT', account: 'FUNDING', user_id: '999999' }, parameters: { asset: 'USDT', status: 'FROZEN', account: 'FUNDING', user_id: '999999' }, status: 404, outcome: 'NOT_FOUND', req_id: null },
+    {
+      id: '10',
+      at: AT,
+      operator: 'ops-alice',
+      action: 'transfer.retry',
+      target: { req_id: REQ_ID },
+      parameters: {},
+      status: 200,
+      outcome: 'ok',
+      req_id: REQ_ID,
+    },
+    {
+      id: '9',
+      at: AT,
+      operator: 'ops-alice',
+      action: 'account.status',
+      target: { asset: 'USDT', account: 'FUNDING', user_id: '999999' },
+      parameters: { asset: 'USDT', status: 'FROZEN', account: 'FUNDING', user_id: '999999' },
+      status: 404,
+      outcome: 'NOT_FOUND',
+      req_id: null,
+    },
   ],
   next_cursor: 'YTE6OQ',
 };
@@ -69,5 +99,15 @@ export const backup = {
   pg_snapshot: '00000003-0000001A-1',
   pause_ms: 37,
   ubscore_bytes: 126976,
-  tables: { assets: 3, funding_balances: 1, transfers_tb: 2, transfers_active: 0, transfer_state_history: 7, funding_operations: 2, external_movements: 2, alerts: 0, admin_audit: 3 },
+  tables: {
+    assets: 3,
+    funding_balances: 1,
+    transfers_tb: 2,
+    transfers_active: 0,
+    transfer_state_history: 7,
+    funding_operations: 2,
+    external_movements: 2,
+    alerts: 0,
+    admin_audit: 3,
+  },
 };

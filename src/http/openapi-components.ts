@@ -57,7 +57,11 @@ export type SchemaName = keyof typeof DEFINITIONS;
 /** `{"$ref": "#/components/schemas/<name>"}`, typed so a misspelt name does not compile. */
 export const ref = (name: SchemaName): Json => ({ $ref: `#/components/schemas/${name}` });
 
-const AMOUNT = { type: 'string', pattern: '^(0|[1-9][0-9]*)(\\.[0-9]+)?$', description: 'Positive plain decimal string, at most the asset\'s precision in decimals' };
+const AMOUNT = {
+  type: 'string',
+  pattern: '^(0|[1-9][0-9]*)(\\.[0-9]+)?$',
+  description: "Positive plain decimal string, at most the asset's precision in decimals",
+};
 
 /**
  * What the checks inside TransferBody's pipe enforce, which have no JSON Schema form there (the
@@ -68,14 +72,26 @@ const TRANSFER_FIELDS = {
   to: { type: 'string', enum: [...ACCOUNT_KINDS], description: 'Differs from from' },
   asset: { type: 'string', pattern: ASSET_SYMBOL.source },
   amount: AMOUNT,
-  client_order_id: { type: 'string', pattern: KEY.source, description: 'Unique per user: a repeat with the same body answers the original transfer' },
-  user_id: { type: ['string', 'integer'], description: 'Optional; must equal the token\'s sub' },
+  client_order_id: {
+    type: 'string',
+    pattern: KEY.source,
+    description: 'Unique per user: a repeat with the same body answers the original transfer',
+  },
+  user_id: { type: ['string', 'integer'], description: "Optional; must equal the token's sub" },
 };
 
 export function componentSchemas(): Record<SchemaName, Json> {
-  const defs = toJsonSchemaDefs(DEFINITIONS, { target: 'draft-2020-12', errorMode: 'ignore', overrideRef: (c) => `#/components/schemas/${c.referenceId}` }) as Record<SchemaName, Json>;
+  const defs = toJsonSchemaDefs(DEFINITIONS, {
+    target: 'draft-2020-12',
+    errorMode: 'ignore',
+    overrideRef: (c) => `#/components/schemas/${c.referenceId}`,
+  }) as Record<SchemaName, Json>;
   const movement = defs.MovementRequest.properties as Record<string, Json>;
-  return { ...defs, TransferRequest: { ...defs.TransferRequest, properties: TRANSFER_FIELDS }, MovementRequest: { ...defs.MovementRequest, properties: { ...movement, amount: AMOUNT } } };
+  return {
+    ...defs,
+    TransferRequest: { ...defs.TransferRequest, properties: TRANSFER_FIELDS },
+    MovementRequest: { ...defs.MovementRequest, properties: { ...movement, amount: AMOUNT } },
+  };
 }
 
 export const securitySchemes = {
@@ -83,6 +99,7 @@ export const securitySchemes = {
     type: 'http',
     scheme: 'bearer',
     bearerFormat: 'JWT',
-    description: 'HS256 with JWT_SECRET, or RS256/ES256/EdDSA from the JWKS by kid; exp required; iss/aud when configured. /api routes: sub is the user id. /admin routes: role=admin, sub names the operator.',
+    description:
+      'HS256 with JWT_SECRET, or RS256/ES256/EdDSA from the JWKS by kid; exp required; iss/aud when configured. /api routes: sub is the user id. /admin routes: role=admin, sub names the operator.',
   },
 };

@@ -26,7 +26,12 @@ export const transferAnswer = {
 
 export const transferPending = { ...transferAnswer, state: 'PENDING', internal_state: 'TARGET_PENDING', message: 'Transfer is processing' };
 
-export const transferFailed = { ...errorBody('INSUFFICIENT_BALANCE'), req_id: '01M85SM5XA0K591ZJ2QMYPCNHA', state: 'FAILED', transfer_id: '3' };
+export const transferFailed = {
+  ...errorBody('INSUFFICIENT_BALANCE'),
+  req_id: '01M85SM5XA0K591ZJ2QMYPCNHA',
+  state: 'FAILED',
+  transfer_id: '3',
+};
 
 export const transferDetail = {
   ...transferAnswer,
@@ -41,17 +46,35 @@ export const transferDetail = {
 
 export const historyPage = { items: [transferAnswer], next_cursor: 'dDE6MQ' };
 
-export const balances = { funding: [{ asset: 'USDT', available: '79.500000', status: 'ACTIVE' }], spot: [{ asset: 'USDT', available: '20.500000', status: 'ACTIVE' }] };
+export const balances = {
+  funding: [{ asset: 'USDT', available: '79.500000', status: 'ACTIVE' }],
+  spot: [{ asset: 'USDT', available: '20.500000', status: 'ACTIVE' }],
+};
 
 export const movementRequest = { user_id: '42', account: 'FUNDING', asset: 'USDT', amount: '100', ref: 'dep-42-0001' };
 export const movementDone = { ref: 'dep-42-0001', state: 'DONE', duplicate: false, account: 'FUNDING', asset: 'USDT', amount: '100' };
 export const movementPending = { ref: 'dep-42-0002', state: 'PENDING', message: 'UBSCore did not answer; repeat with the same ref' };
 
-export const assetRequest = { precision: 6, min_transfer_amount: '0.01', max_transfer_amount: '1000000', status: 'ACTIVE', internal_transfer_enabled: true, daily_amount_limit: null };
+export const assetRequest = {
+  precision: 6,
+  min_transfer_amount: '0.01',
+  max_transfer_amount: '1000000',
+  status: 'ACTIVE',
+  internal_transfer_enabled: true,
+  daily_amount_limit: null,
+};
 export const asset = { symbol: 'USDT', ...assetRequest };
 
 export const accountStatus = { user_id: '42', account: 'SPOT', asset: 'USDT', status: 'FROZEN' };
 
 export const health = { status: 'ok' };
 export const ready = { status: 'ready', postgres: true, owner: true, ubscore: true, halted: false, halt_reason: null };
-export const notReady = { code: 'SERVICE_UNAVAILABLE', message: 'not ready', postgres: true, owner: true, ubscore: true, halted: true, halt_reason: 'operator: ledger reconciliation' };
+export const notReady = {
+  code: 'SERVICE_UNAVAILABLE',
+  message: 'not ready',
+  postgres: true,
+  owner: true,
+  ubscore: true,
+  halted: true,
+  halt_reason: 'operator: ledger reconciliation',
+};

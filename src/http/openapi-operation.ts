@@ -46,7 +46,11 @@ export function operation(spec: OperationSpec): Json {
     summary: spec.summary,
     security: spec.auth === 'public' ? [] : [{ bearer: [] }],
     ...(spec.parameters === undefined ? {} : { parameters: spec.parameters }),
-    ...(spec.body === undefined ? {} : { requestBody: { required: true, content: { 'application/json': { schema: ref(spec.body.schema), example: spec.body.example } } } }),
+    ...(spec.body === undefined
+      ? {}
+      : {
+          requestBody: { required: true, content: { 'application/json': { schema: ref(spec.body.schema), example: spec.body.example } } },
+        }),
     responses: { ...spec.ok, ...errorResponses(codes, spec.errorExamples ?? {}, spec.alsoAnswers ?? {}) },
   };
 }
@@ -57,7 +61,11 @@ export function json(name: SchemaName, description: string, example: unknown): J
 }
 
 /** The error answers, one per status, each listing the codes of that status. */
-function errorResponses(codes: readonly string[], examples: Readonly<Record<string, Json>>, also: Readonly<Record<string, SchemaName>>): Record<string, Json> {
+function errorResponses(
+  codes: readonly string[],
+  examples: Readonly<Record<string, Json>>,
+  also: Readonly<Record<string, SchemaName>>,
+): Record<string, Json> {
   const byStatus = new Map<string, string[]>();
   for (const code of codes) byStatus.set(String(statusOf(code)), [...(byStatus.get(String(statusOf(code))) ?? []), code]);
   const out: Record<string, Json> = {};
@@ -65,7 +73,10 @@ function errorResponses(codes: readonly string[], examples: Readonly<Record<stri
     const error = { allOf: [ref('ErrorAnswer'), { type: 'object', required: ['code'], properties: { code: { enum: list } } }] };
     const other = also[status];
     const schema = other === undefined ? error : { anyOf: [ref(other), error] };
-    out[status] = { description: list.join(', '), content: { 'application/json': { schema, example: examples[status] ?? errorBody(list[0] as string) } } };
+    out[status] = {
+      description: list.join(', '),
+      content: { 'application/json': { schema, example: examples[status] ?? errorBody(list[0] as string) } },
+    };
   }
   return out;
 }

@@ -11,18 +11,58 @@ import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from './operator-routes.js';
 
 type Json = Record<string, unknown>;
 
-const query = (name: string, schema: Json, description: string, example?: unknown): Json => ({ name, in: 'query', required: false, description, schema, ...(example === undefined ? {} : { example }) });
-const path = (name: string, schema: Json, description: string, example: unknown): Json => ({ name, in: 'path', required: true, description, schema, example });
+const query = (name: string, schema: Json, description: string, example?: unknown): Json => ({
+  name,
+  in: 'query',
+  required: false,
+  description,
+  schema,
+  ...(example === undefined ? {} : { example }),
+});
+const path = (name: string, schema: Json, description: string, example: unknown): Json => ({
+  name,
+  in: 'path',
+  required: true,
+  description,
+  schema,
+  example,
+});
 
-const limit = (max: number, byDefault: number): Json => query('limit', { type: 'integer', minimum: 1, maximum: max, default: byDefault }, `At most this many items, 1 to ${max}`, Math.min(10, max));
+const limit = (max: number, byDefault: number): Json =>
+  query(
+    'limit',
+    { type: 'integer', minimum: 1, maximum: max, default: byDefault },
+    `At most this many items, 1 to ${max}`,
+    Math.min(10, max),
+  );
 const cursor = query('cursor', { type: 'string', pattern: CURSOR.source }, 'The opaque next_cursor of the previous page');
 
 /** ISO 8601 with a zone (at most 6 fractional digits), or epoch milliseconds: both are taken. */
 const time = (name: string, description: string): Json =>
-  query(name, { oneOf: [{ type: 'string', format: 'date-time', pattern: ISO_TIME.source }, { type: 'string', pattern: EPOCH_MS.source, description: 'Epoch milliseconds' }] }, description, '2026-01-31T00:00:00Z');
+  query(
+    name,
+    {
+      oneOf: [
+        { type: 'string', format: 'date-time', pattern: ISO_TIME.source },
+        { type: 'string', pattern: EPOCH_MS.source, description: 'Epoch milliseconds' },
+      ],
+    },
+    description,
+    '2026-01-31T00:00:00Z',
+  );
 
-export const reqIdPath = path('req_id', { type: 'string', pattern: ULID.source }, 'The transfer\'s req_id (a ULID); anything else is 404', '01JH0R7Y4K9V3T8N2M5QWXZ6AB');
-export const symbolPath = path('symbol', { type: 'string', pattern: ASSET_SYMBOL.source }, 'The asset symbol; anything else is 400 INVALID_ASSET', 'USDT');
+export const reqIdPath = path(
+  'req_id',
+  { type: 'string', pattern: ULID.source },
+  "The transfer's req_id (a ULID); anything else is 404",
+  '01JH0R7Y4K9V3T8N2M5QWXZ6AB',
+);
+export const symbolPath = path(
+  'symbol',
+  { type: 'string', pattern: ASSET_SYMBOL.source },
+  'The asset symbol; anything else is 400 INVALID_ASSET',
+  'USDT',
+);
 
 export const historyParams: Json[] = [
   query('asset', { type: 'string', pattern: ASSET_SYMBOL.source }, 'Only transfers of this asset', 'USDT'),
@@ -35,7 +75,10 @@ export const historyParams: Json[] = [
 
 export const alertsParams: Json[] = [limit(LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT)];
 
-export const unfinishedParams: Json[] = [query('stuck', { type: 'boolean', default: false }, 'true: only those needing an operator', true), limit(LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT)];
+export const unfinishedParams: Json[] = [
+  query('stuck', { type: 'boolean', default: false }, 'true: only those needing an operator', true),
+  limit(LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT),
+];
 
 export const searchParams: Json[] = [
   query('req_id', { type: 'string', pattern: ULID.source }, 'Alone: the transfer with this req_id'),

@@ -11,8 +11,8 @@ import { apiPaths } from './openapi-api-paths.js';
 import { componentSchemas, securitySchemes } from './openapi-components.js';
 
 const TAGS = [
-  { name: 'transfers', description: 'A user\'s transfers between FUNDING and SPOT' },
-  { name: 'balances', description: 'A user\'s balances' },
+  { name: 'transfers', description: "A user's transfers between FUNDING and SPOT" },
+  { name: 'balances', description: "A user's balances" },
   { name: 'admin', description: 'External movements, assets and account statuses (role=admin)' },
   { name: 'operator', description: 'What an operator reads and does: alerts, stuck transfers, the halt, the console (role=admin)' },
   { name: 'audit', description: 'The admin audit trail (role=admin)' },
@@ -26,7 +26,8 @@ export function openApiDocument(): Record<string, unknown> {
     info: {
       title: 'Internal transfers: FUNDING ⇄ SPOT',
       version: '1.0.0',
-      description: 'Amounts are decimal strings in the asset\'s units, never JSON numbers. Every error answer is {"code","message"}, plus req_id and state when a transfer exists; the status follows from the code (x-error-codes).',
+      description:
+        'Amounts are decimal strings in the asset\'s units, never JSON numbers. Every error answer is {"code","message"}, plus req_id and state when a transfer exists; the status follows from the code (x-error-codes).',
     },
     tags: TAGS,
     paths: { ...apiPaths, ...adminPaths },

@@ -19,15 +19,35 @@ export const LIST_LIMIT_MAX = 500;
 export const LIST_LIMIT_DEFAULT = 100;
 export const HALT_REASON_CHARS_MAX = 200;
 
-export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit: (action: AdminAction) => MiddlewareHandler<AdminEnv>): void {
+export function mountOperatorRoutes(
+  routes: Hono<AdminEnv>,
+  deps: AppDeps,
+  audit: (action: AdminAction) => MiddlewareHandler<AdminEnv>,
+): void {
   routes.get('/alerts', async (c) => {
     const limit = listLimit(c.req.query('limit'));
     if (limit === null) return fail(c, 'INVALID_REQUEST');
     const alerts = await deps.alerts.list(limit);
     const conditions = await deps.monitor.conditions();
     return c.json({
-      alerts: alerts.map((a) => ({ id: a.id, kind: a.kind, severity: a.severity, req_id: a.reqId, user_id: a.userId?.toString() ?? null, message: a.message, details: a.details, created_at: a.createdAt })),
-      conditions: conditions.map((k) => ({ kind: k.kind, severity: ALERT_KINDS[k.kind], firing: k.firing, value: k.value, threshold: k.threshold, since: k.since })),
+      alerts: alerts.map((a) => ({
+        id: a.id,
+        kind: a.kind,
+        severity: a.severity,
+        req_id: a.reqId,
+        user_id: a.userId?.toString() ?? null,
+        message: a.message,
+        details: a.details,
+        created_at: a.createdAt,
+      })),
+      conditions: conditions.map((k) => ({
+        kind: k.kind,
+        severity: ALERT_KINDS[k.kind],
+        firing: k.firing,
+        value: k.value,
+        threshold: k.threshold,
+        since: k.since,
+      })),
     });
   });
 
@@ -35,42 +55,59 @@ export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit
     const stuck = c.req.query('stuck');
     const limit = listLimit(c.req.query('limit'));
     if (limit === null || (stuck !== undefined && stuck !== 'true' && stuck !== 'false')) return fail(c, 'INVALID_REQUEST');
-    const views = stuck === 'true' ? await deps.transfers.stuck(deps.stuckRetriesMax, deps.stuckAgeMs, limit) : await deps.transfers.unfinished(limit);
+    const views =
+      stuck === 'true' ? await deps.transfers.stuck(deps.stuckRetriesMax, deps.stuckAgeMs, limit) : await deps.transfers.unfinished(limit);
     return c.json({ transfers: await adminTransfersJson(deps, views) });
   });
 
   routes.get('/invariant', async (c) => {
     const report = await deps.invariant.check();
     const halted = deps.halt.current;
-    return c.json(
-      {
-        ok: report.differences.length === 0,
-        checked_at: report.checkedAt,
-        wal_seq: report.walSeq,
-        accounts_checked: report.accounts,
-        transfers_examined: report.transfersExamined,
-        in_flight_units: report.inFlight,
-        differences: report.differences.map((d) => ({ account: d.key, expected_units: d.expected.toString(), actual_units: d.actual.toString(), detail: d.detail })),
-        halted: halted !== null,
-        halt_reason: halted?.reason ?? null,
-      },
-    );
+    return c.json({
+      ok: report.differences.length === 0,
+      checked_at: report.checkedAt,
+      wal_seq: report.walSeq,
+      accounts_checked: report.accounts,
+      transfers_examined: report.transfersExamined,
+      in_flight_units: report.inFlight,
+      differences: report.differences.map((d) => ({
+        account: d.key,
+        expected_units: d.expected.toString(),
+        actual_units: d.actual.toString(),
+        detail: d.detail,
+      })),
+      halted: halted !== null,
+      halt_reason: halted?.reason ?? null,
+    });
   });
 
   routes.post('/halt', audit('service.halt'), async (c) => {
     const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const reason = raw.value.reason;
-    if (Object.keys(raw.value).some((k) => k !== 'reason') || typeof reason !== 'string' || reason.length < 1 || reason.length > HALT_REASON_CHARS_MAX) return fail(c, 'INVALID_REQUEST', { field: 'reason' });
+    if (
+      Object.keys(raw.value).some((k) => k !== 'reason') ||
+      typeof reason !== 'string' ||
+      reason.length < 1 ||
+      reason.length > HALT_REASON_CHARS_MAX
+    )
+      return fail(c, 'INVALID_REQUEST', { field: 'reason' });
     const halted = await deps.halt.halt(`operator: ${reason}`);
-    requestLog(c, deps.log).critical('service halted by an operator: new transfers and external movements refused', { reason, was_halted: !halted });
+    requestLog(c, deps.log).critical('service halted by an operator: new transfers and external movements refused', {
+      reason,
+      was_halted: !halted,
+    });
     const now = deps.halt.current;
     return c.json({ halted: true, was_halted: !halted, reason: now?.reason ?? null, since: now?.since ?? null });
   });
 
   routes.post('/resume', audit('service.resume'), async (c) => {
     const was = await deps.halt.resume();
-    requestLog(c, deps.log).warn('halt lifted by an operator', { operator: c.get('operator'), was_halted: was !== null, reason: was?.reason ?? null });
+    requestLog(c, deps.log).warn('halt lifted by an operator', {
+      operator: c.get('operator'),
+      was_halted: was !== null,
+      reason: was?.reason ?? null,
+    });
     return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
   });
 
@@ -85,7 +122,13 @@ export function mountOperatorRoutes(routes: Hono<AdminEnv>, deps: AppDeps, audit
     if (reply.kind === 'busy') return fail(c, 'SERVICE_UNAVAILABLE');
     if (reply.kind !== 'transfer') return fail(c, reply.kind === 'refused' ? reply.code : 'SYSTEM_ERROR');
     const now = reply.view;
-    return c.json({ req_id: now.reqId, state: now.state, retry_count: now.retryCount, error_code: now.errorCode, history: historyJson(await deps.transfers.history(reqId)) });
+    return c.json({
+      req_id: now.reqId,
+      state: now.state,
+      retry_count: now.retryCount,
+      error_code: now.errorCode,
+      history: historyJson(await deps.transfers.history(reqId)),
+    });
   });
 }
 

@@ -5,12 +5,18 @@ import * as v from 'valibot';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS, type AccountKind } from '../domain/types.js';
 import { isAssetSymbol, isClientOrderId, USER_ID_TEXT } from '../domain/checks.js';
 
-const assetSymbol = v.pipe(v.string('INVALID_ASSET'), v.check((s: string) => isAssetSymbol(s), 'INVALID_ASSET'));
+const assetSymbol = v.pipe(
+  v.string('INVALID_ASSET'),
+  v.check((s: string) => isAssetSymbol(s), 'INVALID_ASSET'),
+);
 
 /** A plain decimal string; its value is parsed against the asset's precision afterwards. */
 const amountText = v.string('INVALID_AMOUNT');
 
-const clientOrderId = v.pipe(v.string('INVALID_REQUEST'), v.check((s: string) => isClientOrderId(s), 'INVALID_REQUEST'));
+const clientOrderId = v.pipe(
+  v.string('INVALID_REQUEST'),
+  v.check((s: string) => isClientOrderId(s), 'INVALID_REQUEST'),
+);
 
 /** The code for an account type that is not one of ours: a later one, or none at all. */
 function accountKindCode(kind: string): 'UNSUPPORTED_ACCOUNT_TYPE' | 'INVALID_ACCOUNT_TYPE' | null {
@@ -63,7 +69,12 @@ export type DepositBody = v.InferOutput<typeof DepositBody>;
 
 export const AssetBody = v.strictObject(
   {
-    precision: v.pipe(v.number('INVALID_REQUEST'), v.integer('INVALID_REQUEST'), v.minValue(0, 'INVALID_REQUEST'), v.maxValue(18, 'INVALID_REQUEST')),
+    precision: v.pipe(
+      v.number('INVALID_REQUEST'),
+      v.integer('INVALID_REQUEST'),
+      v.minValue(0, 'INVALID_REQUEST'),
+      v.maxValue(18, 'INVALID_REQUEST'),
+    ),
     min_transfer_amount: amountText,
     max_transfer_amount: amountText,
     status: v.picklist(['ACTIVE', 'SUSPENDED'], 'INVALID_REQUEST'),
@@ -85,7 +96,10 @@ export const AccountStatusBody = v.strictObject(
 );
 export type AccountStatusBody = v.InferOutput<typeof AccountStatusBody>;
 
-export const BackupBody = v.strictObject({ dir: v.pipe(v.string('INVALID_REQUEST'), v.minLength(1, 'INVALID_REQUEST'), v.maxLength(4096, 'INVALID_REQUEST')) }, 'INVALID_REQUEST');
+export const BackupBody = v.strictObject(
+  { dir: v.pipe(v.string('INVALID_REQUEST'), v.minLength(1, 'INVALID_REQUEST'), v.maxLength(4096, 'INVALID_REQUEST')) },
+  'INVALID_REQUEST',
+);
 
 /** The first issue's code, in schema order. */
 export function firstCode(issues: readonly { message: string }[]): string {

@@ -10,7 +10,13 @@ export async function createTokenVerifier(config: JwtConfig, log: Logger): Promi
   const jwks =
     config.jwks === null
       ? null
-      : await JwksSource.open({ location: config.jwks, cooldownMs: config.jwksCooldownMs, maxAgeMs: config.jwksMaxAgeMs, timeoutMs: config.jwksTimeoutMs, log });
+      : await JwksSource.open({
+          location: config.jwks,
+          cooldownMs: config.jwksCooldownMs,
+          maxAgeMs: config.jwksMaxAgeMs,
+          timeoutMs: config.jwksTimeoutMs,
+          log,
+        });
   log.info('token verification', {
     hs256: config.hs256Secret === null ? 'off' : config.hs256SecretIsDevDefault ? 'development secret' : 'JWT_SECRET',
     jwks: config.jwks === null ? 'off' : config.jwks.kind === 'file' ? config.jwks.path : config.jwks.url,

@@ -31,7 +31,9 @@ export class TokenVerifier {
     const header = decodeJsonPart(parts[0] as string);
     if (header === null || !typAccepted(header.typ)) return refused('malformed header');
     if (header.alg === 'HS256') {
-      return this.opts.hs256Secret === null ? refused('HS256 is not accepted') : verifyJwt(token, this.opts.hs256Secret, nowS, this.opts.policy);
+      return this.opts.hs256Secret === null
+        ? refused('HS256 is not accepted')
+        : verifyJwt(token, this.opts.hs256Secret, nowS, this.opts.policy);
     }
     if (typeof header.alg === 'string' && (JWKS_ALGORITHMS as readonly string[]).includes(header.alg) && this.opts.jwks !== null) {
       return verifyWithJwks(token, header, this.opts.jwks, this.opts.policy, nowS);
@@ -40,7 +42,13 @@ export class TokenVerifier {
   }
 }
 
-async function verifyWithJwks(token: string, header: Record<string, unknown>, jwks: JwksSource, policy: ClaimsPolicy, nowS: number): Promise<Verified> {
+async function verifyWithJwks(
+  token: string,
+  header: Record<string, unknown>,
+  jwks: JwksSource,
+  policy: ClaimsPolicy,
+  nowS: number,
+): Promise<Verified> {
   if (typeof header.kid !== 'string' || header.kid === '') return refused('kid required');
   let ring = jwks.current();
   let key = ring.keys.get(header.kid);

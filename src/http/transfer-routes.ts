@@ -25,7 +25,10 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   routes.use('/internal_transfer', transferPulse({ pulse: deps.pulse }));
   routes.use('*', userAuth({ tokens: deps.tokens }));
   routes.use('*', perUserRateLimit({ perSecond: deps.rateLimitPerSecond }));
-  routes.use('/internal_transfer', frequencyWatch({ alerts: deps.alerts, perWindowMax: deps.abnormalTransfersPerMinute, windowMs: 60_000 }));
+  routes.use(
+    '/internal_transfer',
+    frequencyWatch({ alerts: deps.alerts, perWindowMax: deps.abnormalTransfersPerMinute, windowMs: 60_000 }),
+  );
 
   routes.post('/internal_transfer', async (c) => {
     const claims = c.get('claims');
@@ -69,7 +72,11 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
         return fail(c, 'SYSTEM_ERROR', { req_id: reqId });
       case 'transfer':
         if (reply.view.state === 'FAILED') {
-          return fail(c, reply.view.errorCode ?? 'SYSTEM_ERROR', { req_id: reply.view.reqId, state: 'FAILED', transfer_id: reply.view.transferId });
+          return fail(c, reply.view.errorCode ?? 'SYSTEM_ERROR', {
+            req_id: reply.view.reqId,
+            state: 'FAILED',
+            transfer_id: reply.view.transferId,
+          });
         }
         return c.json(transferJson(reply.view, asset.precision), isTerminal(reply.view.state) ? 200 : 202);
     }

@@ -31,7 +31,8 @@ export class VerifiedTokens {
 
   constructor(private readonly opts: VerifiedTokensOptions) {
     this.entriesMax = opts.entriesMax ?? VERIFIED_TOKENS_MAX;
-    if (!Number.isInteger(this.entriesMax) || this.entriesMax < 1) throw new Error(`entriesMax must be a positive integer, got ${this.entriesMax}`);
+    if (!Number.isInteger(this.entriesMax) || this.entriesMax < 1)
+      throw new Error(`entriesMax must be a positive integer, got ${this.entriesMax}`);
     this.nowS = opts.nowS ?? (() => Date.now() / 1000);
   }
 
@@ -44,7 +45,8 @@ export class VerifiedTokens {
     const now = this.nowS();
     const entry = this.entries.get(token);
     if (entry !== undefined) {
-      if (entry.verifiedAtS <= now && now < entry.claims.exp && keySetUnchanged(entry.keyEpoch)) return { ok: true, claims: entry.claims, keyEpoch: entry.keyEpoch };
+      if (entry.verifiedAtS <= now && now < entry.claims.exp && keySetUnchanged(entry.keyEpoch))
+        return { ok: true, claims: entry.claims, keyEpoch: entry.keyEpoch };
       this.entries.delete(token);
     }
     const verified = this.opts.verify(token, now);

@@ -71,13 +71,17 @@ type PgCut = {
 
 async function readPostgres(sql: Sql, t0: Date): Promise<PgCut> {
   return sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
-    const funding = await tx<{ user_id: bigint; asset: string; available: bigint }[]>`SELECT user_id, asset, available FROM funding_balances`;
+    const funding = await tx<
+      { user_id: bigint; asset: string; available: bigint }[]
+    >`SELECT user_id, asset, available FROM funding_balances`;
     const ext = await tx<{ user_id: bigint; asset: string; net: bigint }[]>`
       SELECT user_id, asset, sum(CASE WHEN kind = 'DEPOSIT' THEN amount ELSE -amount END)::bigint AS net
         FROM external_movements WHERE account = 'FUNDING' AND state = 'DONE' GROUP BY user_id, asset`;
     const spot = await tx<{ ref: string; user_id: bigint; asset: string; kind: string; amount: bigint; state: string; updated_at: Date }[]>`
       SELECT ref, user_id, asset, kind, amount, state, updated_at FROM external_movements WHERE account = 'SPOT' AND state <> 'REJECTED'`;
-    const rows = await tx<{ req_id: string; user_id: bigint; asset: string; amount: bigint; source_type: number; state: number; ops: string | null }[]>`
+    const rows = await tx<
+      { req_id: string; user_id: bigint; asset: string; amount: bigint; source_type: number; state: number; ops: string | null }[]
+    >`
       SELECT t.req_id, t.user_id, t.asset, t.amount, t.source_type, t.state, string_agg(o.op, ',') AS ops
         FROM transfers_tb t LEFT JOIN funding_operations o ON o.req_id = t.req_id AND o.outcome = 'APPLIED'
        WHERE t.state <> ALL (${tx.array(TERMINAL_STATE_IDS)}::smallint[]) OR t.updated_at >= ${t0}
@@ -97,7 +101,12 @@ async function readPostgres(sql: Sql, t0: Date): Promise<PgCut> {
         const state = stateName(r.state);
         if (state === null) throw new Error(`transfer ${r.req_id} has unknown state ${r.state}`);
         return {
-          reqId: r.req_id, userId: r.user_id, asset: r.asset, amount: r.amount, fromFunding: r.source_type === 1, state,
+          reqId: r.req_id,
+          userId: r.user_id,
+          asset: r.asset,
+          amount: r.amount,
+          fromFunding: r.source_type === 1,
+          state,
           funding: { withdraw: ops.has('WITHDRAW'), deposit: ops.has('DEPOSIT'), refund: ops.has('REFUND') },
         };
       }),
@@ -116,7 +125,9 @@ async function opSeqs(ubs: UbsSend, keys: readonly OpKey[]): Promise<Map<string,
     const chunk = keys.slice(i, i + OP_SEQS_BATCH_MAX);
     const answer = await ubs({ kind: 'op_seqs', keys: chunk }, CUT_TIMEOUT_MS);
     if (answer === null || answer.kind !== 'op_seqs') throw new Error('UBSCore did not answer op_seqs');
-    chunk.forEach((k, j) => out.set(`${k.op}:${k.key}`, answer.seqs[j] ?? null));
+    chunk.forEach((k, j) => {
+      out.set(`${k.op}:${k.key}`, answer.seqs[j] ?? null);
+    });
   }
   return out;
 }

@@ -71,7 +71,8 @@ export function checkConservation(input: ConservationInput): ConservationResult 
   for (const key of keys) {
     const actual = (input.funding.get(key) ?? 0n) + (input.spot.get(key) ?? 0n) + (inFlight.get(key) ?? 0n) + (adjust.get(key) ?? 0n);
     const expected = input.external.get(key) ?? 0n;
-    if (actual !== expected) differences.push({ key, expected, actual, detail: 'FUNDING + SPOT + in flight differs from net external movements' });
+    if (actual !== expected)
+      differences.push({ key, expected, actual, detail: 'FUNDING + SPOT + in flight differs from net external movements' });
   }
   return { accounts: keys.size, inFlight, differences };
 }

@@ -29,19 +29,36 @@ const UNFINISHED_STATES: readonly TransferStateName[] = STATE_NAMES.filter((s) =
 export async function collectMetrics(src: MetricSources): Promise<string> {
   const [shards, ubs, pg] = await Promise.all([src.shards(), src.ubs(), fromPostgres(src.sql)]);
   const scrape = new Registry();
-  for (const s of shards) scrape.set('transfer_coordinator_mailbox_depth', 'Transfers and tasks waiting in a coordinator shard\'s mailbox', { shard: String(s.shard) }, s.depth);
+  for (const s of shards)
+    scrape.set(
+      'transfer_coordinator_mailbox_depth',
+      "Transfers and tasks waiting in a coordinator shard's mailbox",
+      { shard: String(s.shard) },
+      s.depth,
+    );
   setFromPostgres(scrape, pg);
-  const workers = [...shards, ...(ubs === null ? [] : [ubs])].map((w) => ({ thread: w.thread, families: [...w.families, freshness(w.fresh)] }));
+  const workers = [...shards, ...(ubs === null ? [] : [ubs])].map((w) => ({
+    thread: w.thread,
+    families: [...w.families, freshness(w.fresh)],
+  }));
   const text = await aggregate([{ thread: MAIN_THREAD, families: [...(await src.main.json()), ...(await scrape.json())] }, ...workers]);
   // Every asset, 0 when nothing of it is in flight, so the series never vanish.
   const assets = new Set([...pg.assets, ...pg.unfinished.inFlight.keys()]);
-  const inFlight = [...assets].sort().map((asset) => ({ labels: { asset, thread: MAIN_THREAD }, value: pg.unfinished.inFlight.get(asset) ?? 0n }));
-  return `${text}${renderExactGauge(IN_FLIGHT_AMOUNT, 'Funds debited at the source and not yet credited or refunded, in the asset\'s smallest units (printed exactly)', inFlight)}`;
+  const inFlight = [...assets]
+    .sort()
+    .map((asset) => ({ labels: { asset, thread: MAIN_THREAD }, value: pg.unfinished.inFlight.get(asset) ?? 0n }));
+  return `${text}${renderExactGauge(IN_FLIGHT_AMOUNT, "Funds debited at the source and not yet credited or refunded, in the asset's smallest units (printed exactly)", inFlight)}`;
 }
 
 /** Whether a worker thread answered this scrape (1) or its last answer is shown again (0). */
 function freshness(fresh: boolean): MetricFamily {
-  return { name: 'transfer_thread_metrics_fresh', help: 'Whether this thread answered this scrape (1) or its series are its last answer, shown again (0)', type: 'gauge', aggregator: 'sum', values: [{ value: fresh ? 1 : 0, labels: {} }] };
+  return {
+    name: 'transfer_thread_metrics_fresh',
+    help: 'Whether this thread answered this scrape (1) or its series are its last answer, shown again (0)',
+    type: 'gauge',
+    aggregator: 'sum',
+    values: [{ value: fresh ? 1 : 0, labels: {} }],
+  };
 }
 
 type FromPostgres = {
@@ -65,12 +82,28 @@ async function fromPostgres(sql: Sql): Promise<FromPostgres> {
 
 function setFromPostgres(scrape: Registry, pg: FromPostgres): void {
   for (const state of UNFINISHED_STATES) {
-    scrape.set('transfer_unfinished', 'Unfinished transfers in each non-terminal FSM state now', { state }, pg.unfinished.byState.get(state) ?? 0);
-    scrape.set('transfer_oldest_unfinished_age_seconds', 'Seconds since the oldest unfinished transfer in each state was created (0 with none)', { state }, pg.unfinished.oldestAgeS.get(state) ?? 0);
+    scrape.set(
+      'transfer_unfinished',
+      'Unfinished transfers in each non-terminal FSM state now',
+      { state },
+      pg.unfinished.byState.get(state) ?? 0,
+    );
+    scrape.set(
+      'transfer_oldest_unfinished_age_seconds',
+      'Seconds since the oldest unfinished transfer in each state was created (0 with none)',
+      { state },
+      pg.unfinished.oldestAgeS.get(state) ?? 0,
+    );
   }
   // Every kind from zero, so a rule on one kind has a series before its first alert.
   const raised = new Map<string, number>(Object.keys(ALERT_KINDS).map((kind) => [kind, 0]));
   for (const a of pg.alerts) raised.set(a.kind, a.n);
   for (const [kind, n] of raised) scrape.inc('transfer_alerts_raised_total', 'Alerts raised and stored, by kind', { kind }, n);
-  for (const c of pg.connections) scrape.set('transfer_db_connections', 'PostgreSQL backends on this service\'s database, by application_name and state', { application: c.application, state: c.state }, c.n);
+  for (const c of pg.connections)
+    scrape.set(
+      'transfer_db_connections',
+      "PostgreSQL backends on this service's database, by application_name and state",
+      { application: c.application, state: c.state },
+      c.n,
+    );
 }

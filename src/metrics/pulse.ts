@@ -23,7 +23,12 @@ export type PulseSummary = {
 };
 
 export class Pulse {
-  private readonly slots: Slot[] = Array.from({ length: PULSE_WINDOW_S }, () => ({ second: -1, requests: 0, accepted: 0, buckets: new Uint32Array(PULSE_BUCKETS_MS.length + 1) }));
+  private readonly slots: Slot[] = Array.from({ length: PULSE_WINDOW_S }, () => ({
+    second: -1,
+    requests: 0,
+    accepted: 0,
+    buckets: new Uint32Array(PULSE_BUCKETS_MS.length + 1),
+  }));
 
   constructor(private readonly nowMs: () => number = Date.now) {}
 
@@ -53,9 +58,17 @@ export class Pulse {
       if (slot.second <= now - PULSE_WINDOW_S || slot.second > now) continue;
       requests += slot.requests;
       accepted += slot.accepted;
-      slot.buckets.forEach((n, i) => (totals[i] = (totals[i] ?? 0) + n));
+      slot.buckets.forEach((n, i) => {
+        totals[i] = (totals[i] ?? 0) + n;
+      });
     }
-    return { window_s: PULSE_WINDOW_S, requests, accepted, transfers_per_s: (accepted / PULSE_WINDOW_S).toFixed(1), ...p99(totals, requests) };
+    return {
+      window_s: PULSE_WINDOW_S,
+      requests,
+      accepted,
+      transfers_per_s: (accepted / PULSE_WINDOW_S).toFixed(1),
+      ...p99(totals, requests),
+    };
   }
 }
 

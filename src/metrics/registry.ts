@@ -17,7 +17,11 @@ export type MetricFamily = {
   readonly help: string;
   readonly type: string;
   readonly aggregator: string;
-  readonly values: readonly { readonly value: number; readonly labels: Readonly<Record<string, string | number>>; readonly metricName?: string }[];
+  readonly values: readonly {
+    readonly value: number;
+    readonly labels: Readonly<Record<string, string | number>>;
+    readonly metricName?: string;
+  }[];
 };
 
 export type RegistryOptions = {
@@ -73,7 +77,9 @@ export class Registry {
   /** The registry as values, for another thread; families the runtime does not keep are left out. */
   async json(): Promise<MetricFamily[]> {
     const families = (await this.prom.getMetricsAsJSON()) as unknown as MetricFamily[];
-    return families.filter((f) => !this.dropped(f.name)).map((f) => ({ name: f.name, help: f.help, type: f.type, aggregator: f.aggregator, values: f.values }));
+    return families
+      .filter((f) => !this.dropped(f.name))
+      .map((f) => ({ name: f.name, help: f.help, type: f.type, aggregator: f.aggregator, values: f.values }));
   }
 
   private metric<M>(map: Map<string, M>, name: string, make: () => M): M {

@@ -23,7 +23,8 @@ export function addRuntimeMetrics(registry: Registry, prefix: string, processWid
   zeroGcSeries(registry, `${prefix}nodejs_gc_duration_seconds`);
   addUtilisationGauge(registry, `${prefix}nodejs_eventloop_utilization_ratio`);
   const processPrefix = `${prefix}process_`;
-  return (name) => (name.startsWith(`${prefix}nodejs_active_`) && name.endsWith('_total')) || (!processWide && name.startsWith(processPrefix));
+  return (name) =>
+    (name.startsWith(`${prefix}nodejs_active_`) && name.endsWith('_total')) || (!processWide && name.startsWith(processPrefix));
 }
 
 /**
@@ -43,7 +44,7 @@ function addUtilisationGauge(registry: Registry, name: string): void {
   let ratio: number | null = null;
   new Gauge({
     name,
-    help: 'Share of wall time this thread\'s event loop was busy (0 to 1), over the time since the window before (at least 1 s)',
+    help: "Share of wall time this thread's event loop was busy (0 to 1), over the time since the window before (at least 1 s)",
     registers: [registry],
     collect() {
       const nowMs = performance.now();

@@ -56,7 +56,10 @@ export type ServiceSnapshot = Omit<Unfinished, 'oldestAgeS'> & {
   readonly walSeq: number | null;
 };
 
-export async function collectSnapshot(src: { readonly sql: Sql; readonly ubs: () => Promise<{ readonly walSeq: number } | null> }): Promise<ServiceSnapshot> {
+export async function collectSnapshot(src: {
+  readonly sql: Sql;
+  readonly ubs: () => Promise<{ readonly walSeq: number } | null>;
+}): Promise<ServiceSnapshot> {
   const [rows, ubs] = await Promise.all([unfinishedTransfers(src.sql), src.ubs()]);
   const { byState, inFlight } = summarise(rows);
   return { byState, inFlight, walSeq: ubs?.walSeq ?? null };

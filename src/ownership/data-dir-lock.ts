@@ -40,7 +40,12 @@ export type DataDirLock = { readonly owner: LockOwner; readonly release: () => P
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
   await fs.mkdir(dataDir, { recursive: true });
   const file = path.join(dataDir, DATA_DIR_LOCK_FILE);
-  const me: LockOwner = { pid: process.pid, host: os.hostname(), startedAt: new Date().toISOString(), procStart: await procStart(process.pid) };
+  const me: LockOwner = {
+    pid: process.pid,
+    host: os.hostname(),
+    startedAt: new Date().toISOString(),
+    procStart: await procStart(process.pid),
+  };
   const server = await holdSocket(dataDir, file, me);
   try {
     const held = await readOwner(file);
@@ -116,7 +121,8 @@ async function askOwner(name: string): Promise<LockOwner | null> {
 function refusal(dataDir: string, file: string, owner: LockOwner | null): OwnershipError {
   const who = owner === null ? 'a process that did not say which' : `pid ${owner.pid} on ${owner.host}, started ${owner.startedAt}`;
   return new OwnershipError(
-    `DATA_DIR ${dataDir} is owned by another process: ${who} (${file}). ` + 'Stop it first; two processes on one DATA_DIR would split the SPOT ledger.',
+    `DATA_DIR ${dataDir} is owned by another process: ${who} (${file}). ` +
+      'Stop it first; two processes on one DATA_DIR would split the SPOT ledger.',
   );
 }
 
@@ -156,7 +162,12 @@ function parseOwner(text: string): LockOwner | null {
   try {
     const parsed = JSON.parse(text) as Partial<LockOwner>;
     if (typeof parsed.pid !== 'number' || typeof parsed.host !== 'string' || typeof parsed.startedAt !== 'string') return null;
-    return { pid: parsed.pid, host: parsed.host, startedAt: parsed.startedAt, procStart: typeof parsed.procStart === 'string' ? parsed.procStart : null };
+    return {
+      pid: parsed.pid,
+      host: parsed.host,
+      startedAt: parsed.startedAt,
+      procStart: typeof parsed.procStart === 'string' ? parsed.procStart : null,
+    };
   } catch {
     return null;
   }

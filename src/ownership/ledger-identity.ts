@@ -60,7 +60,9 @@ type Decision = { readonly id: string; readonly writePostgres: boolean; readonly
 /** What a start may do with the two ids it found; throws OwnershipError for a pair that is not one ledger. */
 export function decide(pg: Side, wal: Side, walDir: string): Decision {
   const refuse = (why: string): never => {
-    throw new OwnershipError(`${why}; refusing to start. The database and DATA_DIR (${walDir}) must be the two halves of one ledger: restore both from one backup, or start both empty.`);
+    throw new OwnershipError(
+      `${why}; refusing to start. The database and DATA_DIR (${walDir}) must be the two halves of one ledger: restore both from one backup, or start both empty.`,
+    );
   };
   if (pg.id !== null && wal.id !== null) {
     if (pg.id !== wal.id) refuse(`the WAL belongs to ledger ${wal.id} and the database to ledger ${pg.id}`);
@@ -68,7 +70,8 @@ export function decide(pg: Side, wal: Side, walDir: string): Decision {
   }
   if (pg.id !== null) {
     if (wal.used) refuse(`the WAL holds SPOT state but no ledger id, and the database belongs to ledger ${pg.id}`);
-    if (pg.used) refuse(`the WAL is empty but the database of ledger ${pg.id} holds transfers and balances: its SPOT balances would be lost`);
+    if (pg.used)
+      refuse(`the WAL is empty but the database of ledger ${pg.id} holds transfers and balances: its SPOT balances would be lost`);
     return { id: pg.id, writePostgres: false, writeWal: true }; // a first start cut short between the two writes
   }
   if (wal.id !== null) {
@@ -77,7 +80,11 @@ export function decide(pg: Side, wal: Side, walDir: string): Decision {
     return { id: wal.id, writePostgres: true, writeWal: false };
   }
   if (pg.used !== wal.used) {
-    refuse(pg.used ? 'the WAL is empty but the database holds transfers and balances: its SPOT balances would be lost' : 'the database is empty but the WAL holds SPOT state');
+    refuse(
+      pg.used
+        ? 'the WAL is empty but the database holds transfers and balances: its SPOT balances would be lost'
+        : 'the database is empty but the WAL holds SPOT state',
+    );
   }
   // Both empty (a first start), or both used by a build that wrote no id: one new id for both.
   return { id: randomUUID(), writePostgres: true, writeWal: true };

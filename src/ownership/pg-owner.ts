@@ -108,7 +108,10 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
 
   try {
     const taken = await takeOnOneSession();
-    if (taken.kind === 'other') throw new OwnershipError(`the database is owned by another process: ${taken.holder}. Stop it first; two processes on one database would split the SPOT ledger.`);
+    if (taken.kind === 'other')
+      throw new OwnershipError(
+        `the database is owned by another process: ${taken.holder}. Stop it first; two processes on one database would split the SPOT ledger.`,
+      );
   } catch (error) {
     released = true;
     await sql.end({ timeout: 5 }).catch(() => undefined);

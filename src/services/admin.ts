@@ -9,11 +9,18 @@ import type { AccountKind, AccountStatus } from '../domain/types.js';
 /** An asset as an operator sets it: the same shape the asset cache reads. */
 export type AssetSpec = Asset;
 
-export type AdminOutcome = { readonly kind: 'ok'; readonly created?: boolean } | { readonly kind: 'refused'; readonly code: string; readonly message?: string };
+export type AdminOutcome =
+  | { readonly kind: 'ok'; readonly created?: boolean }
+  | { readonly kind: 'refused'; readonly code: string; readonly message?: string };
 
 export class AdminService {
   constructor(
-    private readonly deps: { readonly sql: Sql; readonly ubs: UbsSend; readonly ubsTimeoutMs: number; readonly onAssetChange: () => Promise<void> },
+    private readonly deps: {
+      readonly sql: Sql;
+      readonly ubs: UbsSend;
+      readonly ubsTimeoutMs: number;
+      readonly onAssetChange: () => Promise<void>;
+    },
   ) {}
 
   /** Creates or replaces an asset. Its precision never changes: stored amounts are in its units. */
@@ -45,7 +52,8 @@ export class AdminService {
     }
     const result = await this.deps.ubs({ kind: 'set_status', userId, asset, status }, this.deps.ubsTimeoutMs);
     if (result === null) return { kind: 'refused', code: 'SERVICE_UNAVAILABLE', message: 'UBSCore did not answer; repeat the request' };
-    if (result.kind === 'unavailable') return { kind: 'refused', code: 'SERVICE_UNAVAILABLE', message: `UBSCore is unavailable (${result.reason}); repeat the request` };
+    if (result.kind === 'unavailable')
+      return { kind: 'refused', code: 'SERVICE_UNAVAILABLE', message: `UBSCore is unavailable (${result.reason}); repeat the request` };
     if (result.kind === 'status_set') return { kind: 'ok' };
     return { kind: 'refused', code: result.kind === 'invalid' ? result.code : 'SYSTEM_ERROR' };
   }

@@ -9,9 +9,7 @@ export type AccountBalance = { readonly asset: string; readonly available: bigin
 export type Balances = { readonly funding: readonly AccountBalance[]; readonly spot: readonly SpotBalance[] };
 
 export class BalanceReader {
-  constructor(
-    private readonly deps: { readonly sql: Sql; readonly ubs: UbsSend; readonly ubsTimeoutMs: number },
-  ) {}
+  constructor(private readonly deps: { readonly sql: Sql; readonly ubs: UbsSend; readonly ubsTimeoutMs: number }) {}
 
   /** Null when UBSCore did not answer in time: the caller says so rather than guess. */
   async read(userId: bigint): Promise<Balances | null> {

@@ -28,14 +28,29 @@ export type MovementOutcome =
   | { readonly kind: 'pending'; readonly reason: string }
   | { readonly kind: 'refused'; readonly code: string };
 
-type MovementRow = { ref: string; user_id: bigint; account: AccountKind; asset: string; amount: bigint; kind: MovementKind; state: string; code: string | null };
+type MovementRow = {
+  ref: string;
+  user_id: bigint;
+  account: AccountKind;
+  asset: string;
+  amount: bigint;
+  kind: MovementKind;
+  state: string;
+  code: string | null;
+};
 
 const NUMERIC_OUT_OF_RANGE = '22003';
 const PENDING_RESUME_MAX = 10_000;
 
 export class ExternalMovements {
   constructor(
-    private readonly deps: { readonly sql: Sql; readonly ubs: UbsSend; readonly ubsTimeoutMs: number; readonly log: Logger; readonly halt: { readonly current: HaltState } },
+    private readonly deps: {
+      readonly sql: Sql;
+      readonly ubs: UbsSend;
+      readonly ubsTimeoutMs: number;
+      readonly log: Logger;
+      readonly halt: { readonly current: HaltState };
+    },
   ) {}
 
   async apply(m: Movement): Promise<MovementOutcome> {
@@ -91,7 +106,10 @@ export class ExternalMovements {
 
   private async driveSpot(m: Movement): Promise<MovementOutcome> {
     const op = m.kind === 'DEPOSIT' ? 'EXTERNAL_DEPOSIT' : 'EXTERNAL_WITHDRAW';
-    const result = await this.deps.ubs({ kind: 'external_op', op, ref: m.ref, userId: m.userId, asset: m.asset, amount: m.amount }, this.deps.ubsTimeoutMs);
+    const result = await this.deps.ubs(
+      { kind: 'external_op', op, ref: m.ref, userId: m.userId, asset: m.asset, amount: m.amount },
+      this.deps.ubsTimeoutMs,
+    );
     if (result === null) return { kind: 'pending', reason: 'UBSCore did not answer; repeat with the same ref' };
     switch (result.kind) {
       case 'applied':
@@ -116,7 +134,8 @@ export class ExternalMovements {
   }
 
   private async repeat(row: MovementRow, m: Movement): Promise<MovementOutcome> {
-    const same = row.kind === m.kind && row.user_id === m.userId && row.account === m.account && row.asset === m.asset && row.amount === m.amount;
+    const same =
+      row.kind === m.kind && row.user_id === m.userId && row.account === m.account && row.asset === m.asset && row.amount === m.amount;
     if (!same) return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
     if (row.state === 'DONE') return { kind: 'done', duplicate: true };
     if (row.state === 'REJECTED') return { kind: 'refused', code: row.code ?? 'INVALID_REQUEST' };
@@ -140,4 +159,3 @@ async function debitFunding(tx: Tx, m: Movement): Promise<string | null> {
 function toMovement(r: MovementRow): Movement {
   return { kind: r.kind, ref: r.ref, userId: r.user_id, account: r.account, asset: r.asset, amount: r.amount };
 }
-

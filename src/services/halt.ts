@@ -59,7 +59,9 @@ export class HaltSwitch {
   private async tell(state: HaltState): Promise<void> {
     for (const listener of this.listeners) {
       // A listener that fails (a busy shard) still reads the stored state on its own timer.
-      await listener(state).catch((error: unknown) => this.log.error('a halt listener failed; it reads the stored halt on its next refresh', { error: String(error) }));
+      await listener(state).catch((error: unknown) =>
+        this.log.error('a halt listener failed; it reads the stored halt on its next refresh', { error: String(error) }),
+      );
     }
   }
 }

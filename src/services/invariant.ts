@@ -17,7 +17,14 @@ export class InvariantService {
   private last: InvariantReport | null = null;
 
   constructor(
-    private readonly deps: { readonly sql: Sql; readonly ubs: UbsSend; readonly halt: HaltSwitch; readonly alerts: AlertSink; readonly log: Logger; readonly registry: Registry },
+    private readonly deps: {
+      readonly sql: Sql;
+      readonly ubs: UbsSend;
+      readonly halt: HaltSwitch;
+      readonly alerts: AlertSink;
+      readonly log: Logger;
+      readonly registry: Registry;
+    },
   ) {}
 
   get lastReport(): InvariantReport | null {
@@ -47,10 +54,24 @@ export class InvariantService {
   private async runOnce(): Promise<InvariantReport> {
     const report = await runConservationCheck(this.deps.sql, this.deps.ubs);
     this.last = report;
-    this.deps.registry.set('transfer_conservation_last_check_timestamp_seconds', 'When the last completed conservation check read the ledger (unix seconds)', {}, Date.parse(report.checkedAt) / 1000);
-    this.deps.registry.set('transfer_conservation_differences', 'Accounts whose balances the last conservation check found wrong (0 when it passed)', {}, report.differences.length);
+    this.deps.registry.set(
+      'transfer_conservation_last_check_timestamp_seconds',
+      'When the last completed conservation check read the ledger (unix seconds)',
+      {},
+      Date.parse(report.checkedAt) / 1000,
+    );
+    this.deps.registry.set(
+      'transfer_conservation_differences',
+      'Accounts whose balances the last conservation check found wrong (0 when it passed)',
+      {},
+      report.differences.length,
+    );
     if (report.differences.length === 0) {
-      this.deps.log.info('conservation check passed', { accounts: report.accounts, transfers: report.transfersExamined, wal_seq: report.walSeq });
+      this.deps.log.info('conservation check passed', {
+        accounts: report.accounts,
+        transfers: report.transfersExamined,
+        wal_seq: report.walSeq,
+      });
       return report;
     }
     const reason = `conservation violated on ${report.differences.length} account(s)`;

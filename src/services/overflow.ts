@@ -10,12 +10,18 @@ import { checkNewTransfer } from '../domain/checks.js';
 import type { SubmitReply } from '../http/app.js';
 import type { Logger } from '../log.js';
 
-export async function recordForScan(t: NewTransfer, store: TransferStore, log: Logger, halt: { readonly current: HaltState }): Promise<SubmitReply> {
+export async function recordForScan(
+  t: NewTransfer,
+  store: TransferStore,
+  log: Logger,
+  halt: { readonly current: HaltState },
+): Promise<SubmitReply> {
   if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
   const invalid = checkNewTransfer(t);
   if (invalid !== null) return { kind: 'refused', code: invalid };
   const created = await store.create(t, true);
   if (created.kind === 'duplicate') return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
-  if (created.kind === 'created') log.warn('coordinator mailbox full: transfer recorded for the recovery scan', { req_id: t.reqId, user_id: t.userId });
+  if (created.kind === 'created')
+    log.warn('coordinator mailbox full: transfer recorded for the recovery scan', { req_id: t.reqId, user_id: t.userId });
   return { kind: 'transfer', view: created.view };
 }

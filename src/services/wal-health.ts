@@ -32,12 +32,18 @@ export class WalHealth {
     switch (event.kind) {
       case 'degraded':
         this.state = { writable: false, reason: event.reason, since: event.since };
-        this.log.critical('UBSCore cannot write its WAL: spot commands are answered unavailable and transfers stay pending until the disk takes writes', { reason: event.reason });
+        this.log.critical(
+          'UBSCore cannot write its WAL: spot commands are answered unavailable and transfers stay pending until the disk takes writes',
+          { reason: event.reason },
+        );
         this.raise(event.reason, event.since);
         break;
       case 'recovered':
         this.state = { writable: true };
-        this.log.warn('UBSCore writes its WAL again; pending transfers resume', { degraded_ms: event.degradedMs, attempts: event.attempts });
+        this.log.warn('UBSCore writes its WAL again; pending transfers resume', {
+          degraded_ms: event.degradedMs,
+          attempts: event.attempts,
+        });
         break;
     }
   }

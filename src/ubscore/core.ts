@@ -92,7 +92,9 @@ const FLAT_ASSET_SLOTS = 1024;
 const FLAT_USER_ID_MAX = BigInt(Math.floor(Number.MAX_SAFE_INTEGER / FLAT_ASSET_SLOTS) - 1);
 
 function accountKeyOf(userId: bigint, assetId: number): AccountKey {
-  return userId <= FLAT_USER_ID_MAX && assetId < FLAT_ASSET_SLOTS ? Number(userId) * FLAT_ASSET_SLOTS + assetId : (userId << 32n) | BigInt(assetId);
+  return userId <= FLAT_USER_ID_MAX && assetId < FLAT_ASSET_SLOTS
+    ? Number(userId) * FLAT_ASSET_SLOTS + assetId
+    : (userId << 32n) | BigInt(assetId);
 }
 
 /** The copy-on-write state of an open capture: values at `seq` of the accounts changed since. */
@@ -100,7 +102,15 @@ type Freeze = { readonly seq: number; readonly saved: Map<Account, AccountValue>
 type Evaluation = Outcome | { readonly kind: 'invalid'; readonly code: ValidationCode };
 
 const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
-const COMMAND_KINDS: ReadonlySet<string> = new Set(['transfer_op', 'external_op', 'set_status', 'query_op', 'balances', 'audit_cut', 'op_seqs']);
+const COMMAND_KINDS: ReadonlySet<string> = new Set([
+  'transfer_op',
+  'external_op',
+  'set_status',
+  'query_op',
+  'balances',
+  'audit_cut',
+  'op_seqs',
+]);
 /** Keys one op_seqs command may ask about. */
 export const OP_SEQS_KEYS_MAX = 10_000;
 const DEBIT_OPS: ReadonlySet<UbsOpName> = new Set<UbsOpName>(['WITHDRAW', 'EXTERNAL_WITHDRAW']);
@@ -141,7 +151,14 @@ function answer(result: UbsResult): Decision {
 }
 
 /** The first failing input check of a keyed operation, in the order the contract lists them. */
-function checkOpInput(allowed: readonly UbsOpName[], op: unknown, key: unknown, userId: unknown, asset: unknown, amount: unknown): ValidationCode | null {
+function checkOpInput(
+  allowed: readonly UbsOpName[],
+  op: unknown,
+  key: unknown,
+  userId: unknown,
+  asset: unknown,
+  amount: unknown,
+): ValidationCode | null {
   if (!isUserId(userId)) return 'INVALID_USER';
   if (typeof amount !== 'bigint' || amount <= 0n) return 'INVALID_AMOUNT';
   if (!isValidAmountUnits(amount)) return 'OVERFLOW';
@@ -318,7 +335,8 @@ export class SpotLedger {
   finishRestore(seq: number, accountCount: number): void {
     if (this.seq !== 0 || this.capture !== null) throw new Error('ledger: finishRestore on a ledger that is in use');
     if (!Number.isSafeInteger(seq) || seq < 1) throw new Error(`ledger: restored seq out of range: ${seq}`);
-    if (this.accounts !== accountCount) throw new Error(`ledger: restored ${this.accounts} accounts, the snapshot declares ${accountCount}`);
+    if (this.accounts !== accountCount)
+      throw new Error(`ledger: restored ${this.accounts} accounts, the snapshot declares ${accountCount}`);
     this.seq = seq;
     this.restoredUser = null;
     this.restoredAssets.clear();
@@ -379,7 +397,16 @@ export class SpotLedger {
     }
     const evaluation = this.evaluate(input, lookup);
     if (evaluation.kind === 'invalid') return refuse(evaluation.code);
-    const record: OpRecord = { kind: 'op', seq: this.seq + 1, op, key, userId: input.userId, asset: input.asset, amount: input.amount, outcome: evaluation };
+    const record: OpRecord = {
+      kind: 'op',
+      seq: this.seq + 1,
+      op,
+      key,
+      userId: input.userId,
+      asset: input.asset,
+      amount: input.amount,
+      outcome: evaluation,
+    };
     this.applyRecord(record);
     return { result: resultOf(evaluation, false), record, processedKey: opKey };
   }

@@ -29,8 +29,21 @@ export async function call(h: Harness, svc: ChildService, method: string, path: 
   return svc.call(method, path, body === undefined ? { token } : { token, body });
 }
 
-async function deposit(h: Harness, svc: ChildService, user: number, account: 'FUNDING' | 'SPOT', asset: string, amount: string): Promise<void> {
-  const r = await call(h, svc, 'POST', '/admin/v1/deposit', { user_id: String(user), account, asset, amount, ref: `seed-${user}-${account}-${asset}` });
+async function deposit(
+  h: Harness,
+  svc: ChildService,
+  user: number,
+  account: 'FUNDING' | 'SPOT',
+  asset: string,
+  amount: string,
+): Promise<void> {
+  const r = await call(h, svc, 'POST', '/admin/v1/deposit', {
+    user_id: String(user),
+    account,
+    asset,
+    amount,
+    ref: `seed-${user}-${account}-${asset}`,
+  });
   assert.is(r.status, 200, JSON.stringify(r.body));
 }
 
@@ -48,12 +61,20 @@ export async function seed(h: Harness, svc: ChildService): Promise<void> {
   }
   let n = 0;
   for (const user of USERS) {
-    for (const amount of ['12.5', '100', '0.01']) assert.is(await send(h, svc, user, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount, client_order_id: `ord-${user}-${n++}` }), '200 COMMITTED');
-    assert.is(await send(h, svc, user, { from: 'SPOT', to: 'FUNDING', asset: 'BTC', amount: '0.0125', client_order_id: `ord-${user}-${n++}` }), '200 COMMITTED');
+    for (const amount of ['12.5', '100', '0.01'])
+      assert.is(
+        await send(h, svc, user, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount, client_order_id: `ord-${user}-${n++}` }),
+        '200 COMMITTED',
+      );
+    assert.is(
+      await send(h, svc, user, { from: 'SPOT', to: 'FUNDING', asset: 'BTC', amount: '0.0125', client_order_id: `ord-${user}-${n++}` }),
+      '200 COMMITTED',
+    );
     assert.is(await send(h, svc, user, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '99999' }), '422 INSUFFICIENT_BALANCE');
   }
   // MON-004: more than ABNORMAL_TRANSFERS_PER_MINUTE requests from one user in a minute.
-  for (let i = 0; i < 7; i++) assert.is(await send(h, svc, 7001, { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '1' }), '200 COMMITTED');
+  for (let i = 0; i < 7; i++)
+    assert.is(await send(h, svc, 7001, { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '1' }), '200 COMMITTED');
 }
 
 /** Leaves one SPOT → FUNDING transfer unfinished and listed as stuck; answers it and the held row. */
@@ -61,7 +82,10 @@ export async function makeStuck(h: Harness, svc: ChildService): Promise<{ reqId:
   await deposit(h, svc, STUCK_USER, 'FUNDING', 'USDT', '10');
   await deposit(h, svc, STUCK_USER, 'SPOT', 'USDT', '500');
   const row = await holdFundingRow(h.sql, STUCK_USER, 'USDT');
-  const r = await svc.call('POST', '/api/v1/internal_transfer', { token: h.userToken(STUCK_USER), body: { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '250.5', client_order_id: 'stuck-order-1' } });
+  const r = await svc.call('POST', '/api/v1/internal_transfer', {
+    token: h.userToken(STUCK_USER),
+    body: { from: 'SPOT', to: 'FUNDING', asset: 'USDT', amount: '250.5', client_order_id: 'stuck-order-1' },
+  });
   assert.is(r.status, 202, JSON.stringify(r.body));
   const reqId = String(r.body.req_id);
   let seen: unknown = null;

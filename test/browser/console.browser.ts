@@ -55,7 +55,9 @@ const text = async (selector: string) => (await page.locator(selector).textConte
 test.before(async () => {
   await setUp().catch((error: unknown) => {
     // uvu says nothing of a failing hook: say it here, then fail every test.
-    process.stderr.write(`console.browser: set-up failed: ${error instanceof Error ? error.stack : String(error)} ${JSON.stringify(error)}\n`);
+    process.stderr.write(
+      `console.browser: set-up failed: ${error instanceof Error ? error.stack : String(error)} ${JSON.stringify(error)}\n`,
+    );
     throw error;
   });
 });
@@ -69,7 +71,16 @@ async function setUp(): Promise<void> {
   stuck = await makeStuck(h, svc);
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
   page = await openConsole(h.adminToken());
 }
@@ -100,7 +111,12 @@ test('the page loads with a strict CSP, shows the stuck transfer, and its counts
   assert.ok(now.accepted >= 19, JSON.stringify(now));
   assert.not.equal(await text('#p99'), '–');
   const item = page.locator(`#unfinished li[data-req-id="${stuck.reqId}"]`);
-  assert.match((await item.textContent()) ?? '', new RegExp(`${stuck.state}[\\s\\S]*user 7100[\\s\\S]*250\\.50000000 USDT[\\s\\S]*retries 1[\\s\\S]*last error: funding DEPOSIT: canceling statement due to lock timeout`));
+  assert.match(
+    (await item.textContent()) ?? '',
+    new RegExp(
+      `${stuck.state}[\\s\\S]*user 7100[\\s\\S]*250\\.50000000 USDT[\\s\\S]*retries 1[\\s\\S]*last error: funding DEPOSIT: canceling statement due to lock timeout`,
+    ),
+  );
   await page.locator('#alerts li', { hasText: 'ABNORMAL_FREQUENCY' }).waitFor({ timeout: WAIT_MS });
   // The audit panel shows what GET /admin/v1/audit answers: the newest admin action first, with its operator.
   const audit = (await call(h, svc, 'GET', '/admin/v1/audit?limit=1')).body.items as { id: string; action: string; operator: string }[];
@@ -139,7 +155,9 @@ test('a conservation difference halts: the banner says why, and Resume needs RES
 test('Retry drives the stuck transfer: still pending while the row is locked, COMMITTED once it is free', async () => {
   const button = page.getByRole('button', { name: `Retry ${stuck.reqId} now` });
   await button.click();
-  await page.locator('#retry-result', { hasText: `${stuck.reqId}: Retry answered: ${stuck.state}, retries 2` }).waitFor({ timeout: WAIT_MS });
+  await page
+    .locator('#retry-result', { hasText: `${stuck.reqId}: Retry answered: ${stuck.state}, retries 2` })
+    .waitFor({ timeout: WAIT_MS });
   stuck.row.release();
   await stuck.row.done;
   await button.click();
@@ -191,7 +209,10 @@ test('the JSON behind the console: admin only, and every bad search input named'
   const mine = await call(h, svc, 'GET', '/admin/v1/transfers/search?user_id=7001&limit=3');
   assert.is((mine.body.transfers as unknown[]).length, 3);
   const page = await fetch(`${svc.base}/console/console.js`);
-  assert.equal([page.status, page.headers.get('content-type'), page.headers.get('content-security-policy')?.startsWith("default-src 'none'")], [200, 'text/javascript; charset=utf-8', true]);
+  assert.equal(
+    [page.status, page.headers.get('content-type'), page.headers.get('content-security-policy')?.startsWith("default-src 'none'")],
+    [200, 'text/javascript; charset=utf-8', true],
+  );
   assert.is((await fetch(`${svc.base}/console/nothing.js`)).status, 404);
 });
 
@@ -200,7 +221,10 @@ test('on a phone the page is one column; a user token and a bad token are refuse
   await phone.locator('#by-state tr').first().waitFor({ timeout: WAIT_MS });
   await shot(phone, 'console-phone.png');
   await phone.context().close();
-  for (const [token, shown] of [[h.userToken(7001), '403 FORBIDDEN'], ['not.a.token', '401 UNAUTHORIZED']] as const) {
+  for (const [token, shown] of [
+    [h.userToken(7001), '403 FORBIDDEN'],
+    ['not.a.token', '401 UNAUTHORIZED'],
+  ] as const) {
     const p = await openConsole(token, LAPTOP, true);
     await p.locator('#banner', { hasText: shown }).waitFor({ timeout: WAIT_MS });
     assert.is(await p.locator('#by-state tr').count(), 0, 'no data shown to a refused token');

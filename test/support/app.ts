@@ -16,8 +16,19 @@ export type StubApps = Apps & { readonly lines: LogLine[] };
 export function keptLog(): { readonly log: Logger; readonly lines: LogLine[] } {
   const lines: LogLine[] = [];
   const logWith = (extra: LogFields): Logger => {
-    const keep = (level: string) => (msg: string, fields: LogFields = {}) => void lines.push({ level, msg, fields: { ...extra, ...fields } });
-    return { debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error'), critical: keep('critical'), enabled: () => true, child: (more) => logWith({ ...extra, ...more }) };
+    const keep =
+      (level: string) =>
+      (msg: string, fields: LogFields = {}) =>
+        void lines.push({ level, msg, fields: { ...extra, ...fields } });
+    return {
+      debug: keep('debug'),
+      info: keep('info'),
+      warn: keep('warn'),
+      error: keep('error'),
+      critical: keep('critical'),
+      enabled: () => true,
+      child: (more) => logWith({ ...extra, ...more }),
+    };
   };
   return { log: logWith({}), lines };
 }

@@ -1,7 +1,14 @@
 // Fault injection around the real adapters, for tests only: make a chosen operation time out,
 // fail explicitly, throw, or succeed and lose its reply, a given number of times.
 
-import { isLocal, type AccountAdapter, type MovedOutcome, type OpRequest, type QueryOutcome, type TransferMove } from '../../src/adapters/types.js';
+import {
+  isLocal,
+  type AccountAdapter,
+  type MovedOutcome,
+  type OpRequest,
+  type QueryOutcome,
+  type TransferMove,
+} from '../../src/adapters/types.js';
 import type { AccountKind, OpOutcome, TransferOp } from '../../src/domain/types.js';
 
 export type Fault =
@@ -86,5 +93,8 @@ export function faulty(inner: AccountAdapter, plan: FaultPlan): AccountAdapter {
 }
 
 export function faultyAdapters(plan: FaultPlan) {
-  return (real: { FUNDING: AccountAdapter; SPOT: AccountAdapter }) => ({ FUNDING: faulty(real.FUNDING, plan), SPOT: faulty(real.SPOT, plan) });
+  return (real: { FUNDING: AccountAdapter; SPOT: AccountAdapter }) => ({
+    FUNDING: faulty(real.FUNDING, plan),
+    SPOT: faulty(real.SPOT, plan),
+  });
 }

@@ -28,7 +28,14 @@ export async function totalOf(svc: TestService, userId: bigint | number, asset: 
   return f.funding + f.spot;
 }
 
-export async function deposit(svc: TestService, userId: bigint | number, account: 'FUNDING' | 'SPOT', asset: string, amount: string, ref: string): Promise<void> {
+export async function deposit(
+  svc: TestService,
+  userId: bigint | number,
+  account: 'FUNDING' | 'SPOT',
+  asset: string,
+  amount: string,
+  ref: string,
+): Promise<void> {
   const r = await svc.call('POST', '/admin/v1/deposit', {
     token: svc.adminToken(),
     body: { user_id: String(userId), account, asset, amount, ref },

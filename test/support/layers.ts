@@ -55,7 +55,13 @@ export async function startLayers(config: Partial<CoordinatorConfig> = {}, hooks
   const ubs = new UbsClient(core.connect(), {});
   // Critical lines are always written; tests that provoke them on purpose keep them quiet.
   const log = createLogger({ level: 'error', name: 'test', write: process.env.LOG_LEVEL === 'debug' ? undefined : () => undefined });
-  const parts = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config: { ...LAYER_CONFIG, databaseUrl: db.url, ...config }, log, hooks });
+  const parts = composeShard({
+    sql,
+    ubs: (cmd, ms) => ubs.send(cmd, ms),
+    config: { ...LAYER_CONFIG, databaseUrl: db.url, ...config },
+    log,
+    hooks,
+  });
   return {
     ...parts,
     sql,

@@ -39,7 +39,8 @@ export function operationProblems(doc: Json): string[] {
     else if (ids.has(id)) problems.push(`${name}: operationId ${id} used twice`);
     else ids.add(id);
     const opTags = op.tags as string[] | undefined;
-    if (opTags === undefined || opTags.length === 0 || !opTags.every((t) => tags.has(t))) problems.push(`${name}: no tag, or a tag not declared at the top`);
+    if (opTags === undefined || opTags.length === 0 || !opTags.every((t) => tags.has(t)))
+      problems.push(`${name}: no tag, or a tag not declared at the top`);
     const isProtected = path.startsWith('/api/') || path.startsWith('/admin/');
     const security = JSON.stringify(op.security);
     if (isProtected && security !== '[{"bearer":[]}]') problems.push(`${name}: protected, but security is ${security}`);
@@ -56,7 +57,9 @@ function errorStatusProblems(name: string, op: Json): string[] {
     if (Number(status) < 400) continue;
     const codes = codeEnumOf(response);
     if (codes === null) problems.push(`${name} ${status}: no error schema with a code enum`);
-    else for (const code of codes) if (String(statusOf(code)) !== status) problems.push(`${name} ${status}: ${code} is answered with ${statusOf(code)}`);
+    else
+      for (const code of codes)
+        if (String(statusOf(code)) !== status) problems.push(`${name} ${status}: ${code} is answered with ${statusOf(code)}`);
   }
   return problems;
 }
@@ -72,10 +75,14 @@ function codeEnumOf(response: Json): string[] | null {
 export function refProblems(doc: Json): string[] {
   const problems: string[] = [];
   const visit = (node: unknown, at: string): void => {
-    if (Array.isArray(node)) node.forEach((n, i) => visit(n, `${at}/${i}`));
+    if (Array.isArray(node))
+      node.forEach((n, i) => {
+        visit(n, `${at}/${i}`);
+      });
     if (typeof node !== 'object' || node === null) return;
     for (const [key, value] of Object.entries(node)) {
-      if (key === '$ref' && (typeof value !== 'string' || pointer(doc, value) === undefined)) problems.push(`${at}: $ref ${String(value)} does not resolve`);
+      if (key === '$ref' && (typeof value !== 'string' || pointer(doc, value) === undefined))
+        problems.push(`${at}: $ref ${String(value)} does not resolve`);
       else visit(value, `${at}/${key}`);
     }
   };
@@ -94,7 +101,8 @@ function pointer(doc: Json, ref: string): unknown {
 export function schemaValidator(doc: Json): (schema: Json) => ValidateFunction {
   const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
   addFormats(ajv);
-  const toDefs = (schema: unknown): Json => JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', `"${DOC_ID}#/$defs/`)) as Json;
+  const toDefs = (schema: unknown): Json =>
+    JSON.parse(JSON.stringify(schema).replaceAll('"#/components/schemas/', `"${DOC_ID}#/$defs/`)) as Json;
   ajv.addSchema({ $id: DOC_ID, $defs: toDefs((doc.components as Json).schemas) });
   return (schema) => ajv.compile(toDefs(schema));
 }
@@ -122,7 +130,14 @@ export function exampleProblems(doc: Json): { problems: string[]; checked: numbe
 }
 
 /** Whether `status` is documented for the operation and `body` matches its schema; null when so. */
-export function answerProblem(doc: Json, compile: (schema: Json) => ValidateFunction, method: string, path: string, status: number, body: unknown): string | null {
+export function answerProblem(
+  doc: Json,
+  compile: (schema: Json) => ValidateFunction,
+  method: string,
+  path: string,
+  status: number,
+  body: unknown,
+): string | null {
   const op = ((doc.paths as Record<string, Json>)[path] as Json | undefined)?.[method.toLowerCase()] as Json | undefined;
   if (op === undefined) return `${method} ${path}: not in the document`;
   const response = (op.responses as Record<string, Json>)[String(status)];

@@ -8,7 +8,14 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLUSTER_LOCATION_FILE, DATABASE_NAME, ensureDatabase, livePostmasterPid, startEmbeddedPg, type EmbeddedPg } from '../../src/db/embedded-pg.js';
+import {
+  CLUSTER_LOCATION_FILE,
+  DATABASE_NAME,
+  ensureDatabase,
+  livePostmasterPid,
+  startEmbeddedPg,
+  type EmbeddedPg,
+} from '../../src/db/embedded-pg.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/jwt.js';
 import { createTestDatabase, type TestDatabase } from './database.js';
@@ -204,7 +211,12 @@ export async function createHarness(opts: { readonly pg?: PgMode } = {}): Promis
 
   const launch = async (env: Record<string, string>, mayExit: boolean): Promise<ChildService> => {
     if (cleaned !== null) throw new Error('harness already cleaned up');
-    const child = await startChild({ dataDir, databaseUrl: own?.pg.mode === 'embedded' ? null : db.url, env: { ...own?.env, ...env }, mayExit });
+    const child = await startChild({
+      dataDir,
+      databaseUrl: own?.pg.mode === 'embedded' ? null : db.url,
+      env: { ...own?.env, ...env },
+      mayExit,
+    });
     children.add(child);
     return child;
   };
@@ -261,7 +273,10 @@ const OWN_PG_START_RETRY_MS = 250;
  * stops the server again: the harness then knows the URL before the service starts. `external`:
  * a server in a directory of its own, left running, given to the service as DATABASE_URL.
  */
-async function startOwnPg(mode: 'embedded' | 'external', dataDir: string): Promise<{ pg: OwnPg; db: TestDatabase; env: Record<string, string> }> {
+async function startOwnPg(
+  mode: 'embedded' | 'external',
+  dataDir: string,
+): Promise<{ pg: OwnPg; db: TestDatabase; env: Record<string, string> }> {
   await fs.chmod(dataDir, 0o755);
   const dir = mode === 'embedded' ? path.join(dataDir, 'postgres') : await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-own-pg-'));
   if (mode === 'external') {
@@ -284,7 +299,13 @@ async function startOwnPg(mode: 'embedded' | 'external', dataDir: string): Promi
       if (mode !== 'external') throw new Error('the service starts its embedded server itself');
       // Backends orphaned by a killed postmaster hold its shared memory for a moment: retry.
       for (let attempt = 1; ; attempt++) {
-        const error = await startEmbeddedPg({ dir, port, sharedBuffersMb: 32, log: () => undefined }).then((s) => ((server = s), null), (e: unknown) => e);
+        const error = await startEmbeddedPg({ dir, port, sharedBuffersMb: 32, log: () => undefined }).then(
+          (s) => {
+            server = s;
+            return null;
+          },
+          (e: unknown) => e,
+        );
         if (error === null) return;
         if (attempt >= OWN_PG_START_ATTEMPTS_MAX) throw error;
         await sleep(OWN_PG_START_RETRY_MS);
@@ -319,7 +340,12 @@ export async function withHarness<T>(body: (h: Harness) => Promise<T>, opts: { r
 
 // ---------------------------------------------------------------------------------------------
 
-async function startChild(opts: { dataDir: string; databaseUrl: string | null; env: Record<string, string>; mayExit?: boolean }): Promise<ChildService> {
+async function startChild(opts: {
+  dataDir: string;
+  databaseUrl: string | null;
+  env: Record<string, string>;
+  mayExit?: boolean;
+}): Promise<ChildService> {
   const port = await freePort();
   const env: Record<string, string> = {
     ...baseEnv(),
@@ -440,7 +466,8 @@ async function httpCall(base: string, method: string, urlPath: string, opts: Cal
   let body: Record<string, unknown>;
   try {
     const parsed: unknown = JSON.parse(text);
-    body = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { value: parsed };
+    body =
+      typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : { value: parsed };
   } catch {
     body = { unparsed: text };
   }

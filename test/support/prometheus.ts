@@ -2,7 +2,12 @@
 // is asked for as `name{label="value",...}` with any subset of its labels: the values of every
 // series that match are summed (across shards and threads), undefined when none matches.
 
-export type Sample = { readonly name: string; readonly labels: Readonly<Record<string, string>>; readonly value: number; readonly raw: string };
+export type Sample = {
+  readonly name: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly value: number;
+  readonly raw: string;
+};
 
 export type Scrape = {
   readonly samples: readonly Sample[];
@@ -30,7 +35,8 @@ export function parseSamples(text: string): Sample[] {
 
 function labelsOf(text: string): Record<string, string> {
   const labels: Record<string, string> = {};
-  for (const m of text.matchAll(LABEL)) labels[m[1] as string] = (m[2] as string).replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
+  for (const m of text.matchAll(LABEL))
+    labels[m[1] as string] = (m[2] as string).replace(/\\n/g, '\n').replace(/\\"/g, '"').replace(/\\\\/g, '\\');
   return labels;
 }
 

@@ -12,11 +12,12 @@ function onPath(): boolean {
 export function ensurePromtool(): void {
   if (onPath()) return;
   if (process.getuid?.() === 0) {
-    const install = 'apt-get install -y prometheus >/dev/null 2>&1 || (apt-get update >/dev/null 2>&1 && apt-get install -y prometheus >/dev/null 2>&1)';
+    const install =
+      'apt-get install -y prometheus >/dev/null 2>&1 || (apt-get update >/dev/null 2>&1 && apt-get install -y prometheus >/dev/null 2>&1)';
     spawnSync('sh', ['-c', install], { stdio: 'inherit', timeout: 600_000 });
     if (onPath()) return;
   }
-  throw new Error('promtool is missing: run `apt-get install -y prometheus` as root (Debian), or put Prometheus\'s promtool on PATH');
+  throw new Error("promtool is missing: run `apt-get install -y prometheus` as root (Debian), or put Prometheus's promtool on PATH");
 }
 
 /** Runs promtool with `args`, `input` on its stdin; stdout and stderr together. */
