@@ -1,0 +1,95 @@
+// Proves that the lint rules `make lint` runs (biome.json) catch what the house forbids: an import
+// cycle (a type-only one included), src/domain importing anything outside itself, src/ or wal/
+// importing actors/, a file over 400 non-blank lines or a function over 70 in src/, actors/ or
+// wal/; and that they stay quiet where the house allows it (actors/ importing src/, tests).
+// Each case is a small file in a scratch tree linted with the project's own configuration.
+
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { PROJECT_ROOT } from './support/process.js';
+
+const BIOME = path.join(PROJECT_ROOT, 'node_modules', '.bin', 'biome');
+
+type Diagnostic = { category: string; location: { path: string } };
+
+function lines(n: number, make: (i: number) => string): string {
+  return Array.from({ length: n }, (_, i) => make(i)).join('\n');
+}
+
+/** Each scratch file and the rule it must trip (null: it must lint clean). */
+const CASES: readonly { file: string; text: string; rule: string | null }[] = [
+  { file: 'src/domain/reads-disk.ts', text: "import fs from 'node:fs';\nexport const f = fs;\n", rule: 'lint/style/noRestrictedImports' },
+  { file: 'src/domain/logs.ts', text: "import { log } from '../log.js';\nexport const l = log;\n", rule: 'lint/style/noRestrictedImports' },
+  {
+    file: 'src/domain/validates.ts',
+    text: "import * as v from 'valibot';\nexport const s = v.string();\n",
+    rule: 'lint/style/noRestrictedImports',
+  },
+  { file: 'src/domain/pure.ts', text: "import { n } from './money.js';\nexport const m = n;\n", rule: null },
+  { file: 'src/domain/money.ts', text: 'export const n = 1n;\n', rule: null },
+  { file: 'src/log.ts', text: 'export const log = 1;\n', rule: null },
+  {
+    file: 'src/starts-thread.ts',
+    text: "import { y } from '../actors/pool.js';\nexport const s = y;\n",
+    rule: 'lint/style/noRestrictedImports',
+  },
+  {
+    file: 'wal/knows-thread.ts',
+    text: "import type { Y } from '../actors/pool.js';\nexport type W = Y;\n",
+    rule: 'lint/style/noRestrictedImports',
+  },
+  { file: 'actors/pool.ts', text: "import { log } from '../src/log.js';\nexport const y = log;\nexport type Y = number;\n", rule: null },
+  {
+    file: 'src/a.ts',
+    text: "import { b } from './b.js';\nexport const a = b;\nexport type A = number;\n",
+    rule: 'lint/suspicious/noImportCycles',
+  },
+  { file: 'src/b.ts', text: "import type { A } from './a.js';\nexport const b: A = 1;\n", rule: 'lint/suspicious/noImportCycles' },
+  { file: 'src/long-file.ts', text: `${lines(401, (i) => `export const c${i} = ${i};`)}\n`, rule: 'lint/style/noExcessiveLinesPerFile' },
+  {
+    file: 'wal/long-function.ts',
+    text: `export function f(): number {\n  let x = 0;\n${lines(70, () => '  x += 1;')}\n  return x;\n}\n`,
+    rule: 'lint/complexity/noExcessiveLinesPerFunction',
+  },
+  {
+    file: 'actors/function-at-limit.ts',
+    text: `export function f(): number {\n  let x = 0;\n${lines(68, () => '  x += 1;')}\n  return x;\n}\n`,
+    rule: null,
+  },
+  {
+    file: 'test/long-test.test.ts',
+    text: `export function f(): number {\n  let x = 0;\n${lines(90, () => '  x += 1;')}\n  return x;\n}\n`,
+    rule: null,
+  },
+];
+
+test('the lint rules catch import cycles, forbidden imports and oversized rooms, and allow the rest', async () => {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-lint-'));
+  try {
+    const config = JSON.parse(await fs.readFile(path.join(PROJECT_ROOT, 'biome.json'), 'utf8')) as Record<string, unknown>;
+    // The scratch tree is no git checkout: the project's .gitignore does not apply to it.
+    delete config.vcs;
+    delete config.$schema;
+    await fs.writeFile(path.join(dir, 'biome.json'), JSON.stringify(config));
+    for (const c of CASES) {
+      await fs.mkdir(path.join(dir, path.dirname(c.file)), { recursive: true });
+      await fs.writeFile(path.join(dir, c.file), c.text);
+    }
+    const run = spawnSync(BIOME, ['lint', '--reporter=json', '--max-diagnostics=none'], { cwd: dir, encoding: 'utf8' });
+    const report = JSON.parse(run.stdout) as { diagnostics: Diagnostic[] };
+    const found = new Map<string, Set<string>>();
+    for (const d of report.diagnostics) found.set(d.location.path, (found.get(d.location.path) ?? new Set()).add(d.category));
+    for (const c of CASES) {
+      const rules = [...(found.get(c.file) ?? [])];
+      assert.equal(rules, c.rule === null ? [] : [c.rule], `${c.file}: ${c.rule ?? 'clean'}`);
+    }
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+});
+
+test.run();
