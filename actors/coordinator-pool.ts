@@ -6,15 +6,14 @@
 import { shardOfUser } from '../src/domain/shard.js';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js';
+import type { CoordinatorConfig, NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 import type { HaltState } from '../src/db/halt-state.js';
-import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
 import { finishedFrom } from '../src/metrics/finished.js';
 import { LastKnownFamilies } from '../src/metrics/last-known.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
-import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
+import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData } from './protocol.js';
 
 /**
  * Tasks other than transfers (metrics, a drive, assets_changed, stop) a shard runs beside its
@@ -184,7 +183,7 @@ export class CoordinatorPools {
   }
 
   /** One batch of new transfers to the shard: one answer per transfer, in order, never an exception. */
-  private async submitMany(shard: number, transfers: readonly NewTransfer[]): Promise<readonly SubmitAnswer[]> {
+  private async submitMany(shard: number, transfers: readonly NewTransfer[]): Promise<readonly SubmitReply[]> {
     const pool = this.pools[shard];
     if (pool === undefined) throw new Error(`no shard ${shard}`);
     const task: CoordinatorTask = { kind: 'coord.submit_many', transfers };
