@@ -108,12 +108,10 @@ export class CoordinatorPools {
   async drive(userId: bigint, reqId: string): Promise<SubmitReply> {
     const result = await this.run(this.shardOf(userId), { kind: 'coord.drive', reqId });
     switch (result.kind) {
-      case 'coord.transfer':
-        return { kind: 'transfer', view: result.view };
+      case 'coord.drove':
+        return result.reply;
       case 'busy':
         return { kind: 'busy' };
-      case 'coord.not_found':
-        return { kind: 'refused', code: 'NOT_FOUND' };
       default:
         return { kind: 'error', message: result.kind === 'coord.error' ? result.message : `unexpected coordinator answer ${result.kind}` };
     }

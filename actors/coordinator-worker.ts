@@ -49,7 +49,7 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       return submitMany(task.transfers);
     case 'coord.drive': {
       const view = await shardOf().driveNow(task.reqId);
-      return view === null ? { kind: 'coord.not_found' } : { kind: 'coord.transfer', view };
+      return { kind: 'coord.drove', reply: view === null ? { kind: 'refused', code: 'NOT_FOUND' } : { kind: 'transfer', view } };
     }
     case 'coord.metrics':
       return await metricsOf(runningOf());
