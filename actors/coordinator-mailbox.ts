@@ -4,15 +4,14 @@
 // that arrive in one event-loop turn leave together, in batches of at most SUBMIT_BATCH_MAX, so
 // the shard gets one message per batch rather than one per transfer.
 
-import type { NewTransfer } from '../src/coordinator/types.js';
-import type { SubmitReply } from '../src/http/app.js';
-import { SUBMIT_BATCH_MAX, type SubmitAnswer } from './protocol.js';
+import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import { SUBMIT_BATCH_MAX } from './protocol.js';
 
 export type MailboxOptions = {
   readonly mailboxMax: number;
   readonly concurrencyMax: number;
   /** Sends one batch to the shard; answers one value per transfer, in order, and never throws. */
-  readonly send: (transfers: readonly NewTransfer[]) => Promise<readonly SubmitAnswer[]>;
+  readonly send: (transfers: readonly NewTransfer[]) => Promise<readonly SubmitReply[]>;
 };
 
 type Waiting = { readonly transfer: NewTransfer; readonly resolve: (reply: SubmitReply) => void };
@@ -78,7 +77,7 @@ export class TransferMailbox {
       const message = typeof answers === 'string' ? answers : `the shard answered ${answers.length} of ${batch.length} transfers`;
       for (const w of batch) w.resolve({ kind: 'error', message });
     } else {
-      for (const [i, w] of batch.entries()) w.resolve(answers[i] as SubmitAnswer);
+      for (const [i, w] of batch.entries()) w.resolve(answers[i] as SubmitReply);
     }
     this.flush();
   }

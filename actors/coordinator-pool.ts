@@ -6,15 +6,14 @@
 import { shardOfUser } from '../src/domain/shard.js';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import type { CoordinatorConfig, NewTransfer } from '../src/coordinator/types.js';
+import type { CoordinatorConfig, NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 import type { HaltState } from '../src/db/halt-state.js';
-import type { SubmitReply } from '../src/http/app.js';
 import type { Logger } from '../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
 import { finishedFrom } from '../src/metrics/finished.js';
 import { LastKnownFamilies } from '../src/metrics/last-known.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
-import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
+import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData } from './protocol.js';
 
 /**
  * Tasks other than transfers (metrics, a drive, assets_changed, stop) a shard runs beside its
@@ -109,12 +108,10 @@ export class CoordinatorPools {
   async drive(userId: bigint, reqId: string): Promise<SubmitReply> {
     const result = await this.run(this.shardOf(userId), { kind: 'coord.drive', reqId });
     switch (result.kind) {
-      case 'coord.transfer':
-        return { kind: 'transfer', view: result.view };
+      case 'coord.drove':
+        return result.reply;
       case 'busy':
         return { kind: 'busy' };
-      case 'coord.not_found':
-        return { kind: 'refused', code: 'NOT_FOUND' };
       default:
         return { kind: 'error', message: result.kind === 'coord.error' ? result.message : `unexpected coordinator answer ${result.kind}` };
     }
@@ -184,7 +181,7 @@ export class CoordinatorPools {
   }
 
   /** One batch of new transfers to the shard: one answer per transfer, in order, never an exception. */
-  private async submitMany(shard: number, transfers: readonly NewTransfer[]): Promise<readonly SubmitAnswer[]> {
+  private async submitMany(shard: number, transfers: readonly NewTransfer[]): Promise<readonly SubmitReply[]> {
     const pool = this.pools[shard];
     if (pool === undefined) throw new Error(`no shard ${shard}`);
     const task: CoordinatorTask = { kind: 'coord.submit_many', transfers };

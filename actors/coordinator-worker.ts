@@ -12,15 +12,8 @@ import type { DailyLimits } from '../src/coordinator/daily-limits.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import type { Registry } from '../src/metrics/registry.js';
-import type { NewTransfer } from '../src/coordinator/types.js';
-import {
-  SUBMIT_BATCH_MAX,
-  unreachable,
-  type CoordinatorResult,
-  type CoordinatorTask,
-  type CoordinatorWorkerData,
-  type SubmitAnswer,
-} from './protocol.js';
+import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import { SUBMIT_BATCH_MAX, unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData } from './protocol.js';
 import { UbsClient } from './ubscore-client.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
@@ -56,7 +49,7 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       return submitMany(task.transfers);
     case 'coord.drive': {
       const view = await shardOf().driveNow(task.reqId);
-      return view === null ? { kind: 'coord.not_found' } : { kind: 'coord.transfer', view };
+      return { kind: 'coord.drove', reply: view === null ? { kind: 'refused', code: 'NOT_FOUND' } : { kind: 'transfer', view } };
     }
     case 'coord.metrics':
       return await metricsOf(runningOf());
@@ -89,7 +82,7 @@ async function submitMany(transfers: readonly NewTransfer[]): Promise<Coordinato
   const shard = shardOf();
   const answers = await Promise.all(
     transfers.map(
-      (t): Promise<SubmitAnswer> =>
+      (t): Promise<SubmitReply> =>
         shard.submit(t).catch((error: unknown) => {
           log.error('coordinator submit failed', { req_id: t.reqId, error: error instanceof Error ? error.stack : String(error) });
           return { kind: 'error', message: error instanceof Error ? error.message : String(error) };

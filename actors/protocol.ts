@@ -2,7 +2,7 @@
 // Outcomes cross as values; no handler lets an exception cross a thread boundary.
 
 import type { MessagePort } from 'node:worker_threads';
-import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from '../src/coordinator/types.js';
+import type { CoordinatorConfig, NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 import type { HaltState } from '../src/db/halt-state.js';
 import type { MetricFamily } from '../src/metrics/registry.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
@@ -162,12 +162,6 @@ export type CoordinatorWorkerData = {
  */
 export const SUBMIT_BATCH_MAX = 64;
 
-/** One transfer's answer in a `coord.submitted` batch: the HTTP edge takes it as it is. */
-export type SubmitAnswer =
-  | { readonly kind: 'transfer'; readonly view: TransferView }
-  | { readonly kind: 'refused'; readonly code: RefusalCode }
-  | { readonly kind: 'error'; readonly message: string };
-
 export type CoordinatorTask =
   | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort }
   /** Creates and drives each transfer, all at once; answered by `coord.submitted` in the same order. */
@@ -185,9 +179,10 @@ export type CoordinatorResult =
   | { readonly kind: 'coord.ready' }
   | { readonly kind: 'coord.done' }
   | { readonly kind: 'coord.metrics'; readonly families: readonly MetricFamily[] }
-  | { readonly kind: 'coord.transfer'; readonly view: TransferView }
-  | { readonly kind: 'coord.submitted'; readonly answers: readonly SubmitAnswer[] }
-  | { readonly kind: 'coord.not_found' }
+  /** The answer to `coord.drive`, in the shape of a submitted transfer's. */
+  | { readonly kind: 'coord.drove'; readonly reply: SubmitReply }
+  /** One reply per transfer of the batch, in order, each the shard's own value: the HTTP edge takes it as it is. */
+  | { readonly kind: 'coord.submitted'; readonly answers: readonly SubmitReply[] }
   | { readonly kind: 'coord.error'; readonly message: string }
   | { readonly kind: 'coord.stopped' };
 

@@ -262,8 +262,9 @@ test('a whole batch re-run after a commit whose answer was lost changes nothing 
 
   const stuck = await L.store.insert(newTransfer(user, 'FUNDING', 'USDT', COIN));
   if (stuck === null) throw new Error('not created');
-  assert.ok(await L.store.noteRetry(stuck, 'unknown', new Date()));
-  assert.not.ok(await L.store.noteRetry(stuck, 'unknown', new Date()), 'a re-run of the same note is refused');
+  const cause = { kind: 'timeout', detail: 'unknown' } as const;
+  assert.ok(await L.store.noteRetry(stuck, cause, new Date()));
+  assert.not.ok(await L.store.noteRetry(stuck, cause, new Date()), 'a re-run of the same note is refused');
   assert.is((await L.store.get(stuck.reqId))?.retryCount, 1, 'the retry is counted once');
 });
 

@@ -4,9 +4,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { TransferMailbox } from '../actors/coordinator-mailbox.js';
-import { SUBMIT_BATCH_MAX, type SubmitAnswer } from '../actors/protocol.js';
-import type { NewTransfer } from '../src/coordinator/types.js';
-import type { SubmitReply } from '../src/http/app.js';
+import { SUBMIT_BATCH_MAX } from '../actors/protocol.js';
+import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 
 function transfer(i: number): NewTransfer {
   return {
@@ -21,7 +20,7 @@ function transfer(i: number): NewTransfer {
 }
 
 /** Refuses each transfer with a code naming its req_id, so an answer shows whose it is. */
-function answerOf(t: NewTransfer): SubmitAnswer {
+function answerOf(t: NewTransfer): SubmitReply {
   return { kind: 'error', message: t.reqId };
 }
 
@@ -29,7 +28,7 @@ function answerOf(t: NewTransfer): SubmitAnswer {
 function heldShard() {
   const batches: { transfers: readonly NewTransfer[]; finish: () => void }[] = [];
   const send = (transfers: readonly NewTransfer[]) =>
-    new Promise<readonly SubmitAnswer[]>((resolve) => batches.push({ transfers, finish: () => resolve(transfers.map(answerOf)) }));
+    new Promise<readonly SubmitReply[]>((resolve) => batches.push({ transfers, finish: () => resolve(transfers.map(answerOf)) }));
   return { batches, send };
 }
 

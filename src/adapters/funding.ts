@@ -6,10 +6,10 @@
 // the state moves it decides (`applyWithMove`), which then need no pending state before the call.
 
 import { checkOpRequest } from '../domain/checks.js';
-import { failed, pending, SUCCESS, type OpOutcome, type TransferOp } from '../domain/types.js';
+import { failed, pending, REFUND_WITHOUT_WITHDRAW, SUCCESS, type OpOutcome, type PendingCause, type TransferOp } from '../domain/types.js';
 import { Batcher, isConstraintRefusal, type BatchSettings } from '../db/batch.js';
 import type { Sql } from '../db/sql.js';
-import type { OpAnswer, TransferWrites, WriteItem } from '../db/transfer-writes.js';
+import { opAnswer, type OpAnswer, type TransferWrites, type WriteItem } from '../db/transfer-writes.js';
 import {
   describeError,
   OperationAdapter,
@@ -20,7 +20,7 @@ import {
   type TransferMove,
 } from './types.js';
 
-type OpRecord = { user_id: bigint; asset: string; amount: bigint; outcome: 'APPLIED' | 'REJECTED'; code: string | null };
+type OpRecord = { user_id: bigint; asset: string; amount: bigint; outcome: string; code: string | null };
 type AccountKey = { readonly userId: bigint; readonly asset: string };
 
 export class FundingAdapter extends OperationAdapter implements LocalAccountAdapter {
@@ -45,9 +45,9 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
     try {
       const rows = await this.sql<OpRecord[]>`SELECT * FROM funding_operations WHERE req_id = ${reqId} AND op = ${op}`;
       const row = rows[0];
-      return row === undefined ? { kind: 'NOT_FOUND' } : outcomeOf(op, reqId, { outcome: row.outcome, code: row.code });
+      return row === undefined ? { kind: 'NOT_FOUND' } : outcomeOf(op, reqId, opAnswer(row.outcome, row.code, 'funding_operations'));
     } catch (error) {
-      return pending(`funding query: ${describeError(error)}`);
+      return pending(databaseCause(`funding query ${op}`, error));
     }
   }
 
@@ -57,7 +57,7 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
     try {
       const result = await this.writes.write({ kind: 'op', params: req, op });
       if (result.kind === 'op' || result.kind === 'held') return outcomeOf(op, req.reqId, result.op);
-      return pending(`funding ${op}: answered ${result.kind}`);
+      return pending({ kind: 'unexpected_answer', detail: `funding ${op}: answered ${result.kind}` });
     } catch (error) {
       return caught(op, error);
     }
@@ -81,7 +81,10 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
         case 'held':
           return { kind: 'unmoved', outcome: outcomeOf(op, req.reqId, result.op) };
         case 'op':
-          return { kind: 'unmoved', outcome: pending(`funding ${op}: answered ${result.kind} to a move`) };
+          return {
+            kind: 'unmoved',
+            outcome: pending({ kind: 'unexpected_answer', detail: `funding ${op}: answered ${result.kind} to a move` }),
+          };
       }
     } catch (error) {
       return { kind: 'unmoved', outcome: caught(op, error) };
@@ -106,7 +109,22 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
  */
 function caught(op: TransferOp, error: unknown): OpOutcome {
   if (isConstraintRefusal(error) && op !== 'REFUND') return failed('CONSTRAINT_VIOLATION');
-  return pending(`funding ${op}: ${describeError(error)}`);
+  return pending(databaseCause(`funding ${op}`, error));
+}
+
+/**
+ * What a failed statement says of the operation: nothing, it may have committed. Why, for the
+ * log and the alerts: a timeout (statement or lock timeout, connect timeout), a lost connection
+ * (SQLSTATE class 08, a server shutting down, a closed socket), another database error, or an
+ * exception that did not come from the database at all.
+ */
+function databaseCause(what: string, error: unknown): PendingCause {
+  const detail = `${what}: ${describeError(error)}`;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return { kind: 'exception', detail };
+  if (code === '57014' || code === '55P03' || code === 'CONNECT_TIMEOUT') return { kind: 'timeout', detail };
+  if (/^(08|57P|CONNECTION_|ECONN|EPIPE)/.test(code)) return { kind: 'connection_lost', detail };
+  return { kind: 'database_error', detail };
 }
 
 function accountKey(k: AccountKey): string {
@@ -123,9 +141,11 @@ function outcomeOf(op: TransferOp, reqId: string, answer: OpAnswer): OpOutcome {
     case 'APPLIED':
       return SUCCESS;
     case 'CONFLICT':
-      return pending(`IDEMPOTENCY_CONFLICT: funding ${op} ${reqId} was recorded with other parameters`);
+      return pending({ kind: 'idempotency_conflict', detail: `funding ${op} ${reqId} was recorded with other parameters` });
     case 'REJECTED':
-      if (op === 'REFUND') return pending(`funding refund refused: ${answer.code ?? 'unknown'}`);
-      return failed((answer.code ?? 'INVALID_REQUEST') as Parameters<typeof failed>[0]);
+      if (op === 'REFUND') return pending({ kind: 'refund_refused', code: answer.code, detail: `funding refund refused: ${answer.code}` });
+      if (answer.code === REFUND_WITHOUT_WITHDRAW)
+        return pending({ kind: 'unexpected_answer', detail: `funding ${op} refused with ${answer.code}` });
+      return failed(answer.code);
   }
 }

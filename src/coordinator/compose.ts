@@ -85,7 +85,7 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
       // A transfer recorded outside this shard (a full mailbox) is held to the limits here.
       return limits.admit(t);
     },
-    watch: (t, reason) => watchdog.onStay(t, reason),
+    watch: (t, cause) => watchdog.onStay(t, cause),
     metrics,
   });
   const halt = new HaltFlag();

@@ -14,7 +14,8 @@ import { isLocal, type AccountAdapter, type LocalAccountAdapter, type MovedOutco
 import type { PathStep, Paths } from '../db/transfer-writes.js';
 import { createdView, type CreateOutcome, type TransferStore } from '../db/transfers.js';
 import { assertTransition, isTerminal, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
-import type { AccountKind, OpOutcome, TransferOp } from '../domain/types.js';
+import type { ErrorCode } from '../domain/errors.js';
+import { causeText, type AccountKind, type FailureCode, type OpOutcome, type PendingCause, type TransferOp } from '../domain/types.js';
 import type { CrashPoint } from '../faults/crash-points.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
@@ -23,7 +24,7 @@ import type { NewTransfer, TransferView } from './types.js';
 
 export type StepResult =
   | { readonly kind: 'moved'; readonly view: TransferView }
-  | { readonly kind: 'stayed'; readonly view: TransferView; readonly reason: string }
+  | { readonly kind: 'stayed'; readonly view: TransferView; readonly cause: PendingCause }
   | { readonly kind: 'terminal'; readonly view: TransferView }
   | { readonly kind: 'not_found' };
 
@@ -39,9 +40,9 @@ export type DriverDeps = {
    * Business rejections known before the source is called (asset closed, FUNDING target
    * missing): the transfer ends FAILED with no adapter touched.
    */
-  readonly precheck: (t: TransferView) => Promise<string | null>;
+  readonly precheck: (t: TransferView) => Promise<ErrorCode | null>;
   /** Told of every stay, with the transfer as it is now (alerts, escalation). */
-  readonly watch: (t: TransferView, reason: string) => Promise<void>;
+  readonly watch: (t: TransferView, cause: PendingCause) => Promise<void>;
   /** Counts each transition (spec 004's fsm_state_count{from,to}), each finished transfer and each retry. */
   readonly metrics: Registry;
 };
@@ -153,7 +154,7 @@ export class TransferDriver {
       case 'FAILED':
         return this.settle(t, FAIL_AT_SOURCE, outcome.code);
       case 'PENDING':
-        return this.stay(t, 'SOURCE_RETRY', outcome.reason);
+        return this.stay(t, 'SOURCE_RETRY', outcome.cause);
     }
   }
 
@@ -179,7 +180,7 @@ export class TransferDriver {
         // Both sources keep a durable record of their withdraw, so the refund is always possible.
         return this.settle(t, [step('TARGET_FAIL', 'COMPENSATING')], outcome.code);
       case 'PENDING':
-        return this.stay(t, 'TARGET_RETRY', outcome.reason);
+        return this.stay(t, 'TARGET_RETRY', outcome.cause);
     }
   }
 
@@ -190,8 +191,7 @@ export class TransferDriver {
     const outcome = await source.refund(opRequest(t));
     this.deps.crash('compensating_after_call');
     if (outcome.kind === 'SUCCESS') return this.settle(t, [step('ROLLBACK_OK', 'ROLLED_BACK')]);
-    const reason = outcome.kind === 'FAILED' ? `refund refused: ${outcome.code}` : outcome.reason;
-    return this.stay(t, 'ROLLBACK_FAIL', reason);
+    return this.stay(t, 'ROLLBACK_FAIL', outcome.kind === 'FAILED' ? refundRefused(outcome.code) : outcome.cause);
   }
 
   /**
@@ -240,20 +240,20 @@ export class TransferDriver {
       case 'SUCCESS':
         return this.settle(t, paths.ok);
       case 'FAILED':
-        return paths.ko.length > 0 ? this.settle(t, paths.ko, outcome.code) : this.stay(t, stayEvent, `refused: ${outcome.code}`);
+        return paths.ko.length > 0 ? this.settle(t, paths.ko, outcome.code) : this.stay(t, stayEvent, refundRefused(outcome.code));
       case 'PENDING':
-        return this.stay(t, stayEvent, outcome.reason);
+        return this.stay(t, stayEvent, outcome.cause);
     }
   }
 
   /** Records a definitive answer along `path`; a lost race re-reads and reports what won. */
-  private async settle(t: TransferView, path: readonly PathStep[], code: string | null = null): Promise<StepResult> {
+  private async settle(t: TransferView, path: readonly PathStep[], code: ErrorCode | null = null): Promise<StepResult> {
     const moved = await this.move(t, path, code);
     if (moved === null) return this.reread(t);
     return isTerminal(moved.state) ? { kind: 'terminal', view: moved } : { kind: 'moved', view: moved };
   }
 
-  private async move(t: TransferView, path: readonly PathStep[], code: string | null = null): Promise<TransferView | null> {
+  private async move(t: TransferView, path: readonly PathStep[], code: ErrorCode | null = null): Promise<TransferView | null> {
     const updatedAt = await this.deps.store.move(t, path, code);
     if (updatedAt === null) return null;
     this.countPath(t, path);
@@ -280,22 +280,22 @@ export class TransferDriver {
     return outcome;
   }
 
-  private async stay(t: TransferView, event: TransferEvent, reason: string): Promise<StepResult> {
+  private async stay(t: TransferView, event: TransferEvent, cause: PendingCause): Promise<StepResult> {
     assertTransition(t.state, event, t.state);
     const retryAt = this.deps.nextRetryAt(t.retryCount);
-    await this.deps.store.noteRetry(t, reason, retryAt);
+    await this.deps.store.noteRetry(t, cause, retryAt);
     countRetry(this.deps.metrics, t.state);
     const level = t.state === 'SOURCE_PENDING' || t.state === 'INIT' ? 'warn' : 'critical';
     this.deps.log[level]('transfer outcome unknown, will retry', {
       req_id: t.reqId,
       user_id: t.userId,
       state: t.state,
-      reason,
+      reason: causeText(cause),
       latency_ms: sinceCreated(t),
     });
     const now = { ...t, retryCount: t.retryCount + 1, attempts: t.attempts + 1 };
-    await this.deps.watch(now, reason);
-    return { kind: 'stayed', view: now, reason };
+    await this.deps.watch(now, cause);
+    return { kind: 'stayed', view: now, cause };
   }
 
   private async reread(t: TransferView): Promise<StepResult> {
@@ -303,6 +303,11 @@ export class TransferDriver {
     if (now === null) return { kind: 'not_found' };
     return isTerminal(now.state) ? { kind: 'terminal', view: now } : { kind: 'moved', view: now };
   }
+}
+
+/** A refund answered FAILED: never final, it waits in COMPENSATING for an operator. */
+function refundRefused(code: FailureCode): PendingCause {
+  return { kind: 'refund_refused', code, detail: `refund refused: ${code}` };
 }
 
 /** Milliseconds since the transfer was created: the latency on every line about it. */

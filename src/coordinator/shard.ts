@@ -13,13 +13,9 @@ import type { DailyLimits } from './daily-limits.js';
 import type { HaltFlag } from './halt-flag.js';
 import type { Watchdog } from './watchdog.js';
 import type { StepResult, TransferDriver } from './driver.js';
-import type { CoordinatorConfig, NewTransfer, RefusalCode, TransferView } from './types.js';
+import type { CoordinatorConfig, NewTransfer, SubmitReply, TransferView } from './types.js';
 
 const STOP_DRAIN_MS = 5_000;
-
-export type SubmitOutcome =
-  | { readonly kind: 'transfer'; readonly view: TransferView }
-  | { readonly kind: 'refused'; readonly code: RefusalCode };
 
 export class Shard {
   private readonly inProgress = new Set<string>();
@@ -51,7 +47,7 @@ export class Shard {
    * the transfer with its first step in the creating transaction, and it is driven until the
    * deadline; a missing FUNDING target is recorded as FAILED, so the client still gets its req_id.
    */
-  async submit(t: NewTransfer): Promise<SubmitOutcome> {
+  async submit(t: NewTransfer): Promise<Extract<SubmitReply, { kind: 'transfer' | 'refused' }>> {
     if (this.deps.halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
     const invalid = checkNewTransfer(t);
     if (invalid !== null) return { kind: 'refused', code: invalid };

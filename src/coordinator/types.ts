@@ -2,13 +2,17 @@
 
 import type { PgTimeouts } from '../db/sql.js';
 import type { TransferStateName } from '../domain/fsm.js';
-import type { AccountKind, BusinessCode, ValidationCode } from '../domain/types.js';
+import type { ErrorCode } from '../domain/errors.js';
+import type { AccountKind, FailureCode } from '../domain/types.js';
 import type { CrashPoint } from '../faults/crash-points.js';
 
-/** Why a coordinator refused to create a transfer: nothing was recorded. */
+/**
+ * Why a coordinator refused to create a transfer (nothing was recorded), or to drive one it does
+ * not know (NOT_FOUND).
+ */
 export type RefusalCode =
-  | ValidationCode
-  | BusinessCode
+  | FailureCode
+  | 'NOT_FOUND'
   | 'DAILY_LIMIT_EXCEEDED'
   | 'DAILY_AMOUNT_EXCEEDED'
   | 'RATE_LIMIT_EXCEEDED'
@@ -36,13 +40,25 @@ export type TransferView = {
   readonly asset: string;
   readonly amount: bigint;
   readonly state: TransferStateName;
-  readonly errorCode: string | null;
+  /** Why it ended FAILED or went COMPENSATING: a business rejection, or a daily limit for one recorded outside its shard. */
+  readonly errorCode: ErrorCode | null;
   readonly retryCount: number;
   /** Unknown outcomes since the last state change. */
   readonly attempts: number;
   readonly createdAt: string;
   readonly updatedAt: string;
 };
+
+/**
+ * What a submitted transfer (or an operator's drive) gets back: one shape from the shard, through
+ * the thread and the mailbox, to the HTTP edge, which alone turns it into an answer. `busy`: the
+ * shard's mailbox is full; `error`: the shard or its thread failed, the outcome is unknown.
+ */
+export type SubmitReply =
+  | { readonly kind: 'transfer'; readonly view: TransferView }
+  | { readonly kind: 'refused'; readonly code: RefusalCode }
+  | { readonly kind: 'busy' }
+  | { readonly kind: 'error'; readonly message: string };
 
 export type CoordinatorConfig = {
   readonly shard: number;

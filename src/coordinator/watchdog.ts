@@ -4,6 +4,7 @@
 
 import type { AlertSink } from '../alerts/alerts.js';
 import type { TransferStore } from '../db/transfers.js';
+import { causeText, type PendingCause } from '../domain/types.js';
 import type { TransferView } from './types.js';
 
 export type WatchdogConfig = {
@@ -18,19 +19,30 @@ const SWEEP_BATCH_MAX = 1_000;
 export class Watchdog {
   constructor(
     private readonly deps: {
-      readonly alerts: AlertSink;
-      readonly store: TransferStore;
+      readonly alerts: Pick<AlertSink, 'raise'>;
+      readonly store: Pick<TransferStore, 'targetPendingOlderThan'>;
       readonly config: WatchdogConfig;
       readonly now?: () => number;
     },
   ) {}
 
   /** Called each time a transfer stays after an unknown outcome; `t` is as it is now. */
-  async onStay(t: TransferView, reason: string): Promise<void> {
+  async onStay(t: TransferView, cause: PendingCause): Promise<void> {
+    await this.check(t, causeText(cause), cause);
+  }
+
+  /** Periodic: TARGET_PENDING transfers past the threshold even when no retry has run. */
+  async sweep(): Promise<void> {
+    const late = await this.deps.store.targetPendingOlderThan(this.deps.config.targetPendingAlertMs, SWEEP_BATCH_MAX);
+    for (const t of late) await this.check(t, t.errorCode ?? 'no answer yet', null);
+  }
+
+  /** `cause`: why the transfer stayed just now; null for a sweep, which knows only how long it waits. */
+  private async check(t: TransferView, lastError: string, cause: PendingCause | null): Promise<void> {
     const { config, alerts } = this.deps;
     const now = (this.deps.now ?? Date.now)();
     const base = { reqId: t.reqId, userId: t.userId };
-    const details = { state: t.state, retry_count: t.retryCount, attempts: t.attempts, last_error: reason };
+    const details = { state: t.state, retry_count: t.retryCount, attempts: t.attempts, last_error: lastError };
     if (t.state === 'TARGET_PENDING' && now - Date.parse(t.updatedAt) >= config.targetPendingAlertMs) {
       await alerts.raise({
         ...base,
@@ -50,7 +62,7 @@ export class Watchdog {
     if (t.retryCount >= config.stuckRetriesMax || now - Date.parse(t.createdAt) >= config.stuckAgeMs) {
       await alerts.raise({ ...base, kind: 'TRANSFER_STUCK', message: 'transfer needs an operator; retries continue', details });
     }
-    if (reason.startsWith('IDEMPOTENCY_CONFLICT')) {
+    if (cause?.kind === 'idempotency_conflict') {
       await alerts.raise({
         ...base,
         kind: 'IDEMPOTENCY_CONFLICT',
@@ -58,11 +70,5 @@ export class Watchdog {
         details,
       });
     }
-  }
-
-  /** Periodic: TARGET_PENDING transfers past the threshold even when no retry has run. */
-  async sweep(): Promise<void> {
-    const late = await this.deps.store.targetPendingOlderThan(this.deps.config.targetPendingAlertMs, SWEEP_BATCH_MAX);
-    for (const t of late) await this.onStay(t, t.errorCode ?? 'no answer yet');
   }
 }

@@ -7,7 +7,8 @@
 import type { NewTransfer } from '../coordinator/types.js';
 import { assertTransition, isTerminal, STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
 import { BALANCE_UNITS_MAX } from '../domain/money.js';
-import type { AccountKind, TransferOp } from '../domain/types.js';
+import { mustErrorCode, mustOpRefusalCode, type ErrorCode } from '../domain/errors.js';
+import type { AccountKind, OpRefusalCode, TransferOp } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
 
@@ -37,7 +38,7 @@ export type WriteItem =
       readonly op: TransferOp | null;
       readonly paths: Paths;
       /** The code recorded when the path ends FAILED without an operation (a closed asset). */
-      readonly code: string | null;
+      readonly code: ErrorCode | null;
       /** Take `ko` with TARGET_ACCOUNT_NOT_FOUND when the user has no FUNDING account for the asset. */
       readonly checkFundingTarget: boolean;
       /** Due at once for the recovery scan (no coordinator drives it now). */
@@ -50,13 +51,16 @@ export type WriteItem =
       readonly from: TransferStateName;
       readonly op: TransferOp | null;
       readonly paths: Paths;
-      readonly code: string | null;
+      readonly code: ErrorCode | null;
     }
   /** A Funding operation on its own, with no transfer state attached. */
   | { readonly kind: 'op'; readonly params: FundingOpParams; readonly op: TransferOp };
 
 /** How the Funding side answered an operation: applied, refused with a code, or recorded with other parameters. */
-export type OpAnswer = { readonly outcome: 'APPLIED' | 'REJECTED' | 'CONFLICT'; readonly code: string | null };
+export type OpAnswer =
+  | { readonly outcome: 'APPLIED' }
+  | { readonly outcome: 'REJECTED'; readonly code: OpRefusalCode }
+  | { readonly outcome: 'CONFLICT' };
 
 export type WriteResult =
   | {
@@ -65,7 +69,7 @@ export type WriteResult =
       readonly at: Date;
       readonly transferId: string;
       readonly op: OpAnswer | null;
-      readonly code: string | null;
+      readonly code: ErrorCode | null;
     }
   /** The transfer was not in the expected state: another drive moved it. */
   | { readonly kind: 'lost' }
@@ -199,7 +203,7 @@ function decode(raw: RawResult): WriteResult {
         at: new Date(Number(raw.at)),
         transferId: String(raw.id),
         op: answerOf(raw),
-        code: raw.code ?? null,
+        code: raw.code === undefined || raw.code === null ? null : mustErrorCode(raw.code, 'transfer_apply'),
       };
     case 'lost':
       return { kind: 'lost' };
@@ -218,8 +222,25 @@ function decode(raw: RawResult): WriteResult {
 
 function answerOf(raw: RawResult): OpAnswer | null {
   if (raw.oc === undefined || raw.oc === null) return null;
-  if (raw.oc !== 'APPLIED' && raw.oc !== 'REJECTED' && raw.oc !== 'CONFLICT') throw new Error(`transfer_apply answered outcome ${raw.oc}`);
-  return { outcome: raw.oc, code: raw.code ?? null };
+  return opAnswer(raw.oc, raw.code ?? null, 'transfer_apply');
+}
+
+/**
+ * An operation's outcome as PostgreSQL holds it (transfer_apply's answer, a funding_operations
+ * row), checked where it is read: an unknown outcome, a refusal without a code or with a code
+ * this service never writes is a programmer error and stops here.
+ */
+export function opAnswer(outcome: string, code: string | null, where: string): OpAnswer {
+  switch (outcome) {
+    case 'APPLIED':
+    case 'CONFLICT':
+      return { outcome };
+    case 'REJECTED':
+      if (code === null) throw new Error(`${where} answered REJECTED without a code`);
+      return { outcome, code: mustOpRefusalCode(code, where) };
+    default:
+      throw new Error(`${where} answered outcome ${outcome}`);
+  }
 }
 
 function mustState(id: number | undefined): TransferStateName {

@@ -6,7 +6,8 @@
 import type { NewTransfer, TransferView } from '../coordinator/types.js';
 import { shardOfUser } from '../domain/shard.js';
 import { STATE_IDS, stateName, type TransferStateName } from '../domain/fsm.js';
-import type { AccountKind } from '../domain/types.js';
+import { mustErrorCode, type ErrorCode } from '../domain/errors.js';
+import { causeText, type AccountKind, type PendingCause } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
 import type { PathStep, TransferWrites, WriteItem, WriteResult } from './transfer-writes.js';
@@ -142,7 +143,7 @@ export class TransferStore {
    * answers the new updated_at. Answers null when another driver moved it first; the caller
    * re-reads and continues from what it finds.
    */
-  async move(t: TransferView, path: readonly PathStep[], code: string | null = null): Promise<Date | null> {
+  async move(t: TransferView, path: readonly PathStep[], code: ErrorCode | null = null): Promise<Date | null> {
     const result = await this.writes.write({ kind: 'move', params: t, from: t.state, op: null, paths: { ok: path, ko: [] }, code });
     return result.kind === 'moved' ? result.at : null;
   }
@@ -150,10 +151,10 @@ export class TransferStore {
   /**
    * Records an unknown outcome: the transfer stays where it is and is retried later. It counts
    * once even when re-run after a commit whose answer was lost: the note applies only while the
-   * retry count is still the one the caller saw.
+   * retry count is still the one the caller saw. The cause is recorded as the last error's text.
    */
-  async noteRetry(t: TransferView, reason: string, nextRetryAt: Date): Promise<boolean> {
-    return this.retries.call({ reqId: t.reqId, state: t.state, retryCount: t.retryCount, reason, nextRetryAt });
+  async noteRetry(t: TransferView, cause: PendingCause, nextRetryAt: Date): Promise<boolean> {
+    return this.retries.call({ reqId: t.reqId, state: t.state, retryCount: t.retryCount, reason: causeText(cause), nextRetryAt });
   }
 
   private async noteRetryMany(retries: readonly Retry[]): Promise<boolean[]> {
@@ -341,7 +342,7 @@ export function toView(row: Row): TransferView {
     asset: row.asset,
     amount: row.amount,
     state: mustState(row.state),
-    errorCode: row.error_code,
+    errorCode: row.error_code === null ? null : mustErrorCode(row.error_code, 'transfers_tb.error_code'),
     retryCount: row.retry_count,
     attempts: row.attempts,
     createdAt: row.created_at.toISOString(),

@@ -9,7 +9,7 @@ import { ULID } from '../domain/checks.js';
 import { STATE_NAMES, isTerminal, type TransferStateName } from '../domain/fsm.js';
 import { ACCOUNT_KINDS } from '../domain/types.js';
 import { StateChange } from './answers.js';
-import { ERROR_CODES } from './errors.js';
+import { ERROR_CODES } from '../domain/errors.js';
 
 const time = v.pipe(v.string(), v.isoTimestamp());
 const reqId = v.pipe(v.string(), v.regex(ULID));
@@ -18,7 +18,7 @@ const stateName = v.picklist(STATE_NAMES as TransferStateName[]);
 const severity = v.picklist([...new Set(Object.values(ALERT_KINDS))]);
 const alertKind = v.picklist(Object.keys(ALERT_KINDS));
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
-const errorCode = v.nullable(v.picklist(ERROR_CODES as string[]));
+const errorCode = v.nullable(v.picklist(ERROR_CODES));
 
 export const Alert = v.object({
   id: integerText,

@@ -6,7 +6,7 @@ import * as v from 'valibot';
 import { ASSET_SYMBOL, KEY, ULID, USER_ID_TEXT } from '../domain/checks.js';
 import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES } from '../domain/types.js';
-import { ERROR_CODES } from './errors.js';
+import { ERROR_CODES } from '../domain/errors.js';
 
 const decimalText = v.pipe(v.string(), v.regex(/^(0|[1-9][0-9]*)(\.[0-9]+)?$/), v.description("Decimal string in the asset's units"));
 const time = v.pipe(v.string(), v.isoTimestamp());
@@ -44,7 +44,7 @@ export const StateChange = v.object({
 });
 export const TransferDetail = v.object({
   ...TransferAnswer.entries,
-  error_code: v.nullable(v.picklist(ERROR_CODES as string[])),
+  error_code: v.nullable(v.picklist(ERROR_CODES)),
   history: v.array(StateChange),
 });
 export const HistoryPage = v.object({
@@ -82,7 +82,7 @@ export const AccountStatus = v.object({
 });
 
 export const ErrorAnswer = v.object({
-  code: v.pipe(v.picklist(ERROR_CODES as string[]), v.description('The error code; the status follows from it (see x-error-codes)')),
+  code: v.pipe(v.picklist(ERROR_CODES), v.description('The error code; the status follows from it (see x-error-codes)')),
   message: v.string(),
   req_id: v.optional(reqId),
   state: v.optional(v.pipe(stateName, v.description('FAILED when a recorded transfer was refused by the accounts'))),

@@ -2,7 +2,7 @@
 // transfer to the coordinator of the user's shard; it never moves funds itself.
 
 import { Hono } from 'hono';
-import type { NewTransfer, TransferView } from '../coordinator/types.js';
+import type { NewTransfer, SubmitReply } from '../coordinator/types.js';
 import type { AssetCache } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';
@@ -29,13 +29,6 @@ import type { TokenVerifier } from './token-verifier.js';
 import { ownerGate } from './owner-gate.js';
 import { accessLog, requestLog } from './access-log.js';
 import { transferRoutes } from './transfer-routes.js';
-
-/** What the HTTP edge gets back from a coordinator for one submitted transfer. */
-export type SubmitReply =
-  | { readonly kind: 'transfer'; readonly view: TransferView }
-  | { readonly kind: 'refused'; readonly code: string }
-  | { readonly kind: 'busy' }
-  | { readonly kind: 'error'; readonly message: string };
 
 export type AppDeps = {
   /** Verifies every bearer token (HS256 and/or JWKS), shared by the user and admin routes. */

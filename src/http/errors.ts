@@ -3,9 +3,29 @@
 
 import type { Context } from 'hono';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import { isBusinessCode } from '../domain/types.js';
+import type { ErrorCode } from '../domain/errors.js';
 
-const STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>> = {
+/** The status of each code; a code missing here does not compile. */
+const STATUS_BY_CODE: Readonly<Record<ErrorCode, ContentfulStatusCode>> = {
+  INVALID_REQUEST: 400,
+  INVALID_ACCOUNT_TYPE: 400,
+  UNSUPPORTED_ACCOUNT_TYPE: 400,
+  SAME_ACCOUNT: 400,
+  INVALID_AMOUNT: 400,
+  PRECISION_OVERFLOW: 400,
+  AMOUNT_TOO_SMALL: 400,
+  AMOUNT_TOO_LARGE: 400,
+  OVERFLOW: 400,
+  INVALID_ASSET: 400,
+  INVALID_USER: 400,
+  INSUFFICIENT_BALANCE: 422,
+  ACCOUNT_FROZEN: 422,
+  ACCOUNT_DISABLED: 422,
+  ASSET_SUSPENDED: 422,
+  TRANSFER_NOT_ALLOWED: 422,
+  SOURCE_ACCOUNT_NOT_FOUND: 422,
+  TARGET_ACCOUNT_NOT_FOUND: 422,
+  CONSTRAINT_VIOLATION: 422,
   UNAUTHORIZED: 401,
   FORBIDDEN: 403,
   NOT_FOUND: 404,
@@ -22,7 +42,8 @@ const STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>> = {
   SYSTEM_ERROR: 500,
 };
 
-const MESSAGES: Readonly<Record<string, string>> = {
+/** The message of each code; a code missing here does not compile. */
+const MESSAGES: Readonly<Record<ErrorCode, string>> = {
   UNAUTHORIZED: 'A valid bearer token is required',
   FORBIDDEN: 'Not allowed for this user',
   NOT_FOUND: 'No such resource',
@@ -59,17 +80,14 @@ const MESSAGES: Readonly<Record<string, string>> = {
   BACKUP_FAILED: 'The backup did not complete; nothing usable was left in the directory',
 };
 
-/** Every code an answer can carry, for the OpenAPI document and the README. */
-export const ERROR_CODES: readonly string[] = Object.keys(MESSAGES);
-
-export function statusOf(code: string): ContentfulStatusCode {
-  return STATUS_BY_CODE[code] ?? (isBusinessCode(code) ? 422 : 400);
+export function statusOf(code: ErrorCode): ContentfulStatusCode {
+  return STATUS_BY_CODE[code];
 }
 
-export function errorBody(code: string, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
-  return { code, message: MESSAGES[code] ?? code, ...extra };
+export function errorBody(code: ErrorCode, extra: Readonly<Record<string, unknown>> = {}): Record<string, unknown> {
+  return { code, message: MESSAGES[code], ...extra };
 }
 
-export function fail(c: Context, code: string, extra: Readonly<Record<string, unknown>> = {}): Response {
+export function fail(c: Context, code: ErrorCode, extra: Readonly<Record<string, unknown>> = {}): Response {
   return c.json(errorBody(code, extra), statusOf(code));
 }

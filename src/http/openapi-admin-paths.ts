@@ -1,6 +1,7 @@
 // The paths of the admin routes (/admin/v1): external movements, assets and account statuses
 // (tag admin), what an operator reads and does (tag operator), the audit trail (tag audit).
 
+import type { ErrorCode } from '../domain/errors.js';
 import * as ax from './openapi-admin-examples.js';
 import * as ex from './openapi-examples.js';
 import { json, operation } from './openapi-operation.js';
@@ -8,7 +9,7 @@ import { alertsParams, auditParams, reqIdPath, searchParams, symbolPath, unfinis
 
 type Json = Record<string, unknown>;
 
-const MOVEMENT_CODES = [
+const MOVEMENT_CODES: readonly ErrorCode[] = [
   'INVALID_REQUEST',
   'INVALID_USER',
   'INVALID_ACCOUNT_TYPE',
@@ -19,9 +20,9 @@ const MOVEMENT_CODES = [
   'DUPLICATE_REQUEST',
   'SERVICE_HALTED',
 ];
-const DEBIT_CODES = ['INSUFFICIENT_BALANCE', 'ACCOUNT_FROZEN', 'ACCOUNT_DISABLED', 'SOURCE_ACCOUNT_NOT_FOUND'];
+const DEBIT_CODES: readonly ErrorCode[] = ['INSUFFICIENT_BALANCE', 'ACCOUNT_FROZEN', 'ACCOUNT_DISABLED', 'SOURCE_ACCOUNT_NOT_FOUND'];
 
-function movement(id: string, summary: string, codes: readonly string[]): Json {
+function movement(id: string, summary: string, codes: readonly ErrorCode[]): Json {
   return operation({
     id,
     tag: 'admin',

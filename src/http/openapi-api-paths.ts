@@ -1,6 +1,6 @@
 // The paths of the client routes and of the public ones (probes, metrics, this document, its page).
 
-import { ERROR_CODES } from './errors.js';
+import { ERROR_CODES } from '../domain/errors.js';
 import * as ex from './openapi-examples.js';
 import { json, operation } from './openapi-operation.js';
 import { historyParams, reqIdPath } from './openapi-params.js';

@@ -1,6 +1,7 @@
 // One OpenAPI operation: its id, tag, security, parameters, body and a response for every status
 // it can answer, errors grouped by status with the codes of that status as an enum.
 
+import type { ErrorCode } from '../domain/errors.js';
 import { errorBody, statusOf } from './errors.js';
 import { ref, type SchemaName } from './openapi-components.js';
 
@@ -14,8 +15,8 @@ export type Auth = 'user' | 'admin' | 'public';
  * BODY_BYTES_MAX (413), an unhandled failure (500), a stopping service or, for anything but a
  * read, a lost owner lock (503).
  */
-const EVERY_ROUTE = ['INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'SYSTEM_ERROR', 'SERVICE_UNAVAILABLE'];
-const BY_AUTH: Readonly<Record<Auth, readonly string[]>> = {
+const EVERY_ROUTE: readonly ErrorCode[] = ['INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'SYSTEM_ERROR', 'SERVICE_UNAVAILABLE'];
+const BY_AUTH: Readonly<Record<Auth, readonly ErrorCode[]>> = {
   user: ['UNAUTHORIZED', 'RATE_LIMIT_EXCEEDED'],
   admin: ['UNAUTHORIZED', 'FORBIDDEN'],
   public: [],
@@ -29,7 +30,7 @@ export type OperationSpec = {
   /** Successful answers by status. */
   readonly ok: Readonly<Record<string, Json>>;
   /** The error codes this route answers besides those of every route and of its auth. */
-  readonly codes?: readonly string[];
+  readonly codes?: readonly ErrorCode[];
   /** An error example to use for a status instead of the bare first code. */
   readonly errorExamples?: Readonly<Record<string, Json>>;
   /** Another shape a status may answer besides the error body (readyz's 503 names what is down). */
@@ -62,11 +63,11 @@ export function json(name: SchemaName, description: string, example: unknown): J
 
 /** The error answers, one per status, each listing the codes of that status. */
 function errorResponses(
-  codes: readonly string[],
+  codes: readonly ErrorCode[],
   examples: Readonly<Record<string, Json>>,
   also: Readonly<Record<string, SchemaName>>,
 ): Record<string, Json> {
-  const byStatus = new Map<string, string[]>();
+  const byStatus = new Map<string, ErrorCode[]>();
   for (const code of codes) byStatus.set(String(statusOf(code)), [...(byStatus.get(String(statusOf(code))) ?? []), code]);
   const out: Record<string, Json> = {};
   for (const [status, list] of [...byStatus].sort(([a], [b]) => Number(a) - Number(b))) {
@@ -75,7 +76,7 @@ function errorResponses(
     const schema = other === undefined ? error : { anyOf: [ref(other), error] };
     out[status] = {
       description: list.join(', '),
-      content: { 'application/json': { schema, example: examples[status] ?? errorBody(list[0] as string) } },
+      content: { 'application/json': { schema, example: examples[status] ?? errorBody(list[0] as ErrorCode) } },
     };
   }
   return out;

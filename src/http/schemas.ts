@@ -2,6 +2,7 @@
 // listed in the check order of spec 001 §1.5.8, so the first issue is the code to answer.
 
 import * as v from 'valibot';
+import { isErrorCode, type ErrorCode } from '../domain/errors.js';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS, type AccountKind } from '../domain/types.js';
 import { isAssetSymbol, isClientOrderId, USER_ID_TEXT } from '../domain/checks.js';
 
@@ -102,6 +103,8 @@ export const BackupBody = v.strictObject(
 );
 
 /** The first issue's code, in schema order. */
-export function firstCode(issues: readonly { message: string }[]): string {
-  return issues[0]?.message ?? 'INVALID_REQUEST';
+export function firstCode(issues: readonly { message: string }[]): ErrorCode {
+  // Every schema here names its code as the message; one that does not is still a malformed request.
+  const message = issues[0]?.message ?? 'INVALID_REQUEST';
+  return isErrorCode(message) ? message : 'INVALID_REQUEST';
 }

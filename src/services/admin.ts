@@ -4,14 +4,18 @@
 import type { UbsSend } from '../adapters/trading.js';
 import type { Asset } from '../db/assets.js';
 import type { Sql } from '../db/sql.js';
-import type { AccountKind, AccountStatus } from '../domain/types.js';
+import type { AccountKind, AccountStatus, ValidationCode } from '../domain/types.js';
 
 /** An asset as an operator sets it: the same shape the asset cache reads. */
 export type AssetSpec = Asset;
 
 export type AdminOutcome =
   | { readonly kind: 'ok'; readonly created?: boolean }
-  | { readonly kind: 'refused'; readonly code: string; readonly message?: string };
+  | {
+      readonly kind: 'refused';
+      readonly code: ValidationCode | 'NOT_FOUND' | 'SERVICE_UNAVAILABLE' | 'SYSTEM_ERROR';
+      readonly message?: string;
+    };
 
 export class AdminService {
   constructor(

@@ -9,7 +9,8 @@
 import type { UbsSend } from '../adapters/trading.js';
 import type { Sql, Tx } from '../db/sql.js';
 import type { HaltState } from '../db/halt-state.js';
-import type { AccountKind } from '../domain/types.js';
+import { mustErrorCode, type ErrorCode } from '../domain/errors.js';
+import type { AccountKind, BusinessCode } from '../domain/types.js';
 import type { Logger } from '../log.js';
 
 export type MovementKind = 'DEPOSIT' | 'WITHDRAW';
@@ -26,7 +27,7 @@ export type Movement = {
 export type MovementOutcome =
   | { readonly kind: 'done'; readonly duplicate: boolean }
   | { readonly kind: 'pending'; readonly reason: string }
-  | { readonly kind: 'refused'; readonly code: string };
+  | { readonly kind: 'refused'; readonly code: ErrorCode };
 
 type MovementRow = {
   ref: string;
@@ -116,10 +117,13 @@ export class ExternalMovements {
         await this.deps.sql`UPDATE external_movements SET state = 'DONE', updated_at = now() WHERE ref = ${m.ref} AND state = 'PENDING'`;
         return { kind: 'done', duplicate: result.duplicate };
       case 'invalid':
-      case 'rejected':
-        await this.deps.sql`UPDATE external_movements SET state = 'REJECTED', code = ${result.code}, updated_at = now()
+      case 'rejected': {
+        // UBSCore refuses an external movement with the codes of an account, never a refund's.
+        const code = mustErrorCode(result.code, 'UBSCore answer to an external movement');
+        await this.deps.sql`UPDATE external_movements SET state = 'REJECTED', code = ${code}, updated_at = now()
                              WHERE ref = ${m.ref} AND state = 'PENDING'`;
-        return { kind: 'refused', code: result.code };
+        return { kind: 'refused', code };
+      }
       case 'unavailable':
         return { kind: 'pending', reason: `UBSCore is unavailable (${result.reason}); repeat with the same ref` };
       default:
@@ -138,13 +142,14 @@ export class ExternalMovements {
       row.kind === m.kind && row.user_id === m.userId && row.account === m.account && row.asset === m.asset && row.amount === m.amount;
     if (!same) return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
     if (row.state === 'DONE') return { kind: 'done', duplicate: true };
-    if (row.state === 'REJECTED') return { kind: 'refused', code: row.code ?? 'INVALID_REQUEST' };
+    if (row.state === 'REJECTED')
+      return { kind: 'refused', code: row.code === null ? 'INVALID_REQUEST' : mustErrorCode(row.code, 'external_movements.code') };
     return this.driveSpot(m);
   }
 }
 
 /** Debits a FUNDING account for an external withdrawal, with the row locked; null when done. */
-async function debitFunding(tx: Tx, m: Movement): Promise<string | null> {
+async function debitFunding(tx: Tx, m: Movement): Promise<BusinessCode | null> {
   const rows = await tx<{ available: bigint; status: string }[]>`
     SELECT available, status FROM funding_balances WHERE user_id = ${m.userId} AND asset = ${m.asset} FOR UPDATE`;
   const account = rows[0];

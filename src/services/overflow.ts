@@ -3,11 +3,10 @@
 // dropped and nothing waits in memory. This path creates a transfer on the main thread, so it
 // honours the halt itself (MON-003): no transfer row is written while the service is halted.
 
-import type { NewTransfer } from '../coordinator/types.js';
+import type { NewTransfer, SubmitReply } from '../coordinator/types.js';
 import type { HaltState } from '../db/halt-state.js';
 import type { TransferStore } from '../db/transfers.js';
 import { checkNewTransfer } from '../domain/checks.js';
-import type { SubmitReply } from '../http/app.js';
 import type { Logger } from '../log.js';
 
 export async function recordForScan(

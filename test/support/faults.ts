@@ -58,14 +58,14 @@ export function faulty(inner: AccountAdapter, plan: FaultPlan): AccountAdapter {
     switch (fault.kind) {
       case 'timeout':
         await new Promise((resolve) => setTimeout(resolve, 5));
-        return { kind: 'PENDING', reason: `injected timeout on ${inner.account}.${op}` };
+        return { kind: 'PENDING', cause: { kind: 'timeout', detail: `injected timeout on ${inner.account}.${op}` } };
       case 'fail':
         return { kind: 'FAILED', code: fault.code as 'ACCOUNT_DISABLED' };
       case 'throw':
         throw new Error(`injected exception on ${inner.account}.${op}`);
       case 'lose_reply':
         await real();
-        return { kind: 'PENDING', reason: `injected lost reply on ${inner.account}.${op}` };
+        return { kind: 'PENDING', cause: { kind: 'timeout', detail: `injected lost reply on ${inner.account}.${op}` } };
     }
   };
   const wrap =

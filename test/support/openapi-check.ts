@@ -6,6 +6,7 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { isErrorCode } from '../../src/domain/errors.js';
 import { statusOf } from '../../src/http/errors.js';
 
 type Json = Record<string, unknown>;
@@ -59,7 +60,8 @@ function errorStatusProblems(name: string, op: Json): string[] {
     if (codes === null) problems.push(`${name} ${status}: no error schema with a code enum`);
     else
       for (const code of codes)
-        if (String(statusOf(code)) !== status) problems.push(`${name} ${status}: ${code} is answered with ${statusOf(code)}`);
+        if (!isErrorCode(code)) problems.push(`${name} ${status}: ${code} is no error code`);
+        else if (String(statusOf(code)) !== status) problems.push(`${name} ${status}: ${code} is answered with ${statusOf(code)}`);
   }
   return problems;
 }

@@ -1,0 +1,90 @@
+// Proves the watchdog decides an IDEMPOTENCY_CONFLICT alert by the kind of the unknown outcome's cause, as the adapters give it, and raises none for any other cause.
+
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { TradingAdapter } from '../src/adapters/trading.js';
+import type { Alert } from '../src/alerts/alerts.js';
+import type { TransferView } from '../src/coordinator/types.js';
+import { Watchdog } from '../src/coordinator/watchdog.js';
+import type { PendingCause } from '../src/domain/types.js';
+import type { UbsResult } from '../src/ubscore/types.js';
+
+const NOW = Date.parse('2026-01-01T00:00:00Z');
+
+/** A transfer young and with few retries, so only the cause can raise an alert. */
+const transfer: TransferView = {
+  transferId: '1',
+  reqId: '01JAAAAAAAAAAAAAAAAAAAAAAA',
+  userId: 7n,
+  from: 'FUNDING',
+  to: 'SPOT',
+  asset: 'USDT',
+  amount: 1n,
+  state: 'TARGET_PENDING',
+  errorCode: null,
+  retryCount: 1,
+  attempts: 1,
+  createdAt: new Date(NOW).toISOString(),
+  updatedAt: new Date(NOW).toISOString(),
+};
+
+function watchdog(): { readonly dog: Watchdog; readonly raised: Alert[] } {
+  const raised: Alert[] = [];
+  const dog = new Watchdog({
+    alerts: {
+      raise: async (a) => {
+        raised.push(a);
+        return true;
+      },
+    },
+    store: { targetPendingOlderThan: async () => [] },
+    config: { targetPendingAlertMs: 60_000, refundFailuresAlertMax: 3, stuckRetriesMax: 100, stuckAgeMs: 3_600_000 },
+    now: () => NOW,
+  });
+  return { dog, raised };
+}
+
+/** The cause the Trading adapter gives for UBSCore's answer to a deposit. */
+async function causeOf(answer: UbsResult | null): Promise<PendingCause> {
+  const adapter = new TradingAdapter(async () => answer, 1_000);
+  const outcome = await adapter.deposit({ reqId: transfer.reqId, userId: 7n, asset: 'USDT', amount: 1n });
+  if (outcome.kind !== 'PENDING') throw new Error(`expected PENDING, got ${outcome.kind}`);
+  return outcome.cause;
+}
+
+test('an idempotency conflict raises IDEMPOTENCY_CONFLICT, with the cause as the last error', async () => {
+  const cause = await causeOf({ kind: 'conflict', detail: 'DEPOSIT recorded with amount 2' });
+  assert.is(cause.kind, 'idempotency_conflict');
+  const { dog, raised } = watchdog();
+  await dog.onStay(transfer, cause);
+  assert.equal(
+    raised.map((a) => a.kind),
+    ['IDEMPOTENCY_CONFLICT'],
+  );
+  assert.is(raised[0]?.details.last_error, 'IDEMPOTENCY_CONFLICT: DEPOSIT recorded with amount 2');
+});
+
+const others: readonly [string, UbsResult | null, PendingCause['kind']][] = [
+  ['no answer', null, 'timeout'],
+  ['UBSCore could not write', { kind: 'unavailable', reason: 'write_failed' }, 'ubscore_unavailable'],
+  ['the WAL takes no writes', { kind: 'unavailable', reason: 'wal_unwritable' }, 'wal_unwritable'],
+  ['an answer of another command', { kind: 'status_set' }, 'unexpected_answer'],
+];
+
+for (const [what, answer, kind] of others) {
+  test(`${what} (${kind}) raises no IDEMPOTENCY_CONFLICT`, async () => {
+    const cause = await causeOf(answer);
+    assert.is(cause.kind, kind);
+    const { dog, raised } = watchdog();
+    await dog.onStay(transfer, cause);
+    assert.equal(raised, []);
+  });
+}
+
+test('a detail that merely names IDEMPOTENCY_CONFLICT decides nothing: only the kind does', async () => {
+  const { dog, raised } = watchdog();
+  await dog.onStay(transfer, { kind: 'database_error', detail: 'IDEMPOTENCY_CONFLICT in a message' });
+  assert.equal(raised, []);
+});
+
+test.run();
