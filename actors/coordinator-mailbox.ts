@@ -6,6 +6,7 @@
 
 import type { NewTransfer } from '../src/coordinator/types.js';
 import type { SubmitReply } from '../src/http/app.js';
+import { oncePerTurn } from '../src/turn-flush.js';
 import { SUBMIT_BATCH_MAX, type SubmitAnswer } from './protocol.js';
 
 export type MailboxOptions = {
@@ -22,7 +23,8 @@ const BUSY: SubmitReply = { kind: 'busy' };
 export class TransferMailbox {
   private waiting: Waiting[] = [];
   private inShard = 0;
-  private flushQueued = false;
+  /** Sends once the current event-loop turn has run, so the transfers of that turn leave together. */
+  private readonly queueFlush = oncePerTurn(() => this.flush());
 
   constructor(private readonly opts: MailboxOptions) {
     if (!Number.isInteger(opts.mailboxMax) || opts.mailboxMax < 1)
@@ -48,16 +50,6 @@ export class TransferMailbox {
     return new Promise((resolve) => {
       this.waiting.push({ transfer, resolve });
       this.queueFlush();
-    });
-  }
-
-  /** Sends once the current event-loop turn has run, so the transfers of that turn leave together. */
-  private queueFlush(): void {
-    if (this.flushQueued) return;
-    this.flushQueued = true;
-    setImmediate(() => {
-      this.flushQueued = false;
-      this.flush();
     });
   }
 

@@ -9,6 +9,8 @@
 // turns into a storm of re-runs. Re-runs are safe because every batched statement here is
 // idempotent (a compare-and-swap, or an operation recorded per (req_id, op)).
 
+import { oncePerTurn } from '../turn-flush.js';
+
 export type BatchRun<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
 
 /** Batches of one kind in flight at once when the caller gives no bound; each holds a connection. */
@@ -34,8 +36,8 @@ type Call<I, O> = { readonly input: I; readonly resolve: (output: O) => void; re
 export class Batcher<I, O> {
   private queue: Call<I, O>[] = [];
   private inFlight = 0;
-  private scheduled = false;
   private readonly inFlightMax: number;
+  private readonly pumpAfterTurn = oncePerTurn(() => this.pump());
 
   constructor(
     private readonly run: BatchRun<I, O>,
@@ -56,13 +58,9 @@ export class Batcher<I, O> {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.inFlightMax) return;
-    this.scheduled = true;
-    // setImmediate runs after this turn's microtasks: calls made in the same turn share a batch.
-    setImmediate(() => {
-      this.scheduled = false;
-      this.pump();
-    });
+    if (this.inFlight >= this.inFlightMax) return;
+    // Calls made in the same turn share a batch.
+    this.pumpAfterTurn();
   }
 
   private pump(): void {
