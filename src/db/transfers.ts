@@ -9,6 +9,7 @@ import { STATE_IDS, stateName, type TransferStateName } from '../domain/fsm.js';
 import type { AccountKind } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
+import { stuckCondition, type StuckRule } from './stuck.js';
 import type { PathStep, TransferWrites, WriteItem, WriteResult } from './transfer-writes.js';
 
 const KIND_BY_TYPE: ReadonlyMap<number, AccountKind> = new Map([
@@ -258,11 +259,11 @@ export class TransferStore {
     return { transfers: due.map(toView), next: candidates.length < q.limit ? null : (candidates.at(-1)?.req_id ?? null) };
   }
 
-  /** Transfers an operator must look at: not finished after `retriesMax` retries or `ageMs`. */
-  async stuck(retriesMax: number, ageMs: number, limit: number): Promise<TransferView[]> {
+  /** Transfers an operator must look at (db/stuck.ts). */
+  async stuck(rule: StuckRule, limit: number): Promise<TransferView[]> {
     const rows = await this.sql<Row[]>`
       SELECT t.* FROM transfers_active AS a JOIN transfers_tb AS t ON t.req_id = a.req_id
-       WHERE t.retry_count >= ${retriesMax} OR t.created_at < now() - make_interval(secs => ${ageMs / 1000})
+       WHERE ${stuckCondition(this.sql, rule)}
        ORDER BY t.created_at LIMIT ${limit}`;
     return rows.map(toView);
   }
