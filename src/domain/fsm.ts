@@ -20,6 +20,11 @@ export const STATE_NAMES = Object.keys(STATE_IDS) as readonly TransferStateName[
 const NAME_BY_ID = new Map<number, TransferStateName>(STATE_NAMES.map((name) => [STATE_IDS[name], name]));
 
 export const TERMINAL_STATES: ReadonlySet<TransferStateName> = new Set(['COMMITTED', 'FAILED', 'ROLLED_BACK']);
+/** The final states' ids, for SQL (`state <> ALL (...)`): a state renamed here leaves no literal behind. */
+export const TERMINAL_STATE_IDS: readonly TransferStateId[] = [...TERMINAL_STATES].map((name) => STATE_IDS[name]);
+
+/** Debited at the source and not yet credited at the target or refunded: funds in flight. */
+export const FUNDS_IN_FLIGHT_STATES: ReadonlySet<TransferStateName> = new Set(['SOURCE_DONE', 'TARGET_PENDING', 'COMPENSATING']);
 
 export function stateName(id: number): TransferStateName | null {
   return NAME_BY_ID.get(id) ?? null;
