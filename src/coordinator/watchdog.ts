@@ -7,7 +7,7 @@ import { isStuck, type StuckRule } from '../db/stuck.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { TransferView } from './types.js';
 
-export type WatchdogConfig = StuckRule & {
+type WatchdogConfig = StuckRule & {
   readonly targetPendingAlertMs: number;
   readonly refundFailuresAlertMax: number;
 };

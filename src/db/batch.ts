@@ -11,7 +11,7 @@
 
 import { oncePerTurn } from '../turn-flush.js';
 
-export type BatchRun<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
+type BatchRun<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
 
 /** Batches of one kind in flight at once when the caller gives no bound; each holds a connection. */
 export const BATCH_IN_FLIGHT_MAX_DEFAULT = 2;
@@ -24,7 +24,7 @@ export type BatchSettings = {
   readonly onIsolate?: (rows: number, error: unknown) => void;
 };
 
-export type BatcherOptions<I> = BatchSettings & {
+type BatcherOptions<I> = BatchSettings & {
   /** Batches in flight at once (each holds a connection); BATCH_IN_FLIGHT_MAX_DEFAULT if absent. */
   readonly inFlightMax?: number;
   /** Rows with the same key never share a batch: a second one waits for the next. */
@@ -126,7 +126,7 @@ function settle<I, O>(batch: readonly Call<I, O>[], outputs: readonly O[]): void
  * finds the row. Everything else (class 08 connection, 40 deadlock or serialization, 53
  * resources, 57 shutdown or statement timeout, a driver error without a code) is unknown.
  */
-export function isDataError(error: unknown): boolean {
+function isDataError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(22|23|P0)/.test(code);
 }

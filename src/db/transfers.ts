@@ -17,7 +17,7 @@ const KIND_BY_TYPE: ReadonlyMap<number, AccountKind> = new Map([
   [2, 'SPOT'],
 ]);
 
-export type NewTransferRow = NewTransfer;
+type NewTransferRow = NewTransfer;
 
 type Row = {
   transfer_id: bigint;
@@ -50,10 +50,10 @@ export type CreateOutcome =
   | { readonly kind: 'existing'; readonly view: TransferView }
   | { readonly kind: 'duplicate' };
 
-export type CreateItem = Extract<WriteItem, { kind: 'create' }>;
+type CreateItem = Extract<WriteItem, { kind: 'create' }>;
 
 /** A page of due transfers as read, and the req_id the next page starts after (null: the last page). */
-export type DuePage = { readonly transfers: readonly TransferView[]; readonly next: string | null };
+type DuePage = { readonly transfers: readonly TransferView[]; readonly next: string | null };
 
 export type HistoryEntry = {
   readonly from: TransferStateName | null;
@@ -63,7 +63,7 @@ export type HistoryEntry = {
   readonly at: string;
 };
 
-export type TransferNotes = { readonly clientOrderId: string | null; readonly lastError: string | null };
+type TransferNotes = { readonly clientOrderId: string | null; readonly lastError: string | null };
 
 type Retry = {
   readonly reqId: string;
@@ -332,7 +332,7 @@ function mustKind(type: number): AccountKind {
   return kind;
 }
 
-export function toView(row: Row): TransferView {
+function toView(row: Row): TransferView {
   return {
     transferId: row.transfer_id.toString(),
     reqId: row.req_id,

@@ -49,7 +49,7 @@ export function isOpKey(value: unknown): value is string {
   return typeof value === 'string' && KEY.test(value);
 }
 
-export function isAccountKind(value: unknown): value is AccountKind {
+function isAccountKind(value: unknown): value is AccountKind {
   return typeof value === 'string' && (ACCOUNT_KINDS as readonly string[]).includes(value);
 }
 

@@ -7,7 +7,7 @@ import { ID_TEXT } from '../domain/checks.js';
 /** Every cursor this service hands out is base64url text of at most this shape. */
 export const CURSOR = /^[A-Za-z0-9_-]{1,64}$/;
 
-export type KeysetCursor = {
+type KeysetCursor = {
   readonly encode: (id: string | bigint) => string;
   /** The id a cursor names, or null for anything this list did not hand out. */
   readonly decode: (cursor: string) => bigint | null;

@@ -24,7 +24,7 @@ const timeText = v.pipe(
   v.check((s) => (ISO_TIME.test(s) || EPOCH_MS.test(s)) && Number.isFinite(parseTime(s).getTime()), 'INVALID_REQUEST'),
 );
 
-export const HistoryQuery = v.strictObject(
+const HistoryQuery = v.strictObject(
   {
     asset: v.optional(v.pipe(v.string('INVALID_ASSET'), v.regex(ASSET_SYMBOL, 'INVALID_ASSET'))),
     state: v.optional(v.picklist(STATE_NAMES as TransferStateName[], 'INVALID_REQUEST')),

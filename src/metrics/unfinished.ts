@@ -5,7 +5,7 @@
 import type { Sql } from '../db/sql.js';
 import { FUNDS_IN_FLIGHT_STATES, stateName, type TransferStateName } from '../domain/fsm.js';
 
-export type UnfinishedRow = { state: number; asset: string; n: number; units: string; oldest_age_s: number };
+type UnfinishedRow = { state: number; asset: string; n: number; units: string; oldest_age_s: number };
 
 /**
  * transfers_active lists exactly the unfinished transfers, and each is found in transfers_tb by
