@@ -5,6 +5,7 @@
 // the shard gets one message per batch rather than one per transfer.
 
 import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import { oncePerTurn } from '../src/turn-flush.js';
 import { SUBMIT_BATCH_MAX } from './protocol.js';
 
 export type MailboxOptions = {
@@ -21,7 +22,8 @@ const BUSY: SubmitReply = { kind: 'busy' };
 export class TransferMailbox {
   private waiting: Waiting[] = [];
   private inShard = 0;
-  private flushQueued = false;
+  /** Sends once the current event-loop turn has run, so the transfers of that turn leave together. */
+  private readonly queueFlush = oncePerTurn(() => this.flush());
 
   constructor(private readonly opts: MailboxOptions) {
     if (!Number.isInteger(opts.mailboxMax) || opts.mailboxMax < 1)
@@ -47,16 +49,6 @@ export class TransferMailbox {
     return new Promise((resolve) => {
       this.waiting.push({ transfer, resolve });
       this.queueFlush();
-    });
-  }
-
-  /** Sends once the current event-loop turn has run, so the transfers of that turn leave together. */
-  private queueFlush(): void {
-    if (this.flushQueued) return;
-    this.flushQueued = true;
-    setImmediate(() => {
-      this.flushQueued = false;
-      this.flush();
     });
   }
 

@@ -22,6 +22,7 @@ import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
 import { createLogger } from '../src/log.js';
 import { Registry } from '../src/metrics/registry.js';
+import { oncePerTurn } from '../src/turn-flush.js';
 import { BatchEncoder } from '../wal/block.js';
 import type { WalBatch } from '../wal/block.js';
 import { commitFailure, diskShortfall, overflowedHeap } from '../wal/disk.js';
@@ -96,7 +97,8 @@ export class UbsActor {
   private writing = false;
   /** True when the last write was a batch: a waiting maintenance write may go next. */
   private maintenanceTurn = true;
-  private flushScheduled = false;
+  /** Flushes once the messages of this turn are taken: no timer, no fixed wait. */
+  private readonly scheduleFlush = oncePerTurn(() => this.pump());
   private closing: Promise<{ readonly closed: true }> | null = null;
   private failed = false;
   /** Non-null while the disk takes no writes: every command is answered `unavailable`. */
@@ -249,16 +251,6 @@ export class UbsActor {
     this.sealed.push(this.open);
     this.open = newBatch();
     if (this.closing === null) this.state.snapshots.maybeCapture();
-  }
-
-  /** Flushes once the messages of this turn are taken: no timer, no fixed wait. */
-  private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      this.pump();
-    });
   }
 
   /**

@@ -8,6 +8,7 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { wrap } from 'comlink';
 import type { Endpoint, Remote } from 'comlink';
+import { oncePerTurn } from '../src/turn-flush.js';
 import { unreachable } from './protocol.js';
 import type { UbsCommand, UbsControlApi, UbsParentEvent, UbsParentMessage, UbsPortReply, UbsResult, UbsWorkerData } from './protocol.js';
 import { RequestPacker } from './ubscore-wire.js';
@@ -59,7 +60,8 @@ export class UbsClient {
   private readonly outbox = new RequestPacker();
   /** The timeout groups of the requests in the outbox, by timeout; armed when the outbox is posted. */
   private outboxGroups = new Map<number, TimeoutGroup>();
-  private flushScheduled = false;
+  /** Posts the outbox once the current turn has run, so sends made in it share one message. */
+  private readonly scheduleFlush = oncePerTurn(() => this.flush());
   private nextId = 1;
   private closed = false;
 
@@ -107,17 +109,6 @@ export class UbsClient {
     if (this.closed) return;
     this.shutDown();
     this.port.close();
-  }
-
-  private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    // setImmediate runs after every microtask of this turn, so sends made in promise
-    // continuations of the same turn still share one message.
-    setImmediate(() => {
-      this.flushScheduled = false;
-      this.flush();
-    });
   }
 
   private groupFor(timeoutMs: number): TimeoutGroup {

@@ -11,7 +11,7 @@ export const PAUSE_HELD_MESSAGES_MAX = 100_000;
 /** The longest pause anyone may ask for. */
 export const PAUSE_MS_MAX = 600_000;
 
-export type HeldMessage = { readonly port: MessagePort; readonly message: UbsPortMessage };
+type HeldMessage = { readonly port: MessagePort; readonly message: UbsPortMessage };
 
 export class PauseGate {
   /** Null when not paused. */

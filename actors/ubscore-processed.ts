@@ -36,7 +36,7 @@ type Build = {
   readonly stop: Int32Array<SharedArrayBuffer>;
 };
 
-export type ProcessedStats = {
+type ProcessedStats = {
   readonly filterReady: boolean;
   readonly filterKeys: number;
   readonly filterCapacityKeys: number;

@@ -131,7 +131,7 @@ export class RequestPacker {
 }
 
 /** Receives one request of a message, in arrival order. */
-export type RequestVisitor = (id: number, command: unknown) => void;
+type RequestVisitor = (id: number, command: unknown) => void;
 
 /**
  * Reads packed messages on the UBSCore thread. Every read is bounds-checked: a malformed message

@@ -4,6 +4,7 @@
 // transfers. What is measured is what stays on disk: WAL records a snapshot covers are pruned,
 // and the count includes the seeding deposits' records, a small share of the total.
 
+import { STATE_IDS } from '../src/domain/fsm.js';
 import type { BenchService } from './service-child.js';
 
 export type DiskUse = {
@@ -59,6 +60,6 @@ export async function measureDiskUse(svc: BenchService): Promise<DiskUse> {
   const response = await fetch(`${svc.base}/metrics`, { signal: AbortSignal.timeout(10_000) });
   if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
   const text = await response.text();
-  const rows = await svc.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state = 40`;
+  const rows = await svc.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state = ${STATE_IDS.COMMITTED}`;
   return diskUseFrom(text, rows[0]?.n ?? 0);
 }

@@ -3,7 +3,7 @@
 // (req_id, op) applied once at the Funding adapter; every COMMITTED a client saw still COMMITTED.
 
 import type { Sql } from '../src/db/sql.js';
-import { isTerminal, stateName } from '../src/domain/fsm.js';
+import { isTerminal, STATE_IDS, stateName, TERMINAL_STATE_IDS } from '../src/domain/fsm.js';
 
 export type Violation = { readonly check: string; readonly detail: string };
 
@@ -19,7 +19,9 @@ export type DrillState = {
 
 export async function verifyDrill(s: DrillState): Promise<Violation[]> {
   const violations: Violation[] = [];
-  const open = await s.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`;
+  const open = await s.sql<
+    { n: number }[]
+  >`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN ${s.sql([...TERMINAL_STATE_IDS])}`;
   if (open[0]?.n !== 0) violations.push({ check: 'terminal', detail: `${open[0]?.n} transfers unfinished` });
   violations.push(...(await checkActiveList(s.sql)));
   violations.push(...(await checkOperations(s.sql)));
@@ -39,7 +41,7 @@ async function checkActiveList(sql: Sql): Promise<Violation[]> {
   const rows = await sql<{ req_id: string; state: number | null }[]>`
     SELECT coalesce(t.req_id, a.req_id) AS req_id, t.state FROM transfers_tb AS t
       FULL JOIN transfers_active AS a ON a.req_id = t.req_id
-     WHERE (a.req_id IS NULL) <> (t.state IN (40, -10, -30)) LIMIT 10`;
+     WHERE (a.req_id IS NULL) <> (t.state IN ${sql([...TERMINAL_STATE_IDS])}) LIMIT 10`;
   return rows.map((r) => {
     const state = r.state === null ? null : stateName(r.state);
     const finished = state !== null && isTerminal(state);
@@ -57,7 +59,7 @@ async function checkBalances(s: DrillState, userId: bigint, asset: string): Prom
       FROM external_movements WHERE user_id = ${userId} AND asset = ${asset} AND state = 'DONE' GROUP BY account`;
   const moved = await s.sql<{ source_type: number; total: bigint }[]>`
     SELECT source_type, sum(amount)::bigint AS total FROM transfers_tb
-     WHERE user_id = ${userId} AND asset = ${asset} AND state = 40 GROUP BY source_type`;
+     WHERE user_id = ${userId} AND asset = ${asset} AND state = ${STATE_IDS.COMMITTED} GROUP BY source_type`;
   const net = (account: string) => external.find((r) => r.account === account)?.net ?? 0n;
   const fromFunding = moved.find((r) => r.source_type === 1)?.total ?? 0n;
   const fromSpot = moved.find((r) => r.source_type === 2)?.total ?? 0n;
@@ -95,8 +97,8 @@ async function checkOperations(sql: Sql): Promise<Violation[]> {
       FROM transfers_tb t LEFT JOIN funding_operations o ON o.req_id = t.req_id AND o.outcome = 'APPLIED'
      GROUP BY t.req_id, t.state, t.source_type`;
   const expected = (state: number, fromFunding: boolean): string => {
-    if (state === 40) return fromFunding ? 'WITHDRAW' : 'DEPOSIT';
-    if (state === -30) return fromFunding ? 'REFUND,WITHDRAW' : '';
+    if (state === STATE_IDS.COMMITTED) return fromFunding ? 'WITHDRAW' : 'DEPOSIT';
+    if (state === STATE_IDS.ROLLED_BACK) return fromFunding ? 'REFUND,WITHDRAW' : '';
     return '';
   };
   const out: Violation[] = [];

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSql, type Sql } from '../src/db/sql.js';
+import { TERMINAL_STATE_IDS } from '../src/domain/fsm.js';
 import { signJwt } from '../src/http/jwt.js';
 import { freePort } from '../test/support/ports.js';
 import { verifyDrill, type Violation } from './drill-checks.js';
@@ -199,7 +200,7 @@ async function embeddedUrl(dataDir: string, pgPort: number): Promise<string> {
 async function waitAllTerminal(sql: Sql): Promise<void> {
   const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
   for (;;) {
-    const open = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN (40, -10, -30)`;
+    const open = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN ${sql([...TERMINAL_STATE_IDS])}`;
     if (open[0]?.n === 0) return;
     if (Date.now() > deadline) throw new Error(`${open[0]?.n} transfers still unfinished after ${RECOVERY_TIMEOUT_MS} ms`);
     await new Promise((r) => setTimeout(r, 50));

@@ -6,6 +6,7 @@
 
 import type autocannon from 'autocannon';
 import type { Sql } from '../src/db/sql.js';
+import { STATE_IDS } from '../src/domain/fsm.js';
 import { measureCpu, type CpuShares } from './cpu-share.js';
 import { runFixedRate, type FixedRateFigures, type FixedRateRequest } from './fixed-rate.js';
 import { round1, runLoad, type LoadFigures } from './load.js';
@@ -155,8 +156,9 @@ async function measureWindow<L extends { readonly durationS: number }>(
 /** Terminal counts by a scan of transfers_tb: taken outside the measured window only. */
 async function counts(sql: Sql): Promise<Counts> {
   const rows = await sql<{ committed: number; failed: number; rolled_back: number }[]>`
-    SELECT count(*) FILTER (WHERE state = 40)::int AS committed, count(*) FILTER (WHERE state = -10)::int AS failed,
-           count(*) FILTER (WHERE state = -30)::int AS rolled_back
+    SELECT count(*) FILTER (WHERE state = ${STATE_IDS.COMMITTED})::int AS committed,
+           count(*) FILTER (WHERE state = ${STATE_IDS.FAILED})::int AS failed,
+           count(*) FILTER (WHERE state = ${STATE_IDS.ROLLED_BACK})::int AS rolled_back
       FROM transfers_tb`;
   const r = rows[0];
   return { committed: r?.committed ?? 0, failed: r?.failed ?? 0, rolledBack: r?.rolled_back ?? 0 };

@@ -10,7 +10,7 @@ import { signJwt } from './http/jwt.js';
 
 export const DEV_TOKEN_LIFETIME_S = 24 * 3600;
 /** The operator the printed admin token names (an admin token's `sub` is any name). */
-export const DEV_OPERATOR = 'dev-operator';
+const DEV_OPERATOR = 'dev-operator';
 
 export function banner(
   config: Config,

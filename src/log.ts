@@ -7,8 +7,8 @@
 import { createRequire } from 'node:module';
 import pino from 'pino';
 
-export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'critical';
-export type LogFormat = 'json' | 'pretty';
+type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'critical';
+type LogFormat = 'json' | 'pretty';
 export type LogFields = Readonly<Record<string, unknown>>;
 
 export type Logger = {

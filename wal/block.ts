@@ -30,7 +30,7 @@ export const BLOCK_HEADER_BYTES = 17;
 const SEQ_HIGH_MAX = 0x1fffff;
 
 /** One `wal` entry: `bytes` is the block, `lastSeq` its key. */
-export type WalBlock = { readonly lastSeq: number; readonly bytes: Buffer };
+type WalBlock = { readonly lastSeq: number; readonly bytes: Buffer };
 /** One processed-set entry: its key (wal/processed-key.ts) and the operation's own record, both views of the batch's bytes. */
 export type ProcessedWrite = { readonly key: Buffer; readonly bytes: Buffer };
 /** Everything one group commit writes, in one LMDB transaction. */
@@ -41,7 +41,7 @@ export type WalBatch = {
   readonly processed: readonly ProcessedWrite[];
 };
 
-export type BlockHeader = { readonly firstSeq: number; readonly count: number };
+type BlockHeader = { readonly firstSeq: number; readonly count: number };
 
 function writeHeader(buf: Buffer, view: DataView, start: number, firstSeq: number, count: number): void {
   buf[start] = WAL_FORMAT_VERSION;
@@ -73,10 +73,10 @@ export function readBlockHeader(buf: Buffer, key: number): Decoded<BlockHeader> 
 }
 
 /** Where and why reading a block stopped: `seq` is the first record not read. */
-export type BlockFailure = { readonly seq: number; readonly reason: string };
+type BlockFailure = { readonly seq: number; readonly reason: string };
 
 /** Checks one record at `seq` in buf[start, end) and uses it; returns null, or why it is refused. */
-export type BlockRecordVisitor = (start: number, end: number, seq: number) => string | null;
+type BlockRecordVisitor = (start: number, end: number, seq: number) => string | null;
 
 /**
  * Walks the records of a block whose header verified: each record's length must stay inside the

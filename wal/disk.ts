@@ -20,10 +20,10 @@ import path from 'node:path';
 /** LMDB's "environment had a fatal error" code: nothing more can be written until it is reopened. */
 export const MDB_PANIC = -30795;
 /** The file a probe writes and removes again, beside LMDB's data.mdb and lock.mdb. */
-export const DISK_PROBE_FILE = 'disk-probe';
+const DISK_PROBE_FILE = 'disk-probe';
 
 /** Why a write failed: LMDB's message and code (an errno, or an MDB_ code), when lmdb-js gave them. */
-export type CommitFailure = { readonly message: string; readonly code: number | string | null };
+type CommitFailure = { readonly message: string; readonly code: number | string | null };
 
 function codeOf(error: unknown): number | string | null {
   const code = (error as { code?: unknown } | null)?.code;

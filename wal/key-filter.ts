@@ -6,8 +6,8 @@
 // (actors/ubscore-processed.ts), and keys are only ever added, never removed.
 
 /** Bits per key at capacity: with KEY_FILTER_PROBES probes in one block, about 1% false "maybe" answers. */
-export const KEY_FILTER_BITS_PER_KEY = 10;
-export const KEY_FILTER_PROBES = 7;
+const KEY_FILTER_BITS_PER_KEY = 10;
+const KEY_FILTER_PROBES = 7;
 /** The smallest filter: 1M keys in 2 MiB, so a young ledger does not rebuild it often. */
 export const KEY_FILTER_KEYS_MIN = 1 << 20;
 /**

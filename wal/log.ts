@@ -28,7 +28,7 @@ import { processedKeyOf } from './processed-key.js';
  * `overlappingSync` (lmdb-js's default on Linux) the promise would resolve at commit, before the
  * flush, which is exactly the reply-before-durability bug the actor must never have.
  */
-export const WAL_ENV_OPTIONS = {
+const WAL_ENV_OPTIONS = {
   overlappingSync: false,
   noSync: false,
   noMetaSync: false,
@@ -44,10 +44,10 @@ export const WAL_ENV_OPTIONS = {
   maxDbs: 8,
 } as const;
 
-export const WAL_DB_NAME = 'wal';
-export const PROCESSED_DB_NAME = 'processed';
-export const SNAPSHOT_DB_NAME = 'snapshot';
-export const META_DB_NAME = 'meta';
+const WAL_DB_NAME = 'wal';
+const PROCESSED_DB_NAME = 'processed';
+const SNAPSHOT_DB_NAME = 'snapshot';
+const META_DB_NAME = 'meta';
 /**
  * WAL records deleted per prune transaction: a few ms of B-tree work between two batches. Whole
  * blocks are deleted, so a transaction may hold one block more than this.

@@ -8,7 +8,7 @@ import type { WalDatabases } from './log.js';
 /** The `meta` key holding the highest sequence number deliberately pruned from `wal`. */
 export const PRUNED_THROUGH_KEY = 'walPrunedThroughSeq';
 /** The `meta` key naming the format version of everything in the environment (wal/codec.ts). */
-export const FORMAT_VERSION_KEY = 'walFormatVersion';
+const FORMAT_VERSION_KEY = 'walFormatVersion';
 /** A meta sequence number: u32 high, u32 low, CRC-32C of those 8 bytes. */
 const META_SEQ_BYTES = 12;
 
@@ -55,7 +55,7 @@ export function checkFormatVersion(databases: WalDatabases, dir: string): void {
 }
 
 /** The `meta` key naming the ledger this environment belongs to (the same id is in PostgreSQL). */
-export const LEDGER_ID_KEY = 'ledgerId';
+const LEDGER_ID_KEY = 'ledgerId';
 const LEDGER_ID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The ledger id stamped on the environment, or null if none is. */

@@ -36,7 +36,7 @@ import type { Decoded } from './codec.js';
 import { crc32c, crc32cUpdate } from './crc32.js';
 import type { SnapshotKey, WalDatabases } from './log.js';
 
-export const SNAPSHOT_FORMAT_VERSION = 1;
+const SNAPSHOT_FORMAT_VERSION = 1;
 const SNAPSHOT_MAGIC = 0x55425353;
 /** The largest chunk value: big enough to make few LMDB entries, small enough to checksum in ~1 ms. */
 export const SNAPSHOT_CHUNK_BYTES_MAX = 1024 * 1024;
@@ -50,7 +50,7 @@ export const SNAPSHOT_ASSETS_MAX = 0xffff;
 /** Counts are u32. */
 export const SNAPSHOT_ACCOUNTS_MAX = 0xffffffff;
 
-export type SnapshotInfo = {
+type SnapshotInfo = {
   readonly seq: number;
   readonly accountCount: number;
   readonly chunkCount: number;

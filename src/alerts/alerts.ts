@@ -31,7 +31,7 @@ export const ALERT_KINDS = {
   /** UBSCore's WAL takes no writes (a full disk): spot commands are refused until it does. */
   UBSCORE_WAL_UNWRITABLE: 'CRITICAL',
 } as const;
-export type AlertKind = keyof typeof ALERT_KINDS;
+type AlertKind = keyof typeof ALERT_KINDS;
 
 export type Alert = {
   readonly kind: AlertKind;
@@ -43,7 +43,7 @@ export type Alert = {
   readonly dedupeKey?: string;
 };
 
-export type AlertRow = Alert & { readonly id: string; readonly severity: string; readonly createdAt: string };
+type AlertRow = Alert & { readonly id: string; readonly severity: string; readonly createdAt: string };
 
 const WEBHOOK_TIMEOUT_MS = 5_000;
 /** Alert keys one sink remembers as raised, to skip re-inserting them; beyond it, forgets all. */
@@ -136,7 +136,7 @@ export class AlertSink {
  * A `$1::jsonb` parameter given a JSON text is stored as a JSON string (the driver encodes the
  * text once more), which is how alerts before this change were written: read those back too.
  */
-export function objectOf(value: unknown): Record<string, unknown> {
+function objectOf(value: unknown): Record<string, unknown> {
   const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : value;
   return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : { value: parsed };
 }

@@ -3,16 +3,14 @@
 // read at most `rowsMax` unfinished transfers, oldest first, each found by its req_id.
 
 import type { Sql } from '../db/sql.js';
+import { stuckCondition, type StuckRule } from '../db/stuck.js';
 import type { Measures } from './rules.js';
 
 export type UnfinishedMeasures = Pick<Measures, 'backlog' | 'sampled' | 'retrying' | 'escalated' | 'retriesSum'>;
 
 type Row = { sampled: number; retrying: number; escalated: number; retries_sum: string };
 
-export async function readUnfinished(
-  sql: Sql,
-  opts: { readonly stuckRetriesMax: number; readonly stuckAgeMs: number; readonly rowsMax: number },
-): Promise<UnfinishedMeasures> {
+export async function readUnfinished(sql: Sql, opts: StuckRule & { readonly rowsMax: number }): Promise<UnfinishedMeasures> {
   return sql.begin(async (tx) => {
     // As for the metrics: the planner must not read the whole of transfers_tb to find them.
     await tx`SET LOCAL enable_seqscan = off`;
@@ -20,8 +18,7 @@ export async function readUnfinished(
     const rows = await tx<Row[]>`
       SELECT count(*)::int AS sampled,
              count(*) FILTER (WHERE retry_count > 0)::int AS retrying,
-             count(*) FILTER (WHERE retry_count >= ${opts.stuckRetriesMax}
-                                 OR created_at < now() - make_interval(secs => ${opts.stuckAgeMs / 1000}))::int AS escalated,
+             count(*) FILTER (WHERE ${stuckCondition(tx, opts)})::int AS escalated,
              coalesce(sum(retry_count), 0)::text AS retries_sum
         FROM transfers_tb
        WHERE req_id = ANY (ARRAY(SELECT req_id FROM transfers_active ORDER BY req_id LIMIT ${opts.rowsMax}))`;

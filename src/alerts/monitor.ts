@@ -13,7 +13,7 @@ import { FailureWindow, type FinishedCounts } from './failure-window.js';
 import type { UnfinishedMeasures } from './measures.js';
 import { judge, type Judgement, type Thresholds } from './rules.js';
 
-export type MonitorDeps = {
+type MonitorDeps = {
   readonly sql: Sql;
   readonly alerts: AlertSink;
   readonly registry: Registry;
@@ -25,7 +25,7 @@ export type MonitorDeps = {
   readonly finishedCounts: () => Promise<FinishedCounts | null>;
 };
 
-export type Condition = Judgement & { readonly since: string | null };
+type Condition = Judgement & { readonly since: string | null };
 
 export class AlertMonitor {
   private timer: NodeJS.Timeout | null = null;

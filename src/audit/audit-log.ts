@@ -27,7 +27,7 @@ export type AuditEntry = {
   readonly reqId: string | null;
 };
 
-export type AuditRow = AuditEntry & { readonly id: string; readonly at: string };
+type AuditRow = AuditEntry & { readonly id: string; readonly at: string };
 
 type Row = {
   id: bigint;

@@ -13,7 +13,7 @@ export const MANIFEST_FORMAT = 1;
 export const UBSCORE_FILE = path.join('ubscore', 'data.mdb');
 export const POSTGRES_DIR = 'postgres';
 
-export type FileEntry = { readonly file: string; readonly bytes: number; readonly sha256: string };
+type FileEntry = { readonly file: string; readonly bytes: number; readonly sha256: string };
 export type TableEntry = FileEntry & { readonly name: string; readonly columns: readonly string[]; readonly rows: number };
 
 export type BackupManifest = {

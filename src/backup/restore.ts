@@ -17,7 +17,7 @@ import { loadTables } from './pg-tables.js';
 
 const RESTORE_RETAKE_BACKOFF_CAP_MS = 1_000;
 
-export type RestoreTarget = {
+type RestoreTarget = {
   readonly dataDir: string;
   /** Null: initialise an embedded PostgreSQL cluster in DATA_DIR/postgres. */
   readonly databaseUrl: string | null;
@@ -25,7 +25,7 @@ export type RestoreTarget = {
   readonly log: (line: string) => void;
 };
 
-export type RestoreOutcome =
+type RestoreOutcome =
   | { readonly kind: 'restored'; readonly ledgerId: string; readonly walSeq: number; readonly rows: number }
   | { readonly kind: 'refused'; readonly reason: string };
 

@@ -34,7 +34,7 @@ import { dumpTables } from './pg-tables.js';
 /** How long UBSCore may stay paused before the pause lifts by itself (and the backup fails). */
 export const BACKUP_PAUSE_MS_MAX = 60_000;
 
-export type BackupControl = Pick<UbsControlApi, 'pause' | 'copyTo' | 'resume'>;
+type BackupControl = Pick<UbsControlApi, 'pause' | 'copyTo' | 'resume'>;
 
 export type BackupOutcome =
   | { readonly kind: 'done'; readonly dir: string; readonly manifest: BackupManifest }

@@ -1,7 +1,7 @@
 // Capped exponential backoff with jitter (spec 002): base × 2^n, never above the cap, and
 // spread over the upper half of the interval so retries of many transfers do not align.
 
-export type Backoff = { readonly baseMs: number; readonly capMs: number };
+type Backoff = { readonly baseMs: number; readonly capMs: number };
 
 const EXPONENT_MAX = 30;
 

@@ -16,7 +16,7 @@ import type { TransferView } from './types.js';
 
 export type LimitCode = 'DAILY_LIMIT_EXCEEDED' | 'DAILY_AMOUNT_EXCEEDED' | 'RATE_LIMIT_EXCEEDED';
 
-export type DailyLimitConfig = {
+type DailyLimitConfig = {
   /** Transfers per user per UTC day; 0 switches the limit off. */
   readonly transfersPerDayMax: number;
   /** Whether assets' daily amount limits apply at all. */
@@ -26,7 +26,7 @@ export type DailyLimitConfig = {
 };
 
 /** What a limit needs to know of a transfer. */
-export type Countable = { readonly reqId: string; readonly userId: bigint; readonly asset: string; readonly amount: bigint };
+type Countable = { readonly reqId: string; readonly userId: bigint; readonly asset: string; readonly amount: bigint };
 
 type Tally = {
   readonly held: Map<string, { readonly asset: string; readonly amount: bigint }>;

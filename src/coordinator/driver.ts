@@ -28,7 +28,7 @@ export type StepResult =
   | { readonly kind: 'terminal'; readonly view: TransferView }
   | { readonly kind: 'not_found' };
 
-export type DriverDeps = {
+type DriverDeps = {
   readonly store: TransferStore;
   readonly adapters: Readonly<Record<AccountKind, AccountAdapter>>;
   readonly log: Logger;

@@ -7,10 +7,10 @@ import { isTerminal, STATE_NAMES, type TransferStateName } from '../domain/fsm.j
 import type { Registry } from '../metrics/registry.js';
 import type { TransferView } from './types.js';
 
-export const FSM_TRANSITIONS = 'transfer_fsm_transitions_total';
+const FSM_TRANSITIONS = 'transfer_fsm_transitions_total';
 export const FINISHED = 'transfer_finished_total';
-export const DURATION = 'transfer_duration_seconds';
-export const RETRIES = 'transfer_retries_total';
+const DURATION = 'transfer_duration_seconds';
+const RETRIES = 'transfer_retries_total';
 
 /** From creation to a final state: a direct commit takes milliseconds, a retried one up to RETRY_CAP_MS and beyond. */
 export const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];

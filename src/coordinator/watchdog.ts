@@ -3,15 +3,14 @@
 // alerts; it never moves a transfer, and the transfer's retries go on whatever it finds.
 
 import type { AlertSink } from '../alerts/alerts.js';
+import { isStuck, type StuckRule } from '../db/stuck.js';
 import type { TransferStore } from '../db/transfers.js';
 import { causeText, type PendingCause } from '../domain/types.js';
 import type { TransferView } from './types.js';
 
-export type WatchdogConfig = {
+type WatchdogConfig = StuckRule & {
   readonly targetPendingAlertMs: number;
   readonly refundFailuresAlertMax: number;
-  readonly stuckRetriesMax: number;
-  readonly stuckAgeMs: number;
 };
 
 const SWEEP_BATCH_MAX = 1_000;
@@ -59,7 +58,7 @@ export class Watchdog {
         details,
       });
     }
-    if (t.retryCount >= config.stuckRetriesMax || now - Date.parse(t.createdAt) >= config.stuckAgeMs) {
+    if (isStuck(t, config, now)) {
       await alerts.raise({ ...base, kind: 'TRANSFER_STUCK', message: 'transfer needs an operator; retries continue', details });
     }
     if (cause?.kind === 'idempotency_conflict') {

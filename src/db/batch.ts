@@ -9,7 +9,9 @@
 // turns into a storm of re-runs. Re-runs are safe because every batched statement here is
 // idempotent (a compare-and-swap, or an operation recorded per (req_id, op)).
 
-export type BatchRun<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
+import { oncePerTurn } from '../turn-flush.js';
+
+type BatchRun<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
 
 /** Batches of one kind in flight at once when the caller gives no bound; each holds a connection. */
 export const BATCH_IN_FLIGHT_MAX_DEFAULT = 2;
@@ -22,7 +24,7 @@ export type BatchSettings = {
   readonly onIsolate?: (rows: number, error: unknown) => void;
 };
 
-export type BatcherOptions<I> = BatchSettings & {
+type BatcherOptions<I> = BatchSettings & {
   /** Batches in flight at once (each holds a connection); BATCH_IN_FLIGHT_MAX_DEFAULT if absent. */
   readonly inFlightMax?: number;
   /** Rows with the same key never share a batch: a second one waits for the next. */
@@ -34,8 +36,8 @@ type Call<I, O> = { readonly input: I; readonly resolve: (output: O) => void; re
 export class Batcher<I, O> {
   private queue: Call<I, O>[] = [];
   private inFlight = 0;
-  private scheduled = false;
   private readonly inFlightMax: number;
+  private readonly pumpAfterTurn = oncePerTurn(() => this.pump());
 
   constructor(
     private readonly run: BatchRun<I, O>,
@@ -56,13 +58,9 @@ export class Batcher<I, O> {
   }
 
   private schedule(): void {
-    if (this.scheduled || this.inFlight >= this.inFlightMax) return;
-    this.scheduled = true;
-    // setImmediate runs after this turn's microtasks: calls made in the same turn share a batch.
-    setImmediate(() => {
-      this.scheduled = false;
-      this.pump();
-    });
+    if (this.inFlight >= this.inFlightMax) return;
+    // Calls made in the same turn share a batch.
+    this.pumpAfterTurn();
   }
 
   private pump(): void {
@@ -128,7 +126,7 @@ function settle<I, O>(batch: readonly Call<I, O>[], outputs: readonly O[]): void
  * finds the row. Everything else (class 08 connection, 40 deadlock or serialization, 53
  * resources, 57 shutdown or statement timeout, a driver error without a code) is unknown.
  */
-export function isDataError(error: unknown): boolean {
+function isDataError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^(22|23|P0)/.test(code);
 }

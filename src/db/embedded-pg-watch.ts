@@ -16,7 +16,7 @@ export const POSTMASTER_POLL_INTERVAL_MS = 500;
 /** The first wait between restart attempts; it doubles per failed attempt up to the cap given. */
 export const RESTART_BACKOFF_BASE_MS = 200;
 
-export type PgWatchEvents = {
+type PgWatchEvents = {
   /** The postmaster is gone; a restart follows. */
   readonly onDown: () => void;
   /** It runs again after `attempts` attempts. */

@@ -17,7 +17,7 @@ export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.met
 const MIGRATION_LOCK_KEY = 0x7472616e73666572n; // "transfer"
 const FILE_NAME = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 
-export type Migration = { readonly version: number; readonly name: string; readonly sql: string; readonly checksum: string };
+type Migration = { readonly version: number; readonly name: string; readonly sql: string; readonly checksum: string };
 
 export class MigrationError extends Error {
   override readonly name = 'MigrationError';

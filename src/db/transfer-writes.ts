@@ -28,7 +28,7 @@ export type PathStep = { readonly event: TransferEvent; readonly to: TransferSta
 /** Where a transfer goes: `ok` when the operation is applied (or there is none), `ko` when the Funding side refuses it. */
 export type Paths = { readonly ok: readonly PathStep[]; readonly ko: readonly PathStep[] };
 
-export type FundingOpParams = { readonly reqId: string; readonly userId: bigint; readonly asset: string; readonly amount: bigint };
+type FundingOpParams = { readonly reqId: string; readonly userId: bigint; readonly asset: string; readonly amount: bigint };
 
 export type WriteItem =
   /** Creates the transfer (INIT) and moves it along `paths` in the same transaction. */

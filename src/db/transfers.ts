@@ -10,6 +10,7 @@ import { mustErrorCode, type ErrorCode } from '../domain/errors.js';
 import { causeText, type AccountKind, type PendingCause } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
+import { stuckCondition, type StuckRule } from './stuck.js';
 import type { PathStep, TransferWrites, WriteItem, WriteResult } from './transfer-writes.js';
 
 const KIND_BY_TYPE: ReadonlyMap<number, AccountKind> = new Map([
@@ -17,7 +18,7 @@ const KIND_BY_TYPE: ReadonlyMap<number, AccountKind> = new Map([
   [2, 'SPOT'],
 ]);
 
-export type NewTransferRow = NewTransfer;
+type NewTransferRow = NewTransfer;
 
 type Row = {
   transfer_id: bigint;
@@ -50,10 +51,10 @@ export type CreateOutcome =
   | { readonly kind: 'existing'; readonly view: TransferView }
   | { readonly kind: 'duplicate' };
 
-export type CreateItem = Extract<WriteItem, { kind: 'create' }>;
+type CreateItem = Extract<WriteItem, { kind: 'create' }>;
 
 /** A page of due transfers as read, and the req_id the next page starts after (null: the last page). */
-export type DuePage = { readonly transfers: readonly TransferView[]; readonly next: string | null };
+type DuePage = { readonly transfers: readonly TransferView[]; readonly next: string | null };
 
 export type HistoryEntry = {
   readonly from: TransferStateName | null;
@@ -63,7 +64,7 @@ export type HistoryEntry = {
   readonly at: string;
 };
 
-export type TransferNotes = { readonly clientOrderId: string | null; readonly lastError: string | null };
+type TransferNotes = { readonly clientOrderId: string | null; readonly lastError: string | null };
 
 type Retry = {
   readonly reqId: string;
@@ -259,11 +260,11 @@ export class TransferStore {
     return { transfers: due.map(toView), next: candidates.length < q.limit ? null : (candidates.at(-1)?.req_id ?? null) };
   }
 
-  /** Transfers an operator must look at: not finished after `retriesMax` retries or `ageMs`. */
-  async stuck(retriesMax: number, ageMs: number, limit: number): Promise<TransferView[]> {
+  /** Transfers an operator must look at (db/stuck.ts). */
+  async stuck(rule: StuckRule, limit: number): Promise<TransferView[]> {
     const rows = await this.sql<Row[]>`
       SELECT t.* FROM transfers_active AS a JOIN transfers_tb AS t ON t.req_id = a.req_id
-       WHERE t.retry_count >= ${retriesMax} OR t.created_at < now() - make_interval(secs => ${ageMs / 1000})
+       WHERE ${stuckCondition(this.sql, rule)}
        ORDER BY t.created_at LIMIT ${limit}`;
     return rows.map(toView);
   }
@@ -332,7 +333,7 @@ function mustKind(type: number): AccountKind {
   return kind;
 }
 
-export function toView(row: Row): TransferView {
+function toView(row: Row): TransferView {
   return {
     transferId: row.transfer_id.toString(),
     reqId: row.req_id,

@@ -5,20 +5,25 @@ import { isValidAmountUnits, AMOUNT_UNITS_MAX } from './money.js';
 import { ACCOUNT_KINDS, type AccountKind, type ValidationCode } from './types.js';
 
 export const USER_ID_MAX = 2n ** 63n - 1n;
-/** Patterns, exported for the OpenAPI document (the same text the checks below test). */
+/**
+ * The patterns of the edge's identifiers, defined here once: the checks below, the request and
+ * answer schemas, the console's search and the OpenAPI document all use these.
+ */
 export const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 export const ASSET_LENGTH_MAX = 16;
-export const ASSET_SYMBOL = /^[A-Z0-9]{1,16}$/;
+export const ASSET_SYMBOL = new RegExp(`^[A-Z0-9]{1,${ASSET_LENGTH_MAX}}$`);
 /** A client_order_id, an external ref, or any key of an idempotent operation. */
 export const KEY_LENGTH_MAX = 64;
-export const KEY = /^[A-Za-z0-9_-]{1,64}$/;
+export const KEY = new RegExp(`^[A-Za-z0-9_-]{1,${KEY_LENGTH_MAX}}$`);
+/** A positive 64-bit id as text (a user id, a transfer id): decimal, no sign, no leading zero, at most 19 digits. */
+export const ID_TEXT = /^[1-9][0-9]{0,18}$/;
 
 export function isUserId(value: unknown): value is bigint {
   return typeof value === 'bigint' && value > 0n && value <= USER_ID_MAX;
 }
 
-/** A user id as text at the edge: decimal, no sign, no leading zero, at most 19 digits. */
-export const USER_ID_TEXT = /^[1-9][0-9]{0,18}$/;
+/** A user id as text at the edge. */
+export const USER_ID_TEXT = ID_TEXT;
 
 /** The user id a decimal text names (1 to 2^63−1), or null when it names none. */
 export function parseUserId(text: string): bigint | null {
@@ -44,7 +49,7 @@ export function isOpKey(value: unknown): value is string {
   return typeof value === 'string' && KEY.test(value);
 }
 
-export function isAccountKind(value: unknown): value is AccountKind {
+function isAccountKind(value: unknown): value is AccountKind {
   return typeof value === 'string' && (ACCOUNT_KINDS as readonly string[]).includes(value);
 }
 

@@ -4,6 +4,7 @@
 
 import {
   BUSINESS_CODES,
+  isBusinessCode,
   type OpRefusalCode,
   REFUND_WITHOUT_WITHDRAW,
   VALIDATION_CODES,
@@ -48,6 +49,12 @@ export function isErrorCode(code: string): code is ErrorCode {
  */
 export function mustErrorCode(code: string, where: string): ErrorCode {
   if (!isErrorCode(code)) throw new Error(`unknown error code ${JSON.stringify(code)} in ${where}`);
+  return code;
+}
+
+/** A business refusal's code read back (e.g. from funding_refusal), checked where it is read. */
+export function mustBusinessCode(code: string, where: string): BusinessCode {
+  if (!isBusinessCode(code)) throw new Error(`unknown business code ${JSON.stringify(code)} in ${where}`);
   return code;
 }
 

@@ -13,13 +13,18 @@ export const STATE_IDS = {
 } as const;
 
 export type TransferStateName = keyof typeof STATE_IDS;
-export type TransferStateId = (typeof STATE_IDS)[TransferStateName];
+type TransferStateId = (typeof STATE_IDS)[TransferStateName];
 
 export const STATE_NAMES = Object.keys(STATE_IDS) as readonly TransferStateName[];
 
 const NAME_BY_ID = new Map<number, TransferStateName>(STATE_NAMES.map((name) => [STATE_IDS[name], name]));
 
-export const TERMINAL_STATES: ReadonlySet<TransferStateName> = new Set(['COMMITTED', 'FAILED', 'ROLLED_BACK']);
+const TERMINAL_STATES: ReadonlySet<TransferStateName> = new Set(['COMMITTED', 'FAILED', 'ROLLED_BACK']);
+/** The final states' ids, for SQL (`state <> ALL (...)`): a state renamed here leaves no literal behind. */
+export const TERMINAL_STATE_IDS: readonly TransferStateId[] = [...TERMINAL_STATES].map((name) => STATE_IDS[name]);
+
+/** Debited at the source and not yet credited at the target or refunded: funds in flight. */
+export const FUNDS_IN_FLIGHT_STATES: ReadonlySet<TransferStateName> = new Set(['SOURCE_DONE', 'TARGET_PENDING', 'COMPENSATING']);
 
 export function stateName(id: number): TransferStateName | null {
   return NAME_BY_ID.get(id) ?? null;
@@ -53,7 +58,7 @@ type Table = { readonly [S in TransferStateName]: Partial<Record<TransferEvent, 
  * left the transfer where it was, or moved it: INIT and SOURCE_DONE therefore also have a
  * stay-and-retry loop. Terminal states accept nothing.
  */
-export const TRANSITIONS: Table = {
+const TRANSITIONS: Table = {
   INIT: { SOURCE_CALL: 'SOURCE_PENDING', SOURCE_OK: 'SOURCE_DONE', SOURCE_FAIL: 'FAILED', SOURCE_RETRY: 'INIT' },
   SOURCE_PENDING: { SOURCE_OK: 'SOURCE_DONE', SOURCE_FAIL: 'FAILED', SOURCE_RETRY: 'SOURCE_PENDING' },
   SOURCE_DONE: { TARGET_CALL: 'TARGET_PENDING', TARGET_OK: 'COMMITTED', TARGET_FAIL: 'COMPENSATING', TARGET_RETRY: 'SOURCE_DONE' },
@@ -64,7 +69,7 @@ export const TRANSITIONS: Table = {
   ROLLED_BACK: {},
 };
 
-export type TransitionResult =
+type TransitionResult =
   | { readonly ok: true; readonly to: TransferStateName }
   | { readonly ok: false; readonly reason: 'TERMINAL_STATE' | 'INVALID_TRANSITION' };
 

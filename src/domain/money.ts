@@ -4,7 +4,7 @@
 import type { ValidationCode } from './types.js';
 
 /** Spec 001 §1.5.3: amount <= u64::MAX / safety_factor. */
-export const AMOUNT_SAFETY_FACTOR = 10n;
+const AMOUNT_SAFETY_FACTOR = 10n;
 export const U64_MAX = 2n ** 64n - 1n;
 /** The largest amount one request may carry, in smallest units. */
 export const AMOUNT_UNITS_MAX = U64_MAX / AMOUNT_SAFETY_FACTOR;
@@ -16,7 +16,7 @@ const PLAIN_DECIMAL = /^(0|[1-9][0-9]*)(\.[0-9]+)?$/;
 /** Long enough for AMOUNT_UNITS_MAX at any precision; longer strings are refused unparsed. */
 const AMOUNT_TEXT_LENGTH_MAX = 64;
 
-export type ParsedAmount = { readonly ok: true; readonly units: bigint } | { readonly ok: false; readonly code: ValidationCode };
+type ParsedAmount = { readonly ok: true; readonly units: bigint } | { readonly ok: false; readonly code: ValidationCode };
 
 /**
  * Parses a plain decimal string ("12.5", "0.00000001") into smallest units at `precision`.

@@ -3,13 +3,13 @@
 // sane one (up to REQUEST_ID_CHARS_MAX of letters, digits, `_`, `-`, `=`), otherwise a new UUID;
 // it is echoed in the answer's X-Request-Id either way. The line, at info level, names the
 // method, the route (its pattern, so ids in paths do not make every line unique), the status,
-// the latency, the user (a user token's id) or operator (an admin token's `sub`), and the
+// the latency (timed once, by request-timing.ts), the user (a user token's id) or operator (an admin token's `sub`), and the
 // transfer's req_id when the request has one. With LOG_LEVEL above info no line is built.
 
-import { performance } from 'node:perf_hooks';
 import type { Context, MiddlewareHandler } from 'hono';
 import { requestId } from 'hono/request-id';
 import type { Logger } from '../log.js';
+import { onTimed } from './request-timing.js';
 
 export const REQUEST_ID_CHARS_MAX = 128;
 
@@ -19,20 +19,22 @@ type Tagged = { Variables: { requestId?: string; reqId?: string; operator?: stri
 export function accessLog(opts: { readonly log: Logger }): MiddlewareHandler {
   const assignId = requestId({ limitLength: REQUEST_ID_CHARS_MAX });
   return async function accessLog(c, next) {
-    const started = performance.now();
+    if (opts.log.enabled('info')) onTimed(c, (ms) => logLine(c, opts.log, ms));
     await assignId(c, next);
-    if (!opts.log.enabled('info')) return;
-    const v = (c as unknown as Context<Tagged>).var;
-    opts.log.info('request', {
-      request_id: v.requestId,
-      method: c.req.method,
-      route: c.req.routePath,
-      status: c.res.status,
-      latency_ms: Math.round((performance.now() - started) * 100) / 100,
-      user: v.claims?.userId.toString() ?? v.operator ?? null,
-      req_id: v.reqId ?? null,
-    });
   };
+}
+
+function logLine(c: Context, log: Logger, ms: number): void {
+  const v = (c as unknown as Context<Tagged>).var;
+  log.info('request', {
+    request_id: v.requestId,
+    method: c.req.method,
+    route: c.req.routePath,
+    status: c.res.status,
+    latency_ms: Math.round(ms * 100) / 100,
+    user: v.claims?.userId.toString() ?? v.operator ?? null,
+    req_id: v.reqId ?? null,
+  });
 }
 
 /** The logger for lines about this request: `log` with its request_id. */

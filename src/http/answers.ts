@@ -3,7 +3,7 @@
 // answers against the document built from these.
 
 import * as v from 'valibot';
-import { ASSET_SYMBOL, KEY, ULID, USER_ID_TEXT } from '../domain/checks.js';
+import { ASSET_SYMBOL, ID_TEXT, KEY, ULID, USER_ID_TEXT } from '../domain/checks.js';
 import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES } from '../domain/types.js';
 import { ERROR_CODES } from '../domain/errors.js';
@@ -22,7 +22,7 @@ const clientState = v.pipe(
 );
 
 export const TransferAnswer = v.object({
-  transfer_id: v.pipe(v.string(), v.regex(/^[1-9][0-9]{0,18}$/)),
+  transfer_id: v.pipe(v.string(), v.regex(ID_TEXT)),
   req_id: reqId,
   from: accountKind,
   to: accountKind,

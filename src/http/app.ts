@@ -28,6 +28,7 @@ import { mountDocs } from './openapi.js';
 import type { TokenVerifier } from './token-verifier.js';
 import { ownerGate } from './owner-gate.js';
 import { accessLog, requestLog } from './access-log.js';
+import { onTimed, requestTiming } from './request-timing.js';
 import { transferRoutes } from './transfer-routes.js';
 
 export type AppDeps = {
@@ -111,19 +112,21 @@ function mountAdmin(app: Hono, deps: AppDeps): void {
 /** What every listener has: the drain, latency metrics, the body limit, the probes, the error answers. */
 function baseApp(deps: AppDeps): Hono {
   const app = new Hono();
+  app.use('*', requestTiming());
   app.use('*', accessLog({ log: deps.log }));
   app.use('*', deps.drain.middleware);
   app.use('*', async function httpMetrics(c, next) {
-    const started = performance.now();
+    onTimed(c, (ms) => {
+      const labels = { method: c.req.method, route: c.req.routePath, status: String(c.res.status) };
+      deps.registry.observe(
+        'transfer_http_request_duration_seconds',
+        'HTTP request latency by method, route and status',
+        HTTP_BUCKETS_S,
+        labels,
+        ms / 1000,
+      );
+    });
     await next();
-    const labels = { method: c.req.method, route: c.req.routePath, status: String(c.res.status) };
-    deps.registry.observe(
-      'transfer_http_request_duration_seconds',
-      'HTTP request latency by method, route and status',
-      HTTP_BUCKETS_S,
-      labels,
-      (performance.now() - started) / 1000,
-    );
   });
   app.use('*', ownerGate({ held: deps.ownerHeld }));
   app.use('*', bodyLimit({ bytesMax: deps.bodyBytesMax }));

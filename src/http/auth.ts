@@ -11,7 +11,7 @@ import type { Claims } from './jwt-claims.js';
 import type { TokenVerifier } from './token-verifier.js';
 import { VerifiedTokens } from './verified-tokens.js';
 
-export type UserClaims = { readonly userId: bigint; readonly role: 'user' | 'admin'; readonly exp: number };
+type UserClaims = { readonly userId: bigint; readonly role: 'user' | 'admin'; readonly exp: number };
 /** User routes: the caller's user id. */
 export type AuthEnv = { Variables: { claims: UserClaims } };
 /** Admin routes: the operator's name, the token's `sub` as it is. */

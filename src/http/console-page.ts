@@ -15,7 +15,7 @@ const ASSETS: Readonly<Record<string, string>> = {
   'icon.svg': 'image/svg+xml',
 };
 
-export const CONSOLE_CSP = [
+const CONSOLE_CSP = [
   "default-src 'none'",
   "script-src 'self'",
   "style-src 'self'",

@@ -2,11 +2,12 @@
 // of the last row given, so a cursor of one list is refused by another, and the rows written
 // while a client pages appear only on a fresh first page, never shifting the pages after it.
 
+import { ID_TEXT } from '../domain/checks.js';
+
 /** Every cursor this service hands out is base64url text of at most this shape. */
 export const CURSOR = /^[A-Za-z0-9_-]{1,64}$/;
-const ID = /^[1-9][0-9]{0,18}$/;
 
-export type KeysetCursor = {
+type KeysetCursor = {
   readonly encode: (id: string | bigint) => string;
   /** The id a cursor names, or null for anything this list did not hand out. */
   readonly decode: (cursor: string) => bigint | null;
@@ -20,7 +21,7 @@ export function keysetCursor(prefix: string): KeysetCursor {
       const text = Buffer.from(cursor, 'base64url').toString('utf8');
       if (!text.startsWith(prefix)) return null;
       const id = text.slice(prefix.length);
-      return ID.test(id) ? BigInt(id) : null;
+      return ID_TEXT.test(id) ? BigInt(id) : null;
     },
   };
 }

@@ -11,10 +11,6 @@ export class Drain {
   private draining = false;
   private inFlight = 0;
 
-  get isDraining(): boolean {
-    return this.draining;
-  }
-
   get requestsInFlight(): number {
     return this.inFlight;
   }

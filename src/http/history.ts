@@ -3,6 +3,7 @@
 import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { ListQuery } from '../db/transfers.js';
+import { ASSET_SYMBOL } from '../domain/checks.js';
 import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import type { AppDeps } from './app.js';
 import type { AuthEnv } from './auth.js';
@@ -23,9 +24,9 @@ const timeText = v.pipe(
   v.check((s) => (ISO_TIME.test(s) || EPOCH_MS.test(s)) && Number.isFinite(parseTime(s).getTime()), 'INVALID_REQUEST'),
 );
 
-export const HistoryQuery = v.strictObject(
+const HistoryQuery = v.strictObject(
   {
-    asset: v.optional(v.pipe(v.string('INVALID_ASSET'), v.regex(/^[A-Z0-9]{1,16}$/, 'INVALID_ASSET'))),
+    asset: v.optional(v.pipe(v.string('INVALID_ASSET'), v.regex(ASSET_SYMBOL, 'INVALID_ASSET'))),
     state: v.optional(v.picklist(STATE_NAMES as TransferStateName[], 'INVALID_REQUEST')),
     from_time: v.optional(timeText),
     to_time: v.optional(timeText),

@@ -14,7 +14,7 @@ export const JWKS_KEYS_MAX = 100;
 const KID_LENGTH_MAX = 256;
 
 export type JwksKey = { readonly kid: string; readonly alg: JwksAlgorithm; readonly key: CryptoKey };
-export type ParsedJwks = { readonly keys: ReadonlyMap<string, JwksKey>; readonly skipped: number };
+type ParsedJwks = { readonly keys: ReadonlyMap<string, JwksKey>; readonly skipped: number };
 
 export class JwksError extends Error {
   override readonly name = 'JwksError';

@@ -15,7 +15,7 @@ export const JWKS_BYTES_MAX = 1024 * 1024;
 
 export type JwksLocation = { readonly kind: 'file'; readonly path: string } | { readonly kind: 'url'; readonly url: string };
 
-export type JwksSourceOptions = {
+type JwksSourceOptions = {
   readonly location: JwksLocation;
   readonly cooldownMs: number;
   readonly maxAgeMs: number;
@@ -25,7 +25,7 @@ export type JwksSourceOptions = {
   readonly nowMs?: () => number;
 };
 
-export type KeyRing = { readonly generation: number; readonly keys: ReadonlyMap<string, JwksKey> };
+type KeyRing = { readonly generation: number; readonly keys: ReadonlyMap<string, JwksKey> };
 
 export class JwksSource {
   private ring: KeyRing;

@@ -13,7 +13,7 @@ import type { Drain } from './drain.js';
 
 type Fetch = (req: Request) => Response | Promise<Response>;
 
-export type Listening = { readonly port: number; readonly adminPort: number | null };
+type Listening = { readonly port: number; readonly adminPort: number | null };
 
 export async function listenAll(apps: Apps, config: Config, stack: (() => Promise<void>)[], drain: Drain, log: Logger): Promise<Listening> {
   const servers: ServerType[] = [];

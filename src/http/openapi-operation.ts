@@ -8,7 +8,7 @@ import { ref, type SchemaName } from './openapi-components.js';
 type Json = Record<string, unknown>;
 
 /** Who may call: a user's token (/api), an admin's (/admin), or anyone. */
-export type Auth = 'user' | 'admin' | 'public';
+type Auth = 'user' | 'admin' | 'public';
 
 /**
  * Codes every route can answer before it runs: a malformed Content-Length (400), one above
@@ -22,7 +22,7 @@ const BY_AUTH: Readonly<Record<Auth, readonly ErrorCode[]>> = {
   public: [],
 };
 
-export type OperationSpec = {
+type OperationSpec = {
   readonly id: string;
   readonly tag: string;
   readonly summary: string;

@@ -7,7 +7,7 @@
 import type { MiddlewareHandler } from 'hono';
 import { fail } from './errors.js';
 
-export type OwnerGateOptions = {
+type OwnerGateOptions = {
   /** Whether this process holds the owner lock now. */
   readonly held: () => boolean;
 };

@@ -4,7 +4,7 @@
 import * as v from 'valibot';
 import { isErrorCode, type ErrorCode } from '../domain/errors.js';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS, type AccountKind } from '../domain/types.js';
-import { isAssetSymbol, isClientOrderId, USER_ID_TEXT } from '../domain/checks.js';
+import { isAssetSymbol, isClientOrderId, KEY, USER_ID_TEXT } from '../domain/checks.js';
 
 const assetSymbol = v.pipe(
   v.string('INVALID_ASSET'),
@@ -62,7 +62,7 @@ export const DepositBody = v.strictObject(
     account: v.picklist(ACCOUNT_KINDS, 'INVALID_ACCOUNT_TYPE'),
     asset: assetSymbol,
     amount: amountText,
-    ref: v.pipe(v.string('INVALID_REQUEST'), v.regex(/^[A-Za-z0-9_-]{1,64}$/, 'INVALID_REQUEST')),
+    ref: v.pipe(v.string('INVALID_REQUEST'), v.regex(KEY, 'INVALID_REQUEST')),
   },
   'INVALID_REQUEST',
 );

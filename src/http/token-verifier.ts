@@ -10,7 +10,7 @@ import { TOKEN_LENGTH_MAX, typAccepted, verifyJwt } from './jwt.js';
 import { JWKS_ALGORITHMS } from './jwks-keys.js';
 import type { JwksSource } from './jwks-source.js';
 
-export type TokenVerifierOptions = {
+type TokenVerifierOptions = {
   /** Null: HS256 tokens are refused. */
   readonly hs256Secret: string | null;
   /** Null: RS256, ES256 and EdDSA tokens are refused. */

@@ -4,7 +4,7 @@
 
 const USERS_TRACKED_MAX = 100_000;
 
-export type UserWindow = { readonly start: number; count: number; alerted: boolean };
+type UserWindow = { readonly start: number; count: number; alerted: boolean };
 
 export class UserWindows {
   private readonly windows = new Map<bigint, UserWindow>();

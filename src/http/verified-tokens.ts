@@ -16,7 +16,7 @@ export const VERIFIED_TOKENS_MAX = 10_000;
 
 type Entry = { readonly claims: Claims; readonly keyEpoch: KeyEpoch | null; readonly verifiedAtS: number };
 
-export type VerifiedTokensOptions = {
+type VerifiedTokensOptions = {
   /** The full verification (TokenVerifier.verify, or verifyJwt with a secret in a test). */
   readonly verify: (token: string, nowS: number) => Verified | Promise<Verified>;
   readonly entriesMax?: number;

@@ -12,11 +12,10 @@
 import type { UbsSend } from '../adapters/trading.js';
 import type { Sql } from '../db/sql.js';
 import type { UbsOpName } from '../ubscore/types.js';
-import { STATE_IDS, stateName, TERMINAL_STATES } from '../domain/fsm.js';
+import { stateName, TERMINAL_STATE_IDS } from '../domain/fsm.js';
 import { checkConservation, keyOf, type Difference, type Key, type TransferFacts } from './conservation.js';
 
 const OP_SEQS_BATCH_MAX = 5_000;
-const TERMINAL_STATE_IDS = [...TERMINAL_STATES].map((name) => STATE_IDS[name]);
 const CUT_TIMEOUT_MS = 60_000;
 
 export type InvariantReport = {
@@ -84,7 +83,7 @@ async function readPostgres(sql: Sql, t0: Date): Promise<PgCut> {
     >`
       SELECT t.req_id, t.user_id, t.asset, t.amount, t.source_type, t.state, string_agg(o.op, ',') AS ops
         FROM transfers_tb t LEFT JOIN funding_operations o ON o.req_id = t.req_id AND o.outcome = 'APPLIED'
-       WHERE t.state <> ALL (${tx.array(TERMINAL_STATE_IDS)}::smallint[]) OR t.updated_at >= ${t0}
+       WHERE t.state <> ALL (${tx.array([...TERMINAL_STATE_IDS])}::smallint[]) OR t.updated_at >= ${t0}
        GROUP BY t.req_id, t.user_id, t.asset, t.amount, t.source_type, t.state`;
     return {
       funding: new Map(funding.map((r) => [keyOf(r.user_id, r.asset), r.available])),

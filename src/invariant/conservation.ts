@@ -20,7 +20,7 @@ export type Key = string; // `${userId}/${asset}`
 
 export const keyOf = (userId: bigint, asset: string): Key => `${userId}/${asset}`;
 
-export type Effects = { readonly withdraw: boolean; readonly deposit: boolean; readonly refund: boolean };
+type Effects = { readonly withdraw: boolean; readonly deposit: boolean; readonly refund: boolean };
 
 export type TransferFacts = {
   readonly reqId: string;
@@ -40,7 +40,7 @@ export type TransferFacts = {
 
 export type Difference = { readonly key: Key; readonly expected: bigint; readonly actual: bigint; readonly detail: string };
 
-export type ConservationInput = {
+type ConservationInput = {
   readonly funding: ReadonlyMap<Key, bigint>;
   readonly spot: ReadonlyMap<Key, bigint>;
   /** Net external movements: FUNDING from PostgreSQL, SPOT those UBSCore applied by P. */
@@ -49,7 +49,7 @@ export type ConservationInput = {
   readonly transfers: readonly TransferFacts[];
 };
 
-export type ConservationResult = {
+type ConservationResult = {
   readonly accounts: number;
   readonly inFlight: ReadonlyMap<Key, bigint>;
   readonly differences: readonly Difference[];

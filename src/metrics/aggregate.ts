@@ -5,7 +5,7 @@
 import { AggregatorRegistry } from 'prom-client';
 import type { MetricFamily } from './registry.js';
 
-export type ThreadFamilies = { readonly thread: string; readonly families: readonly MetricFamily[] };
+type ThreadFamilies = { readonly thread: string; readonly families: readonly MetricFamily[] };
 /** A worker thread at a scrape: `fresh` false when it did not answer and its last families are given. */
 export type ThreadScrape = ThreadFamilies & { readonly fresh: boolean };
 /** A coordinator shard at a scrape, with its mailbox depth as the main thread sees it. */
@@ -18,7 +18,7 @@ export function coordinatorThread(shard: number): string {
 export const MAIN_THREAD = 'main';
 export const UBSCORE_THREAD = 'ubscore';
 
-export function labelThread(source: ThreadFamilies): MetricFamily[] {
+function labelThread(source: ThreadFamilies): MetricFamily[] {
   return source.families.map((f) => ({
     ...f,
     // Each series is alone in its group once labelled, so summing is taking it as it is; prom-client's

@@ -13,7 +13,7 @@ import { renderExactGauge } from './exact.js';
 import { Registry, type MetricFamily } from './registry.js';
 import { summarise, unfinishedTransfers, type Unfinished } from './unfinished.js';
 
-export type MetricSources = {
+type MetricSources = {
   readonly main: Registry;
   readonly sql: Sql;
   readonly shards: () => Promise<readonly ShardScrape[]>;
@@ -22,7 +22,7 @@ export type MetricSources = {
 };
 
 export const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
-export const IN_FLIGHT_AMOUNT = 'transfer_in_flight_amount_units';
+const IN_FLIGHT_AMOUNT = 'transfer_in_flight_amount_units';
 
 const UNFINISHED_STATES: readonly TransferStateName[] = STATE_NAMES.filter((s) => !isTerminal(s));
 

@@ -2,7 +2,7 @@
 // from bigints, never through a float. prom-client keeps numbers, which lose precision above
 // 2^53, so this one family is rendered here and appended to prom-client's text.
 
-export type ExactSeries = { readonly labels: Readonly<Record<string, string>>; readonly value: bigint };
+type ExactSeries = { readonly labels: Readonly<Record<string, string>>; readonly value: bigint };
 
 export function renderExactGauge(name: string, help: string, series: readonly ExactSeries[]): string {
   const lines = [`# HELP ${name} ${escapeHelp(help)}`, `# TYPE ${name} gauge`];

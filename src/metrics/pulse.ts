@@ -9,7 +9,7 @@ export const PULSE_BUCKETS_MS = [1, 2, 5, 10, 15, 20, 25, 35, 50, 75, 100, 150, 
 
 type Slot = { second: number; requests: number; accepted: number; buckets: Uint32Array };
 
-export type PulseSummary = {
+type PulseSummary = {
   readonly window_s: number;
   readonly requests: number;
   /** Answered 200 or 202: a transfer exists and is committed or moving. */

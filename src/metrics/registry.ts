@@ -7,9 +7,9 @@ import { Counter, Gauge, Histogram, Registry as PromRegistry } from 'prom-client
 import { addRuntimeMetrics } from './runtime.js';
 
 /** Every series this service exposes starts with it. */
-export const METRIC_PREFIX = 'transfer_';
+const METRIC_PREFIX = 'transfer_';
 
-export type Labels = Readonly<Record<string, string>>;
+type Labels = Readonly<Record<string, string>>;
 
 /** One metric family as prom-client's getMetricsAsJSON gives it: plain data, safe to clone. */
 export type MetricFamily = {
@@ -24,7 +24,7 @@ export type MetricFamily = {
   }[];
 };
 
-export type RegistryOptions = {
+type RegistryOptions = {
   /** Labels added to every series of the service's own (not the runtime's): a coordinator's `shard`. */
   readonly constLabels?: Labels;
   /** prom-client's default metrics and the event loop's utilisation; `processWide` keeps process_* (main thread only). */

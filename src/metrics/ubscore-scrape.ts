@@ -5,7 +5,7 @@ import { UBSCORE_THREAD, type ThreadScrape } from './aggregate.js';
 import { LastKnownFamilies } from './last-known.js';
 import type { MetricFamily } from './registry.js';
 
-export type UbsMetricsAnswer =
+type UbsMetricsAnswer =
   | { readonly kind: 'metrics'; readonly families: readonly MetricFamily[] }
   | { readonly kind: 'failed'; readonly message: string }
   | null;

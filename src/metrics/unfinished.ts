@@ -3,12 +3,9 @@
 // /metrics and the operator console both read it.
 
 import type { Sql } from '../db/sql.js';
-import { stateName, type TransferStateName } from '../domain/fsm.js';
+import { FUNDS_IN_FLIGHT_STATES, stateName, type TransferStateName } from '../domain/fsm.js';
 
-export type UnfinishedRow = { state: number; asset: string; n: number; units: string; oldest_age_s: number };
-
-/** Debited at the source and not yet credited at the target or refunded. */
-const FUNDS_IN_FLIGHT_STATES: ReadonlySet<TransferStateName> = new Set(['SOURCE_DONE', 'TARGET_PENDING', 'COMPENSATING']);
+type UnfinishedRow = { state: number; asset: string; n: number; units: string; oldest_age_s: number };
 
 /**
  * transfers_active lists exactly the unfinished transfers, and each is found in transfers_tb by

@@ -21,12 +21,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { OwnershipError } from './errors.js';
 
-export const DATA_DIR_LOCK_FILE = 'owner.lock';
+const DATA_DIR_LOCK_FILE = 'owner.lock';
 /** How long a refused process waits for the owner to say who it is over the socket. */
 const ASK_OWNER_TIMEOUT_MS = 1_000;
 const OWNER_INFO_BYTES_MAX = 4_096;
 
-export type LockOwner = {
+type LockOwner = {
   readonly pid: number;
   readonly host: string;
   readonly startedAt: string;
@@ -34,7 +34,7 @@ export type LockOwner = {
   readonly procStart: string | null;
 };
 
-export type DataDirLock = { readonly owner: LockOwner; readonly release: () => Promise<void> };
+type DataDirLock = { readonly owner: LockOwner; readonly release: () => Promise<void> };
 
 /** Takes DATA_DIR's lock, or throws OwnershipError naming the live owner. */
 export async function lockDataDir(dataDir: string): Promise<DataDirLock> {

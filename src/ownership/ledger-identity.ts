@@ -13,7 +13,7 @@ import { openWalDatabases, type WalDatabases } from '../../wal/log.js';
 import { checkFormatVersion, holdsLedgerState, readLedgerId, writeLedgerId } from '../../wal/meta.js';
 import { OwnershipError } from './errors.js';
 
-export type LedgerIdentity = { readonly id: string; readonly created: boolean };
+type LedgerIdentity = { readonly id: string; readonly created: boolean };
 
 /** The file of an LMDB environment opened on a directory (lmdb-js, without noSubdir). */
 const LMDB_DATA_FILE = 'data.mdb';

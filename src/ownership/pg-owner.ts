@@ -27,7 +27,7 @@ const CONNECT_TIMEOUT_S = 10;
 /** The first wait before taking the lock again after a loss; it doubles per failed attempt up to the cap given. */
 export const RETAKE_BACKOFF_BASE_MS = 200;
 
-export type OwnerEvents = {
+type OwnerEvents = {
   /** The connection holding the lock closed: stop taking new work until `onRegained`. */
   readonly onLost: (reason: string) => void;
   /** The lock is held again, on a new session, after `attempts` attempts. */

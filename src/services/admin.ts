@@ -7,7 +7,7 @@ import type { Sql } from '../db/sql.js';
 import type { AccountKind, AccountStatus, ValidationCode } from '../domain/types.js';
 
 /** An asset as an operator sets it: the same shape the asset cache reads. */
-export type AssetSpec = Asset;
+type AssetSpec = Asset;
 
 export type AdminOutcome =
   | { readonly kind: 'ok'; readonly created?: boolean }

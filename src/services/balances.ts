@@ -5,7 +5,7 @@ import type { Sql } from '../db/sql.js';
 import type { AccountStatus } from '../domain/types.js';
 import type { SpotBalance } from '../ubscore/types.js';
 
-export type AccountBalance = { readonly asset: string; readonly available: bigint; readonly status: AccountStatus };
+type AccountBalance = { readonly asset: string; readonly available: bigint; readonly status: AccountStatus };
 export type Balances = { readonly funding: readonly AccountBalance[]; readonly spot: readonly SpotBalance[] };
 
 export class BalanceReader {

@@ -9,7 +9,7 @@
 import type { UbsSend } from '../adapters/trading.js';
 import type { Sql, Tx } from '../db/sql.js';
 import type { HaltState } from '../db/halt-state.js';
-import { mustErrorCode, type ErrorCode } from '../domain/errors.js';
+import { mustBusinessCode, mustErrorCode, type ErrorCode } from '../domain/errors.js';
 import type { AccountKind, BusinessCode } from '../domain/types.js';
 import type { Logger } from '../log.js';
 
@@ -148,15 +148,20 @@ export class ExternalMovements {
   }
 }
 
-/** Debits a FUNDING account for an external withdrawal, with the row locked; null when done. */
+/**
+ * Debits a FUNDING account for an external withdrawal, with the row locked; null when done. What
+ * refuses a FUNDING debit (no account, frozen, disabled, short of funds) is decided in one place
+ * for transfers and external withdrawals alike: the SQL function funding_refusal
+ * (src/db/migrations/0003_two_commits.sql), which transfer_apply calls for a transfer's WITHDRAW.
+ */
 async function debitFunding(tx: Tx, m: Movement): Promise<BusinessCode | null> {
-  const rows = await tx<{ available: bigint; status: string }[]>`
-    SELECT available, status FROM funding_balances WHERE user_id = ${m.userId} AND asset = ${m.asset} FOR UPDATE`;
-  const account = rows[0];
-  if (account === undefined) return 'SOURCE_ACCOUNT_NOT_FOUND';
-  if (account.status === 'FROZEN') return 'ACCOUNT_FROZEN';
-  if (account.status === 'DISABLED') return 'ACCOUNT_DISABLED';
-  if (account.available < m.amount) return 'INSUFFICIENT_BALANCE';
+  const rows = await tx<{ code: string | null }[]>`
+    WITH account AS (
+      SELECT available, status FROM funding_balances WHERE user_id = ${m.userId} AND asset = ${m.asset} FOR UPDATE)
+    SELECT funding_refusal('WITHDRAW', EXISTS (SELECT 1 FROM account), (SELECT status FROM account),
+                           (SELECT available FROM account), ${m.amount}::bigint, NULL, false) AS code`;
+  const refused = rows[0]?.code ?? null;
+  if (refused !== null) return mustBusinessCode(refused, 'funding_refusal');
   await tx`UPDATE funding_balances SET available = available - ${m.amount}, updated_at = now() WHERE user_id = ${m.userId} AND asset = ${m.asset}`;
   return null;
 }

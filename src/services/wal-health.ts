@@ -6,11 +6,11 @@ import type { AlertSink } from '../alerts/alerts.js';
 import type { Logger } from '../log.js';
 
 /** UBSCore's reports, as plain values (the protocol's ubs.degraded and ubs.recovered). */
-export type WalHealthReport =
+type WalHealthReport =
   | { readonly kind: 'degraded'; readonly reason: string; readonly since: number }
   | { readonly kind: 'recovered'; readonly since: number; readonly degradedMs: number; readonly attempts: number };
 
-export type WalHealthState = { readonly writable: true } | { readonly writable: false; readonly reason: string; readonly since: number };
+type WalHealthState = { readonly writable: true } | { readonly writable: false; readonly reason: string; readonly since: number };
 
 export class WalHealth {
   private state: WalHealthState = { writable: true };
