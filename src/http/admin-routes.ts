@@ -5,7 +5,7 @@ import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
 import { isAssetSymbol, isUserId } from '../domain/checks.js';
 import { parseAmount } from '../domain/money.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import { adminAuth, type AdminEnv } from './auth.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { audited, auditedJson } from './audit.js';

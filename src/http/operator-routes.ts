@@ -9,7 +9,7 @@ import { ALERT_KINDS } from '../alerts/alerts.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { isReqId } from '../domain/checks.js';
 import { adminTransfersJson } from './admin-views.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import type { AdminEnv } from './auth.js';
 import { auditedJson } from './audit.js';
 import { fail } from './errors.js';
