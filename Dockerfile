@@ -30,4 +30,4 @@ VOLUME ["/data"]
 EXPOSE 8080
 # SIGTERM drains in-flight requests (SHUTDOWN_DRAIN_MS) before the ordered stop.
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/src/main.js"]
+CMD ["node", "dist/actors/main.js"]

@@ -8,7 +8,7 @@ TSC := node_modules/.bin/tsc
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
 run: build
-	node dist/src/main.js
+	node dist/actors/main.js
 
 ## make test: the whole suite (uvu), on an embedded PostgreSQL the runner starts and stops
 test: build

@@ -6,9 +6,9 @@
 import { shardOfUser } from '../src/domain/shard.js';
 import type { MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import type { CoordinatorConfig, NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import type { CoordinatorShards, CoordinatorStartOptions } from '../src/coordinator/shards.js';
+import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 import type { HaltState } from '../src/db/halt-state.js';
-import type { Logger } from '../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
 import { finishedFrom } from '../src/metrics/finished.js';
 import { LastKnownFamilies } from '../src/metrics/last-known.js';
@@ -21,20 +21,12 @@ import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData } from '
  */
 const CONTROL_TASKS_MAX = 16;
 
-export type PoolOptions = {
-  readonly shards: number;
-  readonly base: Omit<CoordinatorConfig, 'shard' | 'shards'>;
-  readonly mailboxMax: number;
-  readonly concurrencyMax: number;
-  readonly logLevel: CoordinatorWorkerData['logLevel'];
-  readonly logFormat: CoordinatorWorkerData['logFormat'];
+export type PoolOptions = CoordinatorStartOptions & {
+  /** A new port on UBSCore's commands, one per shard. */
   readonly connectUbs: () => MessagePort;
-  readonly log: Logger;
-  /** A coordinator thread died: the process must stop and recover from its stores. */
-  readonly onFatal: (error: Error) => void;
 };
 
-export class CoordinatorPools {
+export class CoordinatorPools implements CoordinatorShards {
   private readonly mailboxes: readonly TransferMailbox[];
   /** Each shard's last answer to coord.metrics: a busy shard's counters must not seem to reset. */
   private readonly lastFamilies = new LastKnownFamilies();

@@ -5,7 +5,9 @@ import type { MessagePort } from 'node:worker_threads';
 import type { CoordinatorConfig, NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 import type { HaltState } from '../src/db/halt-state.js';
 import type { MetricFamily } from '../src/metrics/registry.js';
+import type { UbsCoreOptions, UbsHealthEvent } from '../src/ubscore/control.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
+export type * from '../src/ubscore/control.js';
 export type * from '../src/ubscore/types.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -52,84 +54,10 @@ export type UbsParentEvent =
       readonly snapshotSeq: number;
       readonly snapshotLoadMs: number;
     }
-  | { readonly kind: 'ubs.fatal'; readonly message: string }
-  /**
-   * A WAL write failed (a full disk, say): RAM was thrown away and is being rebuilt from disk,
-   * and every command is answered `unavailable` until a probe write succeeds. `since` is the
-   * epoch ms the episode began; it is posted once per episode.
-   */
-  | { readonly kind: 'ubs.degraded'; readonly reason: string; readonly since: number }
-  /** The disk takes writes again and RAM equals what is durable: UBSCore serves again. */
-  | { readonly kind: 'ubs.recovered'; readonly since: number; readonly degradedMs: number; readonly attempts: number };
+  | UbsHealthEvent;
 
-/** The control surface UBSCore exposes through comlink: low-frequency calls only. */
-export type UbsControlApi = {
-  stats(): Promise<UbsStats>;
-  /** UBSCore's prom-client registry as values for GET /metrics; a failure is a value too. */
-  metrics(): Promise<UbsMetricsOutcome>;
-  /** Stop accepting commands, make every accepted command durable, close LMDB. */
-  close(): Promise<{ readonly closed: true }>;
-  /**
-   * A backup's cut (src/backup/take.ts): stop deciding commands (they wait, in order, undecided),
-   * make every decided one durable, and answer the WAL position they end at. The pause lifts by
-   * itself after `pauseMsMax` if `resume` does not come first.
-   */
-  pause(pauseMsMax: number): Promise<UbsPauseOutcome>;
-  /**
-   * While paused: copy the LMDB environment into `dir` (created if missing; it must hold no
-   * data.mdb yet) as `dir/data.mdb` (mdb_env_copy2 on an environment opened with a subdirectory), and read its ledger id.
-   */
-  copyTo(dir: string): Promise<UbsCopyOutcome>;
-  /** Decides the commands held by the pause, in arrival order, and takes new ones again. */
-  resume(): Promise<UbsResumeOutcome>;
-};
-
-export type UbsMetricsOutcome =
-  | { readonly kind: 'metrics'; readonly families: readonly MetricFamily[] }
-  | { readonly kind: 'failed'; readonly message: string };
-
-export type UbsPauseOutcome = { readonly kind: 'paused'; readonly walSeq: number } | { readonly kind: 'refused'; readonly reason: string };
-export type UbsCopyOutcome =
-  | { readonly kind: 'copied'; readonly walSeq: number; readonly ledgerId: string | null; readonly copyMs: number }
-  | { readonly kind: 'refused'; readonly reason: string };
-/** `heldMessages`: port messages that waited; `expired`: the pause had already lifted by itself. */
-export type UbsResumeOutcome = { readonly kind: 'resumed'; readonly heldMessages: number; readonly expired: boolean };
-
-export type UbsStats = {
-  readonly accounts: number;
-  readonly walSeq: number;
-  readonly batches: number;
-  readonly commands: number;
-  /** Present once a snapshot exists (loaded at start or written since) or is being taken. */
-  readonly snapshots?: {
-    /** Snapshots this core wrote since it started. */
-    readonly written: number;
-    /** The sequence number of the newest durable snapshot; 0 while the first is being taken. */
-    readonly seq: number;
-    /** The sequence number of a snapshot captured but not yet durable; null when none is. */
-    readonly pendingSeq: number | null;
-    /** WAL records up to this one were pruned after a durable snapshot. */
-    readonly walPrunedThroughSeq: number;
-    /** The longest the thread was blocked by one slice of snapshot encoding, in ms. */
-    readonly sliceMsMax: number;
-  };
-};
-
-export type UbsWorkerData = {
-  readonly walDir: string;
-  readonly batchMax: number;
-  /** Take a snapshot every this many WAL records; 0 disables periodic snapshots. Default 100,000. */
-  readonly snapshotEveryRecords?: number;
-  /** `close` writes a snapshot when at least this many records follow the newest one. Default 1,000. */
-  readonly closeSnapshotRecordsMin?: number;
-  /** Accounts encoded per slice of a periodic snapshot, between batches. Default 20,000. */
-  readonly snapshotSliceAccounts?: number;
-  /**
-   * No write is started while fewer bytes than this are free on the WAL's filesystem (README
-   * "A full disk"); 0 disables the check. Default 256 MiB.
-   */
-  readonly diskReserveBytes?: number;
-};
+/** The UBSCore thread's start options, as src/ gives them. */
+export type UbsWorkerData = UbsCoreOptions;
 
 /**
  * UBSCore's helper that reads every durable processed-set key into a filter off UBSCore's thread
@@ -186,7 +114,4 @@ export type CoordinatorResult =
   | { readonly kind: 'coord.error'; readonly message: string }
   | { readonly kind: 'coord.stopped' };
 
-/** Compile-time exhaustiveness guard for switches over a union's `kind`. */
-export function unreachable(value: never): never {
-  throw new Error(`unreachable: ${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))}`);
-}
+export { unreachable } from '../src/unreachable.js';

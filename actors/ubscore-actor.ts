@@ -15,7 +15,7 @@
 // `unavailable` at once (an unknown outcome; callers retry idempotently), RAM is thrown away and
 // rebuilt from disk by the start-up path, every new command is answered `unavailable`, and a
 // probe write is retried with capped backoff until the disk takes writes again
-// (actors/ubscore-recovery.ts). The main thread hears `ubs.degraded` and `ubs.recovered`.
+// (wal/recovery.ts). The main thread hears `ubs.degraded` and `ubs.recovered`.
 
 import { mkdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
@@ -40,9 +40,9 @@ import type {
   UbsStats,
 } from './protocol.js';
 import { PauseGate } from './ubscore-pause.js';
-import { DiskRecovery, probeWalDir } from './ubscore-recovery.js';
-import { describeError as describe } from './ubscore-snapshotter.js';
-import type { Write } from './ubscore-snapshotter.js';
+import { DiskRecovery, probeWalDir } from '../wal/recovery.js';
+import { describeError as describe } from '../wal/snapshotter.js';
+import type { Write } from '../wal/snapshotter.js';
 import { closeCoreState, setCoreGauges, setDiskGauges, setProcessedGauges } from './ubscore-state.js';
 import type { CoreState } from './ubscore-state.js';
 import { RequestUnpacker, isPortMessage, postReplies } from './ubscore-wire.js';

@@ -10,7 +10,17 @@ import { wrap } from 'comlink';
 import type { Endpoint, Remote } from 'comlink';
 import { oncePerTurn } from '../src/turn-flush.js';
 import { unreachable } from './protocol.js';
-import type { UbsCommand, UbsControlApi, UbsParentEvent, UbsParentMessage, UbsPortReply, UbsResult, UbsWorkerData } from './protocol.js';
+import type {
+  UbsCommand,
+  UbsControlApi,
+  UbsHealthEvent,
+  UbsParentEvent,
+  UbsReady,
+  UbsParentMessage,
+  UbsPortReply,
+  UbsResult,
+  UbsWorkerData,
+} from './protocol.js';
 import { RequestPacker } from './ubscore-wire.js';
 
 /** Requests per `ubs.requests` message when the caller gives no bound. */
@@ -182,17 +192,6 @@ export type UbsCoreHandle = {
   /** Creates a MessageChannel, attaches one end to UBSCore, and returns the other. */
   connect(): MessagePort;
   readonly ready: UbsReady;
-};
-
-/** What the core reports after it is ready: its WAL stopped taking writes, took them again, or it stops. */
-export type UbsHealthEvent = Extract<UbsParentEvent, { kind: 'ubs.degraded' | 'ubs.recovered' | 'ubs.fatal' }>;
-
-/** What the core reports once ready: the snapshot it loaded (seq 0 for none) and the WAL tail replayed after it. */
-export type UbsReady = {
-  readonly replayedRecords: number;
-  readonly replayMs: number;
-  readonly snapshotSeq: number;
-  readonly snapshotLoadMs: number;
 };
 
 /**

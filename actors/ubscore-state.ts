@@ -1,7 +1,7 @@
 // Everything UBSCore's thread derives from its LMDB directory, opened and closed as one: the
 // environment, the ledger restored from the newest snapshot plus the WAL after it, the snapshot
 // cycle and the processed set. Start-up opens it once; after a failed write the actor closes it
-// and opens it again, so RAM is exactly what is durable (actors/ubscore-recovery.ts).
+// and opens it again, so RAM is exactly what is durable (wal/recovery.ts).
 
 import { statSync } from 'node:fs';
 import path from 'node:path';
@@ -13,9 +13,10 @@ import { openWal } from '../wal/log.js';
 import type { WalLog } from '../wal/log.js';
 import { SnapshotStore } from '../wal/snapshot.js';
 import { ProcessedSet } from './ubscore-processed.js';
-import { Snapshotter } from './ubscore-snapshotter.js';
-import { restore } from './ubscore-start.js';
-import type { Restored, UbsOptions } from './ubscore-start.js';
+import { Snapshotter } from '../wal/snapshotter.js';
+import { restore } from '../wal/restore.js';
+import type { Restored } from '../wal/restore.js';
+import type { UbsOptions } from './ubscore-start.js';
 
 export type CoreState = {
   readonly ledger: SpotLedger;

@@ -117,7 +117,7 @@ function token(userId: bigint | 'admin'): string {
 }
 
 async function start(env: NodeJS.ProcessEnv, port: number): Promise<Service> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'src', 'main.js')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'actors', 'main.js')], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4_000)));
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));

@@ -119,7 +119,7 @@ async function seedStuck(sql: Sql, stuck: number): Promise<void> {
 async function startService(env: NodeJS.ProcessEnv, port: number) {
   // SERVICE_NODE_ARGS passes flags such as --cpu-prof to the service (NODE_OPTIONS refuses them).
   const nodeArgs = (process.env.SERVICE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'src', 'main.js')], {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist', 'actors', 'main.js')], {
     env,
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -95,7 +95,7 @@ export async function startBenchService(opts: {
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;
   const profileArgs = opts.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`];
-  const args = [...profileArgs, path.join(ROOT, 'dist', 'src', 'main.js')];
+  const args = [...profileArgs, path.join(ROOT, 'dist', 'actors', 'main.js')];
   let running = spawnService(args, env);
   const pools: Sql[] = [];
   const stop = registerCleanup(async () => {

@@ -4,10 +4,6 @@
 
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { CoordinatorPools } from '../actors/coordinator-pool.js';
-import { unreachable } from '../actors/protocol.js';
-import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
-import type { UbsHealthEvent } from '../actors/ubscore-client.js';
 import type { Config } from './config.js';
 import { AssetCache } from './db/assets.js';
 import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
@@ -23,7 +19,12 @@ import { Drain } from './http/drain.js';
 import type { Logger } from './log.js';
 import { AdminService } from './services/admin.js';
 import { BalanceReader } from './services/balances.js';
-import type { UbsCommand } from './ubscore/types.js';
+import type { UbsHealthEvent, UbsSend } from './ubscore/control.js';
+import type { ServiceThreads, UbsCommandClient, UbsCore } from './threads.js';
+import { unreachable } from './unreachable.js';
+import type { CoordinatorShards } from './coordinator/shards.js';
+import type { AppDeps } from './http/deps.js';
+import type { TokenVerifier } from './http/token-verifier.js';
 import { ExternalMovements } from './services/external.js';
 import { recordForScan } from './services/overflow.js';
 import { collectMetrics } from './metrics/collect.js';
@@ -35,7 +36,7 @@ import { HaltSwitch } from './services/halt.js';
 import { InvariantService } from './services/invariant.js';
 import { lockDataDir } from './ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from './ownership/ledger-identity.js';
-import { ownDatabase } from './ownership/pg-owner.js';
+import { ownDatabase, type PgOwner } from './ownership/pg-owner.js';
 import { AlertSink } from './alerts/alerts.js';
 import { readUnfinished } from './alerts/measures.js';
 import { AlertMonitor } from './alerts/monitor.js';
@@ -58,188 +59,59 @@ export type Service = {
   readonly stop: () => Promise<void>;
 };
 
-export async function startService(config: Config, log: Logger): Promise<Service> {
+/** What every start step shares: the configuration, the log, the stop steps so far, and whether a stop began. */
+type Start = {
+  readonly config: Config;
+  readonly log: Logger;
+  readonly stack: (() => Promise<void>)[];
+  readonly stopping: () => boolean;
+};
+
+/** The stores this process owns once started: the database (its URL and pool), the owner lock, the halt. */
+type Stores = {
+  readonly databaseUrl: string;
+  readonly sql: Sql;
+  readonly owner: PgOwner;
+  readonly halt: HaltSwitch;
+};
+
+/** The main thread's own parts, built on the stores, UBSCore and the shards. */
+type MainParts = {
+  readonly ubs: UbsCommandClient;
+  readonly ubsSend: UbsSend;
+  readonly alerts: AlertSink;
+  readonly walHealth: WalHealth;
+  readonly external: ExternalMovements;
+  readonly registry: Registry;
+  readonly invariant: InvariantService;
+  readonly monitor: AlertMonitor;
+};
+
+/**
+ * Starts every part in dependency order; `threads` starts the parts that run on threads of their
+ * own (actors/threads.ts). A failed step stops what the steps before it started.
+ */
+export async function startService<Core extends UbsCore>(config: Config, log: Logger, threads: ServiceThreads<Core>): Promise<Service> {
   const stack: (() => Promise<void>)[] = [];
   let stopping = false;
   const stop = async (): Promise<void> => {
     stopping = true;
     for (const undo of stack.reverse()) await undo().catch((e: unknown) => log.error('stop step failed', { error: String(e) }));
   };
+  const start: Start = { config, log, stack, stopping: () => stopping };
   try {
     // The JWKS first: a set that cannot be read or used stops the start before anything runs.
     const tokens = await createTokenVerifier(config.jwt, log);
-    // Rule 7, exactly one owner: DATA_DIR first (before its embedded PostgreSQL is touched), then
-    // the database, then the check that both hold the same ledger; only then anything is written.
-    const dirLock = await lockDataDir(config.dataDir);
-    stack.push(() => dirLock.release());
-    const { url: databaseUrl, watch } = await database(config, log, stack);
-    const owner = await ownDatabase(
-      databaseUrl,
-      ownerEvents(log, watch, () => stopping),
-      { retakeBackoffCapMs: config.pgRecoveryBackoffCapMs },
-    );
-    stack.push(() => owner.release());
-    const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
-    stack.push(() => sql.end({ timeout: 5 }));
-    // Production migrates as its own step (`make migrate`), so a start never changes the schema
-    // under a running fleet by surprise: it only checks that none is pending and none was edited.
-    let applied = 0;
-    if (config.migrateOnStart) applied = (await migrate(sql)).applied;
-    else await checkMigrated(sql);
-    const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
-    // The demo assets are a development convenience; in production an operator creates assets.
-    if (config.nodeEnv === 'development') await seedDemoAssets(sql);
-    log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
-    const halt = await HaltSwitch.load(sql, log);
-    if (halt.current !== null)
-      log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', {
-        reason: halt.current.reason,
-      });
-
-    const alerts = new AlertSink({ sql, log, webhookUrl: config.alertWebhookUrl });
+    const stores = await openStores(start);
+    const alerts = new AlertSink({ sql: stores.sql, log, webhookUrl: config.alertWebhookUrl });
     const walHealth = new WalHealth(log);
     walHealth.useAlerts(alerts);
-    const ubsOptions = {
-      walDir: path.join(config.dataDir, 'ubscore'),
-      batchMax: config.ubsBatchMax,
-      snapshotEveryRecords: config.ubsSnapshotEveryRecords,
-      diskReserveBytes: config.ubsDiskReserveMb * 1024 * 1024,
-    };
-    const ubs = await startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
-    stack.push(async () => {
-      // Comlink has no timeout: a dead worker would never answer, so bound the wait.
-      const closed = await Promise.race([ubs.control.close(), delay(UBS_CLOSE_TIMEOUT_MS, null, { ref: false })]);
-      if (closed === null) log.error('UBSCore did not close in time; terminating it');
-      await ubs.worker.terminate();
-    });
-    log.info('UBSCore ready', {
-      snapshot_seq: ubs.ready.snapshotSeq,
-      snapshot_load_ms: ubs.ready.snapshotLoadMs,
-      replayed_records: ubs.ready.replayedRecords,
-      replay_ms: ubs.ready.replayMs,
-    });
-    ubs.worker.on('exit', (code: number) => {
-      if (!stopping) fatal(log, `UBSCore exited with code ${code}`);
-    });
-
-    const pools = await CoordinatorPools.start({
-      shards: config.coordinators,
-      base: coordinatorBase(config, databaseUrl),
-      mailboxMax: config.coordinatorMailboxMax,
-      concurrencyMax: config.coordinatorConcurrencyMax,
-      logLevel: config.logLevel,
-      logFormat: config.logFormat,
-      connectUbs: () => ubs.connect(),
-      log,
-      onFatal: (error) => {
-        if (!stopping) fatal(log, `coordinator thread failed: ${error.stack ?? error.message}`);
-      },
-    });
-    stack.push(() => pools.stop());
-
-    halt.onChange((state) => pools.haltChanged(state));
-    const mainUbs = new UbsClient(ubs.connect(), {});
-    stack.push(async () => mainUbs.close());
-    const external = new ExternalMovements({
-      sql,
-      ubs: (cmd, ms) => mainUbs.send(cmd, ms),
-      ubsTimeoutMs: config.adapterTimeoutMs,
-      log,
-      halt,
-    });
-    const resumed = await external.resumePending();
-    if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
-
-    const ubsSend = (cmd: UbsCommand, ms: number) => mainUbs.send(cmd, ms);
-    const registry = new Registry({ runtime: { processWide: true } });
-    const assets = new AssetCache(sql);
-    const batch = { batchMax: config.pgBatchMax };
-    const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
-    const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log, registry });
-    invariant.start(config.invariantIntervalMs);
-    stack.push(async () => invariant.stop());
-    const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
-    stack.push(async () => monitor.stop());
+    const ubs = await startUbs(start, threads, walHealth);
+    const pools = await startShards(start, threads, ubs, stores);
+    const main = await startMainParts(start, stores, ubs, pools, { alerts, walHealth });
     const drain = new Drain();
-    const backups = new BackupTaker({ databaseUrl, control: ubs.control, log });
-    const ubsStats = () => Promise.race([ubs.control.stats(), delay(2_000, null, { ref: false })]);
-    const ubsMetrics = ubscoreScrape(() => Promise.race([ubs.control.metrics(), delay(2_000, null, { ref: false })]));
-    const apps = createApps(
-      {
-        tokens,
-        bodyBytesMax: config.bodyBytesMax,
-        rateLimitPerSecond: config.rateLimitPerSecond,
-        abnormalTransfersPerMinute: config.abnormalTransfersPerMinute,
-        assets,
-        admin: new AdminService({
-          sql,
-          ubs: ubsSend,
-          ubsTimeoutMs: config.adapterTimeoutMs,
-          onAssetChange: () => {
-            assets.invalidate();
-            return pools.assetsChanged();
-          },
-        }),
-        transfers,
-        // Every entry of a new transfer passes here; each shard checks the halt again on its own.
-        submit: async (t) => {
-          if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
-          const reply = await pools.submit(t);
-          return reply.kind === 'busy' ? recordForScan(t, transfers, log, halt) : reply;
-        },
-        drive: (userId, reqId) => pools.drive(userId, reqId),
-        alerts,
-        monitor,
-        audit: new AuditLog(sql),
-        halt,
-        invariant,
-        registry,
-        metrics: () => {
-          // The reason is in /readyz and the log, never a label: a label per reason is a new series.
-          registry.set(
-            'transfer_service_halted',
-            'Whether the service is halted (1): new transfers and external movements refused until an operator resumes',
-            {},
-            halt.current === null ? 0 : 1,
-          );
-          return collectMetrics({
-            main: registry,
-            sql,
-            shards: () => pools.metrics(),
-            ubs: ubsMetrics,
-          });
-        },
-        pulse: new Pulse(),
-        snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
-        probe: async () => {
-          const answer = await mainUbs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000);
-          const wal = walHealth.current;
-          return {
-            // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
-            postgres: await Promise.race([
-              sql`SELECT 1`.then(
-                () => true,
-                () => false,
-              ),
-              delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false }),
-            ]),
-            ubscore: answer !== null && answer.kind !== 'unavailable',
-            walWritable: wal.writable,
-            walReason: wal.writable ? null : wal.reason,
-          };
-        },
-        stuckRetriesMax: config.stuckRetriesMax,
-        stuckAgeMs: config.stuckAgeMs,
-        external,
-        balances: new BalanceReader({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
-        log,
-        isReady: () => true,
-        ownerHeld: () => owner.held(),
-        drain,
-        backup: (dir) => backups.take(dir),
-      },
-      { separateAdmin: config.adminPort !== null },
-    );
+    const deps = appDeps(start, { tokens, stores, ubs, pools, main, drain });
+    const apps = createApps(deps, { separateAdmin: config.adminPort !== null });
     const listeners = await listenAll(apps, config, stack, drain, log);
     log.info('service ready', {
       port: listeners.port,
@@ -247,11 +119,224 @@ export async function startService(config: Config, log: Logger): Promise<Service
       coordinators: config.coordinators,
       data_dir: config.dataDir,
     });
-    return { ...listeners, databaseUrl, stop };
+    return { ...listeners, databaseUrl: stores.databaseUrl, stop };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/**
+ * Rule 7, exactly one owner: DATA_DIR first (before its embedded PostgreSQL is touched), then the
+ * database, then the check that both hold the same ledger; only then anything is written.
+ */
+async function openStores(start: Start): Promise<Stores> {
+  const { config, log, stack } = start;
+  const dirLock = await lockDataDir(config.dataDir);
+  stack.push(() => dirLock.release());
+  const { url: databaseUrl, watch } = await database(config, log, stack);
+  const owner = await ownDatabase(databaseUrl, ownerEvents(log, watch, start.stopping), {
+    retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
+  });
+  stack.push(() => owner.release());
+  const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
+  stack.push(() => sql.end({ timeout: 5 }));
+  // Production migrates as its own step (`make migrate`), so a start never changes the schema
+  // under a running fleet by surprise: it only checks that none is pending and none was edited.
+  let applied = 0;
+  if (config.migrateOnStart) applied = (await migrate(sql)).applied;
+  else await checkMigrated(sql);
+  const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
+  // The demo assets are a development convenience; in production an operator creates assets.
+  if (config.nodeEnv === 'development') await seedDemoAssets(sql);
+  log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
+  const halt = await HaltSwitch.load(sql, log);
+  if (halt.current !== null)
+    log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', {
+      reason: halt.current.reason,
+    });
+  return { databaseUrl, sql, owner, halt };
+}
+
+/** UBSCore, once its snapshot is loaded and its WAL replayed; its exit outside a stop stops the process. */
+async function startUbs<Core extends UbsCore>(start: Start, threads: ServiceThreads<Core>, walHealth: WalHealth): Promise<Core> {
+  const { config, log, stack } = start;
+  const ubsOptions = {
+    walDir: path.join(config.dataDir, 'ubscore'),
+    batchMax: config.ubsBatchMax,
+    snapshotEveryRecords: config.ubsSnapshotEveryRecords,
+    diskReserveBytes: config.ubsDiskReserveMb * 1024 * 1024,
+  };
+  const ubs = await threads.startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
+  stack.push(async () => {
+    // Comlink has no timeout: a dead worker would never answer, so bound the wait.
+    const closed = await Promise.race([ubs.control.close(), delay(UBS_CLOSE_TIMEOUT_MS, null, { ref: false })]);
+    if (closed === null) log.error('UBSCore did not close in time; terminating it');
+    await ubs.terminate();
+  });
+  log.info('UBSCore ready', {
+    snapshot_seq: ubs.ready.snapshotSeq,
+    snapshot_load_ms: ubs.ready.snapshotLoadMs,
+    replayed_records: ubs.ready.replayedRecords,
+    replay_ms: ubs.ready.replayMs,
+  });
+  ubs.onExit((code) => {
+    if (!start.stopping()) fatal(log, `UBSCore exited with code ${code}`);
+  });
+  return ubs;
+}
+
+/** The coordinator shards, each connected to UBSCore; a halt reaches them as it changes. */
+async function startShards<Core extends UbsCore>(
+  start: Start,
+  threads: ServiceThreads<Core>,
+  ubs: Core,
+  stores: Stores,
+): Promise<CoordinatorShards> {
+  const { config, log } = start;
+  const options = {
+    shards: config.coordinators,
+    base: coordinatorBase(config, stores.databaseUrl),
+    mailboxMax: config.coordinatorMailboxMax,
+    concurrencyMax: config.coordinatorConcurrencyMax,
+    logLevel: config.logLevel,
+    logFormat: config.logFormat,
+    log,
+    onFatal: (error: Error) => {
+      if (!start.stopping()) fatal(log, `coordinator thread failed: ${error.stack ?? error.message}`);
+    },
+  };
+  const pools = await threads.startCoordinators(options, ubs);
+  start.stack.push(() => pools.stop());
+  stores.halt.onChange((state) => pools.haltChanged(state));
+  return pools;
+}
+
+/** The main thread's client of UBSCore, the external movements (resumed), the conservation check and the alert table. */
+async function startMainParts(
+  start: Start,
+  stores: Stores,
+  ubs: UbsCore,
+  pools: CoordinatorShards,
+  health: { readonly alerts: AlertSink; readonly walHealth: WalHealth },
+): Promise<MainParts> {
+  const { config, log, stack } = start;
+  const { sql, halt } = stores;
+  const { alerts } = health;
+  const mainUbs = ubs.openClient();
+  stack.push(async () => mainUbs.close());
+  const ubsSend: UbsSend = (cmd, ms) => mainUbs.send(cmd, ms);
+  const external = new ExternalMovements({ sql, ubs: ubsSend, ubsTimeoutMs: config.adapterTimeoutMs, log, halt });
+  const resumed = await external.resumePending();
+  if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
+  const registry = new Registry({ runtime: { processWide: true } });
+  const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log, registry });
+  invariant.start(config.invariantIntervalMs);
+  stack.push(async () => invariant.stop());
+  const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
+  stack.push(async () => monitor.stop());
+  return { ubs: mainUbs, ubsSend, alerts, walHealth: health.walHealth, external, registry, invariant, monitor };
+}
+
+type Built = {
+  readonly tokens: TokenVerifier;
+  readonly stores: Stores;
+  readonly ubs: UbsCore;
+  readonly pools: CoordinatorShards;
+  readonly main: MainParts;
+  readonly drain: Drain;
+};
+
+/** What the HTTP edge is given (src/http/deps.ts). */
+function appDeps(start: Start, built: Built): AppDeps {
+  const { config, log } = start;
+  const { stores, pools, main } = built;
+  const { sql, halt } = stores;
+  const assets = new AssetCache(sql);
+  const batch = { batchMax: config.pgBatchMax };
+  const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
+  const ubsStats = () => Promise.race([built.ubs.control.stats(), delay(2_000, null, { ref: false })]);
+  const backups = new BackupTaker({ databaseUrl: stores.databaseUrl, control: built.ubs.control, log });
+  return {
+    tokens: built.tokens,
+    bodyBytesMax: config.bodyBytesMax,
+    rateLimitPerSecond: config.rateLimitPerSecond,
+    abnormalTransfersPerMinute: config.abnormalTransfersPerMinute,
+    assets,
+    admin: new AdminService({
+      sql,
+      ubs: main.ubsSend,
+      ubsTimeoutMs: config.adapterTimeoutMs,
+      onAssetChange: () => {
+        assets.invalidate();
+        return pools.assetsChanged();
+      },
+    }),
+    transfers,
+    // Every entry of a new transfer passes here; each shard checks the halt again on its own.
+    submit: async (t) => {
+      if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
+      const reply = await pools.submit(t);
+      return reply.kind === 'busy' ? recordForScan(t, transfers, log, halt) : reply;
+    },
+    drive: (userId, reqId) => pools.drive(userId, reqId),
+    alerts: main.alerts,
+    monitor: main.monitor,
+    audit: new AuditLog(sql),
+    halt,
+    invariant: main.invariant,
+    registry: main.registry,
+    metrics: renderMetrics(built),
+    pulse: new Pulse(),
+    snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
+    probe: readinessProbe(sql, main),
+    stuckRetriesMax: config.stuckRetriesMax,
+    stuckAgeMs: config.stuckAgeMs,
+    external: main.external,
+    balances: new BalanceReader({ sql, ubs: main.ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
+    log,
+    isReady: () => true,
+    ownerHeld: () => stores.owner.held(),
+    drain: built.drain,
+    backup: (dir) => backups.take(dir),
+  };
+}
+
+/** GET /metrics: the main thread's registry, PostgreSQL's measures, every shard's and UBSCore's. */
+function renderMetrics(built: Built): AppDeps['metrics'] {
+  const { stores, pools, main } = built;
+  const ubsMetrics = ubscoreScrape(() => Promise.race([built.ubs.control.metrics(), delay(2_000, null, { ref: false })]));
+  return () => {
+    // The reason is in /readyz and the log, never a label: a label per reason is a new series.
+    main.registry.set(
+      'transfer_service_halted',
+      'Whether the service is halted (1): new transfers and external movements refused until an operator resumes',
+      {},
+      stores.halt.current === null ? 0 : 1,
+    );
+    return collectMetrics({ main: main.registry, sql: stores.sql, shards: () => pools.metrics(), ubs: ubsMetrics });
+  };
+}
+
+/** /readyz's probe: PostgreSQL answers, UBSCore answers, and its WAL takes writes. */
+function readinessProbe(sql: Sql, main: MainParts): AppDeps['probe'] {
+  return async () => {
+    const answer = await main.ubs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000);
+    const wal = main.walHealth.current;
+    return {
+      // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
+      postgres: await Promise.race([
+        sql`SELECT 1`.then(
+          () => true,
+          () => false,
+        ),
+        delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false }),
+      ]),
+      ubscore: answer !== null && answer.kind !== 'unavailable',
+      walWritable: wal.writable,
+      walReason: wal.writable ? null : wal.reason,
+    };
+  };
 }
 
 /** Per-row measures of the alert table read at most this many unfinished transfers, oldest first. */
@@ -259,7 +344,7 @@ const ALERT_ROWS_MAX = 10_000;
 
 function startAlertMonitor(
   config: Config,
-  deps: { sql: Sql; alerts: AlertSink; registry: Registry; log: Logger; pools: CoordinatorPools },
+  deps: { sql: Sql; alerts: AlertSink; registry: Registry; log: Logger; pools: CoordinatorShards },
 ): AlertMonitor {
   const { alertRules: r } = config;
   const monitor = new AlertMonitor({

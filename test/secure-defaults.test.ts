@@ -9,7 +9,7 @@ import { DEV_JWT_SECRET, loadConfig } from '../src/config.js';
 import { verifyJwt } from '../src/http/jwt.js';
 import { cleanupAll, PROJECT_ROOT, useOneServerForThisFile, withHarness } from './support/process.js';
 
-const MAIN_JS = path.join(PROJECT_ROOT, 'dist', 'src', 'main.js');
+const MAIN_JS = path.join(PROJECT_ROOT, 'dist', 'actors', 'main.js');
 const REAL_SECRET = 'a-real-secret-of-more-than-32-bytes-0123456789';
 const JWT_SHAPE = /eyJ[A-Za-z0-9_-]+\.eyJ/;
 

@@ -18,7 +18,7 @@ import { BatchEncoder, encodeBatch } from '../wal/block.js';
 import type { WalBatch } from '../wal/block.js';
 import { crc32c, crc32cUpdate } from '../wal/crc32.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
-import type { SnapshotKey } from '../wal/log.js';
+import type { SnapshotKey } from '../wal/databases.js';
 import { SNAPSHOT_CHUNK_ACCOUNTS_MAX, SnapshotEncoder, SnapshotStore, decodeSnapshotBody, decodeSnapshotHeader } from '../wal/snapshot.js';
 import { seededRandom as random } from './support/random.js';
 

@@ -12,11 +12,12 @@
 // whatever snapshots and pruning have removed from `wal`.
 
 import * as lmdb from 'lmdb';
-import type { Database, RootDatabase } from 'lmdb';
+import type { RootDatabase } from 'lmdb';
 import type { OpRecord, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
 import { readBlockHeader, walkRecords } from './block.js';
 import type { WalBatch } from './block.js';
 import { RecordReader, decode, decodeProcessed } from './codec.js';
+import type { SnapshotKey, WalDatabases } from './databases.js';
 import { PRUNED_THROUGH_KEY, checkFormatVersion, decodeMetaSeq, encodeMetaSeq } from './meta.js';
 import { processedKeyOf } from './processed-key.js';
 
@@ -53,8 +54,6 @@ const META_DB_NAME = 'meta';
  * blocks are deleted, so a transaction may hold one block more than this.
  */
 export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
-/** Snapshot keys: [seq, 0] is a snapshot's header, [seq, i] for i >= 1 its i-th chunk. */
-export type SnapshotKey = [seq: number, part: number];
 
 export type WalLog = {
   /** Writes a batch in one LMDB transaction; resolves only once it is durable on disk. */
@@ -93,15 +92,6 @@ export type WalLog = {
   /** The LMDB databases, for the snapshot store that shares this environment. */
   readonly databases: WalDatabases;
   close(): Promise<void>;
-};
-
-export type WalDatabases = {
-  readonly env: RootDatabase<Buffer, string>;
-  readonly wal: Database<Buffer, number>;
-  /** Keyed by wal/processed-key.ts: the op's code, then the key. */
-  readonly processed: Database<Buffer, Buffer>;
-  readonly snapshot: Database<Buffer, SnapshotKey>;
-  readonly meta: Database<Buffer, string>;
 };
 
 // LMDB environment flags that would let a commit return before its data is on disk.

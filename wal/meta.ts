@@ -3,7 +3,7 @@
 
 import { WAL_FORMAT_VERSION } from './codec.js';
 import { crc32c } from './crc32.js';
-import type { WalDatabases } from './log.js';
+import type { WalDatabases } from './databases.js';
 
 /** The `meta` key holding the highest sequence number deliberately pruned from `wal`. */
 export const PRUNED_THROUGH_KEY = 'walPrunedThroughSeq';

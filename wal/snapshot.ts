@@ -34,7 +34,7 @@ import type { AccountVisitor } from '../src/ubscore/core.js';
 import { STATUS_BY_CODE, STATUS_CODES } from './codec.js';
 import type { Decoded } from './codec.js';
 import { crc32c, crc32cUpdate } from './crc32.js';
-import type { SnapshotKey, WalDatabases } from './log.js';
+import type { SnapshotKey, WalDatabases } from './databases.js';
 
 const SNAPSHOT_FORMAT_VERSION = 1;
 const SNAPSHOT_MAGIC = 0x55425353;

@@ -15,7 +15,7 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { UbsControlApi, UbsCopyOutcome } from '../../actors/protocol.js';
+import type { UbsControlApi, UbsCopyOutcome } from '../ubscore/control.js';
 import { schemaVersion } from '../db/schema.js';
 import { openSql, type Tx } from '../db/sql.js';
 import type { Logger } from '../log.js';

@@ -5,7 +5,7 @@ import { Hono, type Context } from 'hono';
 import * as v from 'valibot';
 import { isAssetSymbol, isUserId } from '../domain/checks.js';
 import { parseAmount } from '../domain/money.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import { adminAuth, type AdminEnv } from './auth.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { audited, auditedJson } from './audit.js';
@@ -20,8 +20,21 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
   const routes = new Hono<AdminEnv>();
   routes.use('*', adminAuth({ tokens: deps.tokens }));
   const audit = (action: AdminAction) => audited({ action, audit: deps.audit, log: deps.log, registry: deps.registry });
+  routes.post('/deposit', audit('deposit'), movement(deps, 'DEPOSIT'));
+  routes.post('/withdraw', audit('withdraw'), movement(deps, 'WITHDRAW'));
+  routes.put('/assets/:symbol', audit('asset.put'), putAsset(deps));
+  routes.post('/account_status', audit('account.status'), setAccountStatus(deps));
+  // A backup of both stores at one cut into an empty directory on the service's host (README).
+  routes.post('/backup', audit('ledger.backup'), backup(deps));
+  mountOperatorRoutes(routes, deps, audit);
+  mountAuditRoutes(routes, deps);
+  mountConsoleRoutes(routes, deps);
+  return routes;
+}
 
-  const movement = (kind: MovementKind) => async (c: Context<AdminEnv>) => {
+/** POST /deposit and /withdraw: an external movement of FUNDING or SPOT, idempotent by `ref`. */
+function movement(deps: AppDeps, kind: MovementKind) {
+  return async function movement(c: Context<AdminEnv>): Promise<Response> {
     const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const parsed = v.safeParse(DepositBody, raw.value, { abortEarly: true });
@@ -57,10 +70,11 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
         return fail(c, outcome.code, { ref: body.ref });
     }
   };
-  routes.post('/deposit', audit('deposit'), movement('DEPOSIT'));
-  routes.post('/withdraw', audit('withdraw'), movement('WITHDRAW'));
+}
 
-  routes.put('/assets/:symbol', audit('asset.put'), async (c) => {
+/** PUT /assets/:symbol: creates or changes an asset; the shards forget their cached assets. */
+function putAsset(deps: AppDeps) {
+  return async function putAsset(c: Context<AdminEnv, '/assets/:symbol'>): Promise<Response> {
     const symbol = c.req.param('symbol');
     if (!isAssetSymbol(symbol)) return fail(c, 'INVALID_ASSET');
     const raw = await auditedJson(c, deps.bodyBytesMax);
@@ -86,9 +100,12 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
     });
     if (outcome.kind === 'refused') return fail(c, outcome.code, outcome.message === undefined ? {} : { detail: outcome.message });
     return c.json({ symbol, ...body, daily_amount_limit: body.daily_amount_limit ?? null }, outcome.created === true ? 201 : 200);
-  });
+  };
+}
 
-  routes.post('/account_status', audit('account.status'), async (c) => {
+/** POST /account_status: freezes or unfreezes one account. */
+function setAccountStatus(deps: AppDeps) {
+  return async function setAccountStatus(c: Context<AdminEnv>): Promise<Response> {
     const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const parsed = v.safeParse(AccountStatusBody, raw.value, { abortEarly: true });
@@ -100,10 +117,12 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
     const outcome = await deps.admin.setAccountStatus(userId, body.account, body.asset, body.status);
     if (outcome.kind === 'refused') return fail(c, outcome.code, outcome.message === undefined ? {} : { detail: outcome.message });
     return c.json(body);
-  });
+  };
+}
 
-  // A backup of both stores at one cut into an empty directory on the service's host (README).
-  routes.post('/backup', audit('ledger.backup'), async (c) => {
+/** POST /backup: both halves of the ledger at one cut, and what the backup holds. */
+function backup(deps: AppDeps) {
+  return async function backup(c: Context<AdminEnv>): Promise<Response> {
     const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const parsed = v.safeParse(BackupBody, raw.value, { abortEarly: true });
@@ -128,10 +147,5 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
       case 'failed':
         return fail(c, 'BACKUP_FAILED', { detail: outcome.message });
     }
-  });
-
-  mountOperatorRoutes(routes, deps, audit);
-  mountAuditRoutes(routes, deps);
-  mountConsoleRoutes(routes, deps);
-  return routes;
+  };
 }

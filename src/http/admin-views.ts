@@ -3,7 +3,7 @@
 
 import type { TransferView } from '../coordinator/types.js';
 import { formatAmount } from '../domain/money.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import { historyJson } from './views.js';
 
 export async function adminTransfersJson(

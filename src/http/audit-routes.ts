@@ -4,7 +4,7 @@
 
 import type { Hono } from 'hono';
 import * as v from 'valibot';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
 import { keysetCursor } from './cursor.js';

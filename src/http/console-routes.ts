@@ -8,7 +8,7 @@ import { isClientOrderId, isReqId, parseUserId } from '../domain/checks.js';
 import { isTerminal, STATE_NAMES } from '../domain/fsm.js';
 import { formatAmount } from '../domain/money.js';
 import { adminTransfersJson } from './admin-views.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
 

@@ -5,7 +5,7 @@ import * as v from 'valibot';
 import type { ListQuery } from '../db/transfers.js';
 import { ASSET_SYMBOL } from '../domain/checks.js';
 import { STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import type { AuthEnv } from './auth.js';
 import { keysetCursor } from './cursor.js';
 import { fail } from './errors.js';

@@ -4,12 +4,12 @@
 // halt (MON-003) is set by the conservation check or here by an operator, and lifted here.
 
 import { requestLog, tagTransfer } from './access-log.js';
-import type { Hono, MiddlewareHandler } from 'hono';
+import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { ALERT_KINDS } from '../alerts/alerts.js';
 import type { AdminAction } from '../audit/audit-log.js';
 import { isReqId } from '../domain/checks.js';
 import { adminTransfersJson } from './admin-views.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import type { AdminEnv } from './auth.js';
 import { auditedJson } from './audit.js';
 import { fail } from './errors.js';
@@ -24,7 +24,33 @@ export function mountOperatorRoutes(
   deps: AppDeps,
   audit: (action: AdminAction) => MiddlewareHandler<AdminEnv>,
 ): void {
-  routes.get('/alerts', async (c) => {
+  routes.get('/alerts', listAlerts(deps));
+  routes.get('/transfers', async (c) => {
+    const stuck = c.req.query('stuck');
+    const limit = listLimit(c.req.query('limit'));
+    if (limit === null || (stuck !== undefined && stuck !== 'true' && stuck !== 'false')) return fail(c, 'INVALID_REQUEST');
+    const views = stuck === 'true' ? await deps.transfers.stuck(deps, limit) : await deps.transfers.unfinished(limit);
+    return c.json({ transfers: await adminTransfersJson(deps, views) });
+  });
+
+  routes.get('/invariant', checkInvariant(deps));
+  routes.post('/halt', audit('service.halt'), halt(deps));
+  routes.post('/resume', audit('service.resume'), async (c) => {
+    const was = await deps.halt.resume();
+    requestLog(c, deps.log).warn('halt lifted by an operator', {
+      operator: c.get('operator'),
+      was_halted: was !== null,
+      reason: was?.reason ?? null,
+    });
+    return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
+  });
+
+  routes.post('/transfers/:req_id/retry', audit('transfer.retry'), retry(deps));
+}
+
+/** GET /alerts: the latest alerts raised, and each condition of spec 002's table now. */
+function listAlerts(deps: AppDeps) {
+  return async function listAlerts(c: Context<AdminEnv>): Promise<Response> {
     const limit = listLimit(c.req.query('limit'));
     if (limit === null) return fail(c, 'INVALID_REQUEST');
     const alerts = await deps.alerts.list(limit);
@@ -49,17 +75,12 @@ export function mountOperatorRoutes(
         since: k.since,
       })),
     });
-  });
+  };
+}
 
-  routes.get('/transfers', async (c) => {
-    const stuck = c.req.query('stuck');
-    const limit = listLimit(c.req.query('limit'));
-    if (limit === null || (stuck !== undefined && stuck !== 'true' && stuck !== 'false')) return fail(c, 'INVALID_REQUEST');
-    const views = stuck === 'true' ? await deps.transfers.stuck(deps, limit) : await deps.transfers.unfinished(limit);
-    return c.json({ transfers: await adminTransfersJson(deps, views) });
-  });
-
-  routes.get('/invariant', async (c) => {
+/** GET /invariant: the conservation check run now, and the halt it may have set. */
+function checkInvariant(deps: AppDeps) {
+  return async function checkInvariant(c: Context<AdminEnv>): Promise<Response> {
     const report = await deps.invariant.check();
     const halted = deps.halt.current;
     return c.json({
@@ -78,9 +99,12 @@ export function mountOperatorRoutes(
       halted: halted !== null,
       halt_reason: halted?.reason ?? null,
     });
-  });
+  };
+}
 
-  routes.post('/halt', audit('service.halt'), async (c) => {
+/** POST /halt: refuses new transfers and external movements until an operator resumes. */
+function halt(deps: AppDeps) {
+  return async function halt(c: Context<AdminEnv>): Promise<Response> {
     const raw = await auditedJson(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     const reason = raw.value.reason;
@@ -98,19 +122,12 @@ export function mountOperatorRoutes(
     });
     const now = deps.halt.current;
     return c.json({ halted: true, was_halted: !halted, reason: now?.reason ?? null, since: now?.since ?? null });
-  });
+  };
+}
 
-  routes.post('/resume', audit('service.resume'), async (c) => {
-    const was = await deps.halt.resume();
-    requestLog(c, deps.log).warn('halt lifted by an operator', {
-      operator: c.get('operator'),
-      was_halted: was !== null,
-      reason: was?.reason ?? null,
-    });
-    return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
-  });
-
-  routes.post('/transfers/:req_id/retry', audit('transfer.retry'), async (c) => {
+/** POST /transfers/:req_id/retry: drives one transfer now, on its shard. */
+function retry(deps: AppDeps) {
+  return async function retry(c: Context<AdminEnv, '/transfers/:req_id/retry'>): Promise<Response> {
     const reqId = c.req.param('req_id');
     if (!isReqId(reqId)) return fail(c, 'NOT_FOUND');
     const view = await deps.transfers.get(reqId);
@@ -128,7 +145,7 @@ export function mountOperatorRoutes(
       error_code: now.errorCode,
       history: historyJson(await deps.transfers.history(reqId)),
     });
-  });
+  };
 }
 
 function listLimit(text: string | undefined): number | null {

@@ -9,7 +9,7 @@ import { checkAmountRange, checkAssetOpen } from '../db/assets.js';
 import { isReqId } from '../domain/checks.js';
 import { isTerminal } from '../domain/fsm.js';
 import { formatAmount, parseAmount } from '../domain/money.js';
-import type { AppDeps } from './app.js';
+import type { AppDeps } from './deps.js';
 import { userAuth, type AuthEnv } from './auth.js';
 import { jsonObject } from './body.js';
 import { fail } from './errors.js';

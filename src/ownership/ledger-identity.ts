@@ -9,7 +9,8 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Sql } from '../db/sql.js';
-import { openWalDatabases, type WalDatabases } from '../../wal/log.js';
+import type { WalDatabases } from '../../wal/databases.js';
+import { openWalDatabases } from '../../wal/log.js';
 import { checkFormatVersion, holdsLedgerState, readLedgerId, writeLedgerId } from '../../wal/meta.js';
 import { OwnershipError } from './errors.js';
 

@@ -9,76 +9,17 @@
 // go on, and the encoded state is still exactly the state at that sequence number.
 
 import { isAssetSymbol, isOpKey, isUserId } from '../domain/checks.js';
-import { ACCOUNT_STATUSES, TRANSFER_OPS } from '../domain/types.js';
+import { TRANSFER_OPS } from '../domain/types.js';
 import type { AccountStatus, ValidationCode } from '../domain/types.js';
 import { BALANCE_UNITS_MAX, isValidAmountUnits } from '../domain/money.js';
-import type { AuditAccount, ExternalOp, SpotBalance, UbsCommand, UbsOpName, UbsRejectCode, UbsResult } from './types.js';
+import type { AuditAccount, SpotBalance, UbsCommand, UbsOpName, UbsResult } from './types.js';
+import { AccountCapture, userIdOf, userKeyOf, type Account, type Freeze, type UserKey } from './capture.js';
+import { EXTERNAL_OPS, OP_SEQS_KEYS_MAX, isAccountStatus, isDebitOp, isUbsOpName, opKeyOf, resultOf } from './records.js';
+import type { Decision, OpRecord, Outcome, ProcessedLookup, ReplayRecord, StatusRecord } from './records.js';
 
-export const EXTERNAL_OPS: readonly ExternalOp[] = ['EXTERNAL_DEPOSIT', 'EXTERNAL_WITHDRAW'];
-export const UBS_OP_NAMES: readonly UbsOpName[] = [...TRANSFER_OPS, ...EXTERNAL_OPS];
-
-export type Outcome = { readonly kind: 'applied' } | { readonly kind: 'rejected'; readonly code: UbsRejectCode };
-
-/** The durable trace of a keyed operation; also the value of its processed-set entry. */
-export type OpRecord = {
-  readonly kind: 'op';
-  readonly seq: number;
-  readonly op: UbsOpName;
-  readonly key: string;
-  readonly userId: bigint;
-  readonly asset: string;
-  readonly amount: bigint;
-  readonly outcome: Outcome;
-};
-
-export type StatusRecord = {
-  readonly kind: 'status';
-  readonly seq: number;
-  readonly userId: bigint;
-  readonly asset: string;
-  readonly status: AccountStatus;
-};
-
-/** One WAL entry. `seq` is a JS number: 2^53 records are beyond any lifetime of this log. */
-export type WalRecord = OpRecord | StatusRecord;
-
-/** What `applyRecord` reads: a WAL record without its key, which only the processed set needs. */
-export type ReplayRecord = Omit<OpRecord, 'key'> | StatusRecord;
-
-/** The processed set as seen by the ledger: durable entries plus the not-yet-durable ones. */
-export type ProcessedLookup = (opKey: string) => OpRecord | undefined;
-
-export type Decision = {
-  readonly result: UbsResult;
-  /** The record to make durable before `result` may be answered; null when nothing is recorded. */
-  readonly record: WalRecord | null;
-  /** The processed-set key under which `record` must also be stored; null for none. */
-  readonly processedKey: string | null;
-};
-
-/** `createdSeq` is the record that created the account (0 for one restored from a snapshot). */
-type Account = { available: bigint; status: AccountStatus; readonly createdSeq: number };
-type AccountValue = { readonly available: bigint; readonly status: AccountStatus };
-
-/** Receives one account of a capture or of a snapshot being restored. */
-export type AccountVisitor = (userId: bigint, asset: string, available: bigint, status: AccountStatus) => void;
-
-/**
- * The key of a user in the ledger's map: the id as a JS number when it is a safe integer (every
- * realistic id), else the bigint itself. V8 hashes a number key several times faster than a
- * bigint one, and the map is read for every command and every replayed record. The mapping is
- * one-to-one: a number never equals a bigint as a Map key, and an id is always keyed the same way.
- */
-type UserKey = number | bigint;
-const SAFE_USER_ID_MAX = BigInt(Number.MAX_SAFE_INTEGER);
-
-function userKeyOf(userId: bigint): UserKey {
-  return userId <= SAFE_USER_ID_MAX ? Number(userId) : userId;
-}
-
-function userIdOf(key: UserKey): bigint {
-  return typeof key === 'number' ? BigInt(key) : key;
-}
+export { AccountCapture } from './capture.js';
+export { EXTERNAL_OPS, OP_SEQS_KEYS_MAX, UBS_OP_NAMES, isAccountStatus, isDebitOp, isUbsOpName, opKeyOf, resultOf } from './records.js';
+export type { AccountVisitor, Decision, OpRecord, Outcome, ProcessedLookup, ReplayRecord, StatusRecord, WalRecord } from './records.js';
 
 /**
  * The key of one account in the flat index: user id × FLAT_ASSET_SLOTS + asset id as a JS number
@@ -97,8 +38,6 @@ function accountKeyOf(userId: bigint, assetId: number): AccountKey {
     : (userId << 32n) | BigInt(assetId);
 }
 
-/** The copy-on-write state of an open capture: values at `seq` of the accounts changed since. */
-type Freeze = { readonly seq: number; readonly saved: Map<Account, AccountValue> };
 type Evaluation = Outcome | { readonly kind: 'invalid'; readonly code: ValidationCode };
 
 const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
@@ -111,36 +50,6 @@ const COMMAND_KINDS: ReadonlySet<string> = new Set([
   'audit_cut',
   'op_seqs',
 ]);
-/** Keys one op_seqs command may ask about. */
-export const OP_SEQS_KEYS_MAX = 10_000;
-const DEBIT_OPS: ReadonlySet<UbsOpName> = new Set<UbsOpName>(['WITHDRAW', 'EXTERNAL_WITHDRAW']);
-
-export function opKeyOf(op: UbsOpName, key: string): string {
-  return `${op}:${key}`;
-}
-
-export function isAccountStatus(value: unknown): value is AccountStatus {
-  return (ACCOUNT_STATUSES as readonly unknown[]).includes(value);
-}
-
-export function isUbsOpName(value: unknown): value is UbsOpName {
-  return (UBS_OP_NAMES as readonly unknown[]).includes(value);
-}
-
-export function isDebitOp(op: UbsOpName): boolean {
-  return DEBIT_OPS.has(op);
-}
-
-// Shared answers for the common cases: results are never mutated, and sharing them spares the
-// garbage collector one object per command on the hot path.
-const APPLIED_NOW: UbsResult = Object.freeze({ kind: 'applied', duplicate: false });
-const APPLIED_BEFORE: UbsResult = Object.freeze({ kind: 'applied', duplicate: true });
-
-/** The answer a recorded outcome gives, now or to every repeat. */
-export function resultOf(outcome: Outcome, duplicate: boolean): UbsResult {
-  if (outcome.kind === 'applied') return duplicate ? APPLIED_BEFORE : APPLIED_NOW;
-  return { kind: 'rejected', code: outcome.code, duplicate };
-}
 
 function refuse(code: ValidationCode): Decision {
   return { result: { kind: 'invalid', code }, record: null, processedKey: null };
@@ -179,68 +88,6 @@ function conflictDetail(prior: OpRecord, input: OpInput): string {
     `${opKeyOf(input.op, input.key)} was processed for user ${prior.userId} ${prior.asset} ${prior.amount}, ` +
     `now asked for user ${input.userId} ${input.asset} ${input.amount}`
   );
-}
-
-/**
- * The accounts as they stood at `seq`, read in slices. It walks the live maps (a Map iterator
- * stays valid while entries are added, and accounts are never removed), skips the accounts
- * created after `seq`, and reads the saved value of every account changed since.
- */
-export class AccountCapture {
-  private visited = 0;
-  private userId = 0n;
-  private assets: Iterator<[string, Account]> | null = null;
-  private finished = false;
-  private released = false;
-
-  constructor(
-    readonly seq: number,
-    readonly accountCount: number,
-    private readonly users: Iterator<[UserKey, Map<string, Account>]>,
-    private readonly freeze: Freeze,
-  ) {}
-
-  /** Visits at most `limit` accounts; returns true once every account at `seq` was visited. */
-  visit(limit: number, visitor: AccountVisitor): boolean {
-    if (this.released) throw new Error('ledger: a capture was read after its release');
-    let count = 0;
-    while (!this.finished && count < limit) {
-      if (this.assets === null) {
-        const user = this.users.next();
-        if (user.done === true) {
-          this.finish();
-          break;
-        }
-        this.userId = userIdOf(user.value[0]);
-        this.assets = user.value[1].entries();
-      }
-      const entry = this.assets.next();
-      if (entry.done === true) {
-        this.assets = null;
-        continue;
-      }
-      const [asset, account] = entry.value;
-      if (account.createdSeq > this.seq) continue;
-      const value = this.freeze.saved.get(account) ?? account;
-      visitor(this.userId, asset, value.available, value.status);
-      this.visited++;
-      count++;
-    }
-    return this.finished;
-  }
-
-  /** Called by the ledger only. */
-  release(): void {
-    this.released = true;
-  }
-
-  private finish(): void {
-    // Pair assertion: the walk must meet exactly the accounts the ledger counted at `seq`.
-    if (this.visited !== this.accountCount) {
-      throw new Error(`ledger: capture at seq ${this.seq} visited ${this.visited} accounts, ${this.accountCount} existed`);
-    }
-    this.finished = true;
-  }
 }
 
 export class SpotLedger {

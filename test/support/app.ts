@@ -2,7 +2,8 @@
 // `app.request(...)` without a socket, a database or UBSCore: the balances of a user are empty,
 // there are no alerts, and the halt switch is off. Log lines are kept for the test to read.
 
-import { createApps, type AppDeps, type Apps } from '../../src/http/app.js';
+import { createApps, type Apps } from '../../src/http/app.js';
+import type { AppDeps } from '../../src/http/deps.js';
 import { Drain } from '../../src/http/drain.js';
 import type { TokenVerifier } from '../../src/http/token-verifier.js';
 import type { LogFields, Logger } from '../../src/log.js';

@@ -1,4 +1,4 @@
-// The real service as a child process (`node dist/src/main.js`), for tests that kill it with
+// The real service as a child process (`node dist/actors/main.js`), for tests that kill it with
 // SIGKILL and start it again on the same data directory and database. Everything it starts
 // (children, temp dirs, databases, a file-local PostgreSQL) is registered and removed at the end.
 
@@ -24,7 +24,7 @@ import { TEST_JWT_SECRET, type Reply } from './service.js';
 
 /** The project root: this file compiles to <root>/dist/test/support/process.js. */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const MAIN_JS = path.join(PROJECT_ROOT, 'dist', 'src', 'main.js');
+const MAIN_JS = path.join(PROJECT_ROOT, 'dist', 'actors', 'main.js');
 
 const READY_TIMEOUT_MS = 30_000;
 const READY_POLL_MS = 50;

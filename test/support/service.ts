@@ -9,6 +9,7 @@ import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/jwt.js';
 import { createLogger } from '../../src/log.js';
 import { startService } from '../../src/service.js';
+import { serviceThreads } from '../../actors/threads.js';
 import { createTestDatabase } from './database.js';
 
 export const TEST_JWT_SECRET = 'test-secret-0123456789-0123456789-abcdef';
@@ -39,7 +40,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     COORDINATORS: '2',
     ...env,
   });
-  const service = await startService(config, createLogger({ level: config.logLevel, name: 'test' }));
+  const service = await startService(config, createLogger({ level: config.logLevel, name: 'test' }), serviceThreads);
   const sql = openSql(db.url, { max: 2, application: 'test' });
   const base = `http://127.0.0.1:${service.port}`;
   const exp = () => Math.floor(Date.now() / 1000) + 3600;

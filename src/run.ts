@@ -1,4 +1,6 @@
-// `make run`: start the service, print how to use it (development only), stop cleanly on Ctrl-C or SIGTERM.
+// The process's life: read the configuration, start the service on the threads actors/main.ts gives,
+// print how to use it (development only), stop cleanly on Ctrl-C or SIGTERM, and exit with a code
+// that says why a start failed.
 
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { banner } from './banner.js';
@@ -7,8 +9,9 @@ import { createLogger } from './log.js';
 import { OwnershipError } from './ownership/errors.js';
 import { MigrationError } from './db/migrations.js';
 import { startService } from './service.js';
+import type { ServiceThreads, UbsCore } from './threads.js';
 
-async function main(): Promise<void> {
+async function main<Core extends UbsCore>(threads: ServiceThreads<Core>): Promise<void> {
   let config: Config;
   try {
     config = loadConfig();
@@ -24,7 +27,7 @@ async function main(): Promise<void> {
     log.warn(
       'JWT_SECRET is not set: development mode accepts tokens signed with the public development secret; NODE_ENV=production refuses to start this way',
     );
-  const service = await startService(config, log);
+  const service = await startService(config, log, threads);
   let stopping = false;
   // The first signal drains and stops in order, within SHUTDOWN_TIMEOUT_MS; a second one, or the
   // deadline, exits at once (the stores recover whatever was cut off, as after a crash).
@@ -52,7 +55,12 @@ async function main(): Promise<void> {
   if (config.printBanner) process.stdout.write(banner(config, service));
 }
 
-main().catch((error: unknown) => {
+/** Runs the service until a signal stops it; a start that fails exits the process with its code. */
+export function run<Core extends UbsCore>(threads: ServiceThreads<Core>): void {
+  main(threads).catch(exitOnStartFailure);
+}
+
+function exitOnStartFailure(error: unknown): never {
   if (error instanceof JwksError) {
     process.stderr.write(`configuration error: ${error.message}\n`);
     process.exit(2);
@@ -67,4 +75,4 @@ main().catch((error: unknown) => {
   }
   process.stderr.write(`failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   process.exit(1);
-});
+}

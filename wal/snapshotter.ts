@@ -1,16 +1,18 @@
-// UBSCore's snapshot cycle, run by the actor's single writer: capture at a batch boundary, encode
+// UBSCore's snapshot cycle, run by the actor's single writer (actors/ubscore-actor.ts): capture at a batch boundary, encode
 // in slices between batches, write once every record it covers is durable, then prune older
 // snapshots and the WAL up to it in bounded transactions.
 
 import { performance } from 'node:perf_hooks';
 import type { AccountCapture, SpotLedger } from '../src/ubscore/core.js';
-import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../wal/log.js';
-import type { WalLog } from '../wal/log.js';
-import { SnapshotEncoder } from '../wal/snapshot.js';
-import type { EncodedSnapshot, SnapshotStore } from '../wal/snapshot.js';
-import { unreachable } from './protocol.js';
-import type { UbsStats } from './protocol.js';
-import type { UbsOptions } from './ubscore-start.js';
+import type { UbsCoreOptions, UbsStats } from '../src/ubscore/control.js';
+import { unreachable } from '../src/unreachable.js';
+import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from './log.js';
+import type { WalLog } from './log.js';
+import { SnapshotEncoder } from './snapshot.js';
+import type { EncodedSnapshot, SnapshotStore } from './snapshot.js';
+
+/** When a snapshot is taken and how it is sliced (UBSCore's start options, defaults applied). */
+export type SnapshotPolicy = Required<Pick<UbsCoreOptions, 'snapshotEveryRecords' | 'snapshotSliceAccounts' | 'closeSnapshotRecordsMin'>>;
 
 /** An error as text for a log line or a fatal message, with its stack when it has one. */
 export function describeError(error: unknown): string {
@@ -37,7 +39,7 @@ export class Snapshotter {
     private readonly ledger: SpotLedger,
     private readonly log: WalLog,
     private readonly store: SnapshotStore,
-    private readonly options: UbsOptions,
+    private readonly options: SnapshotPolicy,
     /** The newest durable snapshot's seq: pruning and the next snapshot are measured from it. */
     private newestSeq: number,
     /** Asks the actor to offer the writer a turn: a write became ready. */

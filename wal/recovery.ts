@@ -5,7 +5,7 @@
 // exponential backoff and try again, for ever; on success the actor serves again.
 
 import { backoffMs } from '../src/coordinator/backoff.js';
-import { MDB_PANIC, commitFailure, diskShortfall, probeDir } from '../wal/disk.js';
+import { MDB_PANIC, commitFailure, diskShortfall, probeDir } from './disk.js';
 
 /** The first wait between two attempts; it doubles up to the cap. */
 export const UBS_RECOVERY_BACKOFF_BASE_MS = 50;

@@ -1,0 +1,36 @@
+// What the main thread asks of the coordinator shards, and how they are started: typed here, in
+// src, so that the service composes them without knowing that each shard runs on its own thread
+// (actors/coordinator-pool.ts implements it).
+
+import type { HaltState } from '../db/halt-state.js';
+import type { Logger } from '../log.js';
+import type { ShardScrape } from '../metrics/aggregate.js';
+import type { CoordinatorConfig, NewTransfer, SubmitReply } from './types.js';
+
+export type CoordinatorShards = {
+  /** Answers `busy` at once when the shard's mailbox is full. */
+  submit(transfer: NewTransfer): Promise<SubmitReply>;
+  /** Drives one transfer now, on its shard (an operator's retry). */
+  drive(userId: bigint, reqId: string): Promise<SubmitReply>;
+  /** Every shard's registry and mailbox depth; a shard that does not answer gives its last families, marked not fresh. */
+  metrics(): Promise<ShardScrape[]>;
+  /** Transfers finished since start, and of those FAILED or ROLLED_BACK; null when a shard did not answer. */
+  finishedCounts(): Promise<{ finished: number; failed: number } | null>;
+  /** Makes every shard forget its cached assets; resolves once all have. */
+  assetsChanged(): Promise<void>;
+  /** Tells every shard the service was halted or resumed; resolves once all have taken it. */
+  haltChanged(state: HaltState): Promise<void>;
+  stop(): Promise<void>;
+};
+
+export type CoordinatorStartOptions = {
+  readonly shards: number;
+  readonly base: Omit<CoordinatorConfig, 'shard' | 'shards'>;
+  readonly mailboxMax: number;
+  readonly concurrencyMax: number;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  readonly logFormat: 'json' | 'pretty';
+  readonly log: Logger;
+  /** A coordinator thread died: the process must stop and recover from its stores. */
+  readonly onFatal: (error: Error) => void;
+};

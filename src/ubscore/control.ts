@@ -1,0 +1,103 @@
+// What the rest of the service may ask of UBSCore beside commands, as values: the control calls
+// (stats, metrics, close, a backup's pause and copy), their outcomes, and the health events the
+// core reports. Typed here, in src, so that src uses UBSCore without knowing it runs on a thread;
+// actors/ implements them.
+
+import type { MetricFamily } from '../metrics/registry.js';
+import type { UbsCommand, UbsResult } from './types.js';
+
+/** One command to UBSCore with a timeout; `null` is "no answer in time": unknown, retry idempotently. */
+export type UbsSend = (command: UbsCommand, timeoutMs: number) => Promise<UbsResult | null>;
+
+/** The control surface UBSCore exposes through comlink: low-frequency calls only. */
+export type UbsControlApi = {
+  stats(): Promise<UbsStats>;
+  /** UBSCore's prom-client registry as values for GET /metrics; a failure is a value too. */
+  metrics(): Promise<UbsMetricsOutcome>;
+  /** Stop accepting commands, make every accepted command durable, close LMDB. */
+  close(): Promise<{ readonly closed: true }>;
+  /**
+   * A backup's cut (src/backup/take.ts): stop deciding commands (they wait, in order, undecided),
+   * make every decided one durable, and answer the WAL position they end at. The pause lifts by
+   * itself after `pauseMsMax` if `resume` does not come first.
+   */
+  pause(pauseMsMax: number): Promise<UbsPauseOutcome>;
+  /**
+   * While paused: copy the LMDB environment into `dir` (created if missing; it must hold no
+   * data.mdb yet) as `dir/data.mdb` (mdb_env_copy2 on an environment opened with a subdirectory), and read its ledger id.
+   */
+  copyTo(dir: string): Promise<UbsCopyOutcome>;
+  /** Decides the commands held by the pause, in arrival order, and takes new ones again. */
+  resume(): Promise<UbsResumeOutcome>;
+};
+
+export type UbsMetricsOutcome =
+  | { readonly kind: 'metrics'; readonly families: readonly MetricFamily[] }
+  | { readonly kind: 'failed'; readonly message: string };
+
+export type UbsPauseOutcome = { readonly kind: 'paused'; readonly walSeq: number } | { readonly kind: 'refused'; readonly reason: string };
+export type UbsCopyOutcome =
+  | { readonly kind: 'copied'; readonly walSeq: number; readonly ledgerId: string | null; readonly copyMs: number }
+  | { readonly kind: 'refused'; readonly reason: string };
+/** `heldMessages`: port messages that waited; `expired`: the pause had already lifted by itself. */
+export type UbsResumeOutcome = { readonly kind: 'resumed'; readonly heldMessages: number; readonly expired: boolean };
+
+export type UbsStats = {
+  readonly accounts: number;
+  readonly walSeq: number;
+  readonly batches: number;
+  readonly commands: number;
+  /** Present once a snapshot exists (loaded at start or written since) or is being taken. */
+  readonly snapshots?: {
+    /** Snapshots this core wrote since it started. */
+    readonly written: number;
+    /** The sequence number of the newest durable snapshot; 0 while the first is being taken. */
+    readonly seq: number;
+    /** The sequence number of a snapshot captured but not yet durable; null when none is. */
+    readonly pendingSeq: number | null;
+    /** WAL records up to this one were pruned after a durable snapshot. */
+    readonly walPrunedThroughSeq: number;
+    /** The longest the thread was blocked by one slice of snapshot encoding, in ms. */
+    readonly sliceMsMax: number;
+  };
+};
+
+/** What the core reports once ready: the snapshot it loaded (seq 0 for none) and the WAL tail replayed after it. */
+export type UbsReady = {
+  readonly replayedRecords: number;
+  readonly replayMs: number;
+  readonly snapshotSeq: number;
+  readonly snapshotLoadMs: number;
+};
+
+/**
+ * What the core reports after it is ready: its WAL stopped taking writes, took them again, or it
+ * stops (its thread's exit then stops the process).
+ */
+export type UbsHealthEvent =
+  | { readonly kind: 'ubs.fatal'; readonly message: string }
+  /**
+   * A WAL write failed (a full disk, say): RAM was thrown away and is being rebuilt from disk,
+   * and every command is answered `unavailable` until a probe write succeeds. `since` is the
+   * epoch ms the episode began; it is posted once per episode.
+   */
+  | { readonly kind: 'ubs.degraded'; readonly reason: string; readonly since: number }
+  /** The disk takes writes again and RAM equals what is durable: UBSCore serves again. */
+  | { readonly kind: 'ubs.recovered'; readonly since: number; readonly degradedMs: number; readonly attempts: number };
+
+/** How UBSCore starts: where its WAL lives and its batch, snapshot and disk bounds (omitted ones take the defaults). */
+export type UbsCoreOptions = {
+  readonly walDir: string;
+  readonly batchMax: number;
+  /** Take a snapshot every this many WAL records; 0 disables periodic snapshots. Default 100,000. */
+  readonly snapshotEveryRecords?: number;
+  /** `close` writes a snapshot when at least this many records follow the newest one. Default 1,000. */
+  readonly closeSnapshotRecordsMin?: number;
+  /** Accounts encoded per slice of a periodic snapshot, between batches. Default 20,000. */
+  readonly snapshotSliceAccounts?: number;
+  /**
+   * No write is started while fewer bytes than this are free on the WAL's filesystem (README
+   * "A full disk"); 0 disables the check. Default 256 MiB.
+   */
+  readonly diskReserveBytes?: number;
+};
