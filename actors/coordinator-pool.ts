@@ -1,25 +1,48 @@
 // The main thread's handle on the coordinator shards: one piscina pool of exactly one thread
 // per shard (piscina cannot pin a task to a chosen thread, so pinning is by pool), routed by
 // shard = user_id mod N. New transfers go through each shard's TransferMailbox, which bounds
-// them by count and sends them in batches; other tasks use the pool's bounded queue.
+// them by count and sends them in batches; an operator's drive uses the pool's bounded queue.
+// Control (metrics, assets, halt, stop) goes through each shard's own comlink port, given to its
+// thread in coord.init, so it never waits behind the shard's tasks; every call is bounded in time.
 
 import { shardOfUser } from '../src/domain/shard.js';
-import type { MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { type Remote, wrap } from 'comlink';
 import { Piscina } from 'piscina';
 import type { CoordinatorShards, CoordinatorStartOptions } from '../src/coordinator/shards.js';
 import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 import type { HaltState } from '../src/db/halt-state.js';
+import type { Logger } from '../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
 import { finishedFrom } from '../src/metrics/finished.js';
 import { LastKnownFamilies } from '../src/metrics/last-known.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
-import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData } from './protocol.js';
+import type {
+  CoordinatorControlApi,
+  CoordinatorControlOutcome,
+  CoordinatorMetricsOutcome,
+  CoordinatorStopOutcome,
+  CoordinatorResult,
+  CoordinatorTask,
+  CoordinatorWorkerData,
+} from './protocol.js';
+import { nodeEndpoint } from './ubscore-client.js';
 
 /**
- * Tasks other than transfers (metrics, a drive, assets_changed, stop) a shard runs beside its
- * full share of transfers, so reading metrics or an operator's retry never waits behind them.
+ * Tasks other than transfers (an operator's drive) a shard runs beside its full share of
+ * transfers, so an operator's retry never waits behind them.
  */
 const CONTROL_TASKS_MAX = 16;
+/** The longest the main thread waits for a shard's answer to metrics, assets or halt (comlink has no timeout). */
+export const COORDINATOR_CONTROL_MS_MAX = 2_000;
+/**
+ * The longest it waits for a shard to stop: its drives drain for up to 5 s (Shard.stop) and its
+ * PostgreSQL pool closes within 5 s more. A shard that has not stopped by then is terminated.
+ */
+export const COORDINATOR_STOP_MS_MAX = 15_000;
+
+/** One shard's thread: its pool of one thread, and the control API on that thread's port. */
+type ShardThread = { readonly pool: Piscina; readonly control: Remote<CoordinatorControlApi>; readonly port: MessagePort };
 
 export type PoolOptions = CoordinatorStartOptions & {
   /** A new port on UBSCore's commands, one per shard. */
@@ -27,18 +50,21 @@ export type PoolOptions = CoordinatorStartOptions & {
 };
 
 export class CoordinatorPools implements CoordinatorShards {
+  private readonly pools: readonly Piscina[];
   private readonly mailboxes: readonly TransferMailbox[];
-  /** Each shard's last answer to coord.metrics: a busy shard's counters must not seem to reset. */
+  /** Each shard's last answer to metrics: a busy shard's counters must not seem to reset. */
   private readonly lastFamilies = new LastKnownFamilies();
   private stopping = false;
 
   private constructor(
-    private readonly pools: readonly Piscina[],
+    private readonly threads: readonly ShardThread[],
     private readonly mailboxMax: number,
     concurrencyMax: number,
+    private readonly log: Logger,
   ) {
-    this.mailboxes = pools.map(
-      (_pool, shard) => new TransferMailbox({ mailboxMax, concurrencyMax, send: (transfers) => this.submitMany(shard, transfers) }),
+    this.pools = threads.map((t) => t.pool);
+    this.mailboxes = threads.map(
+      (_thread, shard) => new TransferMailbox({ mailboxMax, concurrencyMax, send: (transfers) => this.submitMany(shard, transfers) }),
     );
   }
 
@@ -57,22 +83,15 @@ export class CoordinatorPools implements CoordinatorShards {
         idleTimeout: Infinity,
         concurrentTasksPerWorker: opts.concurrencyMax + CONTROL_TASKS_MAX,
         maxQueue: opts.mailboxMax,
-        // The shard keeps timers and a UBSCore port alive between tasks.
+        // The shard keeps timers, a UBSCore port and its control port alive between tasks.
         atomics: 'disabled',
         workerData: data,
       });
       pool.on('error', (error: unknown) => opts.onFatal(error instanceof Error ? error : new Error(String(error))));
       pools.push(pool);
     }
-    const self = new CoordinatorPools(pools, opts.mailboxMax, opts.concurrencyMax);
-    await Promise.all(
-      pools.map(async (pool, shard) => {
-        const port = opts.connectUbs();
-        const task: CoordinatorTask = { kind: 'coord.init', ubsPort: port };
-        const result = (await pool.run(task, { transferList: [port] })) as CoordinatorResult;
-        if (result.kind !== 'coord.ready') throw new Error(`coordinator ${shard} did not start: ${JSON.stringify(result)}`);
-      }),
-    );
+    const threads = await Promise.all(pools.map((pool, shard) => initShard(pool, shard, opts.connectUbs())));
+    const self = new CoordinatorPools(threads, opts.mailboxMax, opts.concurrencyMax, opts.log);
     // A thread that dies (an uncaught exception, memory) is replaced by piscina with a fresh one
     // that never got coord.init: every transfer of the shard would answer 500 from then on.
     // A shard's thread is its state (timers, retry schedule, UBSCore port), so the process
@@ -110,17 +129,20 @@ export class CoordinatorPools implements CoordinatorShards {
   }
 
   /**
-   * Every shard's registry and mailbox depth, read without waiting behind the mailbox. A shard
-   * that does not answer now (busy, failing) is given with the families it gave last, marked not
-   * fresh: its series stay, at their last values, instead of vanishing or dropping to zero.
+   * Every shard's registry and mailbox depth, asked on its control port, so a shard whose tasks
+   * wait still answers. A shard that does not answer in time (stuck, failing) is given with the
+   * families it gave last, marked not fresh: its series stay, at their last values, instead of
+   * vanishing or dropping to zero.
    */
   async metrics(): Promise<ShardScrape[]> {
     return Promise.all(
-      this.pools.map(async (pool, shard) => {
+      this.threads.map(async ({ pool }, shard) => {
         const depth = (this.mailboxes[shard]?.depth ?? 0) + pool.queueSize;
-        const result = await this.run(shard, { kind: 'coord.metrics' });
+        const answer = await this.control<CoordinatorMetricsOutcome>(shard, COORDINATOR_CONTROL_MS_MAX, (c) => c.metrics());
+        if (answer.kind !== 'metrics')
+          this.log.warn('a coordinator shard is missing from this metrics scrape', { shard, reason: reasonOf(answer) });
         const thread = coordinatorThread(shard);
-        const scrape = this.lastFamilies.take(thread, result.kind === 'coord.metrics' ? result.families : null);
+        const scrape = this.lastFamilies.take(thread, answer.kind === 'metrics' ? answer.families : null);
         return { shard, depth, ...(scrape ?? { thread, families: [], fresh: false }) };
       }),
     );
@@ -142,34 +164,47 @@ export class CoordinatorPools implements CoordinatorShards {
     return { finished, failed };
   }
 
-  /** Makes every shard forget its cached assets; resolves once all have. */
+  /**
+   * Makes every shard forget its cached assets; resolves once all have, or were given up on
+   * after COORDINATOR_CONTROL_MS_MAX (logged).
+   */
   async assetsChanged(): Promise<void> {
-    await Promise.all(this.pools.map((_pool, shard) => this.run(shard, { kind: 'coord.assets_changed' })));
+    await Promise.all(
+      this.threads.map(async (_thread, shard) => {
+        const answer = await this.control<CoordinatorControlOutcome>(shard, COORDINATOR_CONTROL_MS_MAX, (c) => c.assetsChanged());
+        if (answer.kind !== 'done') this.log.warn('a coordinator shard did not take an asset change', { shard, reason: reasonOf(answer) });
+      }),
+    );
   }
 
   /**
    * Tells every shard the service was halted or resumed; resolves once all have taken it. It
-   * skips the busy check of other control tasks: a halt must reach a shard under load. A shard
-   * it cannot reach re-reads the stored halt on its own timer.
+   * goes on each shard's control port: a halt must reach a shard under load. A shard it cannot
+   * reach re-reads the stored halt on its own timer.
    */
   async haltChanged(state: HaltState): Promise<void> {
     const failed: string[] = [];
     await Promise.all(
-      this.pools.map(async (pool, shard) => {
-        const task: CoordinatorTask = { kind: 'coord.halt', state };
-        const result = (await pool
-          .run(task)
-          .catch((error: unknown) => ({ kind: 'coord.error', message: String(error) }))) as CoordinatorResult;
-        if (result.kind !== 'coord.done') failed.push(`shard ${shard}: ${result.kind === 'coord.error' ? result.message : result.kind}`);
+      this.threads.map(async (_thread, shard) => {
+        const answer = await this.control<CoordinatorControlOutcome>(shard, COORDINATOR_CONTROL_MS_MAX, (c) => c.haltChanged(state));
+        if (answer.kind !== 'done') failed.push(`shard ${shard}: ${reasonOf(answer)}`);
       }),
     );
     if (failed.length > 0) throw new Error(`halt not delivered to ${failed.join('; ')}`);
   }
 
+  /** Stops every shard, each given COORDINATOR_STOP_MS_MAX before its thread is terminated. */
   async stop(): Promise<void> {
     this.stopping = true;
-    await Promise.all(this.pools.map((pool) => this.run(this.pools.indexOf(pool), { kind: 'coord.stop' })));
-    await Promise.all(this.pools.map((pool) => pool.destroy()));
+    await Promise.all(
+      this.threads.map(async (_thread, shard) => {
+        const answer = await this.control<CoordinatorStopOutcome>(shard, COORDINATOR_STOP_MS_MAX, (c) => c.stop());
+        if (answer.kind !== 'stopped')
+          this.log.error('a coordinator shard did not stop cleanly; terminating it', { shard, reason: reasonOf(answer) });
+      }),
+    );
+    await Promise.all(this.threads.map((t) => t.pool.destroy()));
+    for (const t of this.threads) t.port.close();
   }
 
   /** One batch of new transfers to the shard: one answer per transfer, in order, never an exception. */
@@ -188,6 +223,26 @@ export class CoordinatorPools implements CoordinatorShards {
     return transfers.map(() => ({ kind: 'error', message }));
   }
 
+  /**
+   * One call on a shard's control port, bounded by `ms` since comlink has none: a shard that does
+   * not answer in time is `late`, and a call that fails to cross is `failed`, never an exception.
+   */
+  private async control<T>(shard: number, ms: number, call: (api: Remote<CoordinatorControlApi>) => Promise<T>): Promise<T | ControlMiss> {
+    const thread = this.threads[shard];
+    if (thread === undefined) return { kind: 'failed', message: `no shard ${shard}` };
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<ControlMiss>((resolve) => {
+      timer = setTimeout(() => resolve({ kind: 'late', ms }), ms);
+      timer.unref();
+    });
+    const answer = call(thread.control).catch((error: unknown): ControlMiss => ({ kind: 'failed', message: String(error) }));
+    try {
+      return await Promise.race([answer, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   private async run(shard: number, task: CoordinatorTask): Promise<CoordinatorResult | { kind: 'busy' }> {
     const pool = this.pools[shard];
     if (pool === undefined) throw new Error(`no shard ${shard}`);
@@ -199,4 +254,28 @@ export class CoordinatorPools implements CoordinatorShards {
       return { kind: 'coord.error', message: error instanceof Error ? error.message : String(error) };
     }
   }
+}
+
+/** A control call that got no outcome from the shard: no answer in time, or a failure to cross. */
+type ControlMiss = { readonly kind: 'late'; readonly ms: number } | { readonly kind: 'failed'; readonly message: string };
+
+function reasonOf(miss: ControlMiss | { readonly kind: string }): string {
+  if ('ms' in miss) return `no answer within ${miss.ms} ms`;
+  return 'message' in miss && typeof miss.message === 'string' ? miss.message : `unexpected answer ${miss.kind}`;
+}
+
+/**
+ * Starts one shard's thread: its UBSCore port and one end of a new MessageChannel travel in
+ * coord.init, the pool's first task, which its only thread runs, so the control port is pinned
+ * to that shard's thread. The main thread wraps the other end.
+ */
+async function initShard(pool: Piscina, shard: number, ubsPort: MessagePort): Promise<ShardThread> {
+  const channel = new MessageChannel();
+  const task: CoordinatorTask = { kind: 'coord.init', ubsPort, controlPort: channel.port2 };
+  const result = (await pool.run(task, { transferList: [ubsPort, channel.port2] })) as CoordinatorResult;
+  if (result.kind !== 'coord.ready') {
+    channel.port1.close();
+    throw new Error(`coordinator ${shard} did not start: ${JSON.stringify(result)}`);
+  }
+  return { pool, control: wrap<CoordinatorControlApi>(nodeEndpoint(channel.port1)), port: channel.port1 };
 }

@@ -1,8 +1,10 @@
 // Thread entry of one coordinator shard, run as the single thread of a piscina pool. Each task
-// is one message of the protocol (new transfers come in batches), answered with a value. The
-// shard's own timers and recovery scan run between tasks (atomics disabled).
+// is one message of the protocol (new transfers come in batches), answered with a value. Control
+// (metrics, assets, halt, stop) comes on the comlink port coord.init brings, so it never waits
+// behind transfers. The shard's own timers and recovery scan run between tasks (atomics disabled).
 
 import type { MessagePort } from 'node:worker_threads';
+import { expose } from 'comlink';
 import { workerData } from 'piscina';
 import { composeShard } from '../src/coordinator/compose.js';
 import type { HaltFlag } from '../src/coordinator/halt-flag.js';
@@ -11,10 +13,17 @@ import type { AssetCache } from '../src/db/assets.js';
 import type { DailyLimits } from '../src/coordinator/daily-limits.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
-import type { Registry } from '../src/metrics/registry.js';
+import type { MetricFamily, Registry } from '../src/metrics/registry.js';
 import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
-import { SUBMIT_BATCH_MAX, unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData } from './protocol.js';
-import { UbsClient } from './ubscore-client.js';
+import {
+  SUBMIT_BATCH_MAX,
+  unreachable,
+  type CoordinatorControlApi,
+  type CoordinatorResult,
+  type CoordinatorTask,
+  type CoordinatorWorkerData,
+} from './protocol.js';
+import { nodeEndpoint, UbsClient } from './ubscore-client.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
 const log = createLogger({ level: logLevel, format: logFormat, name: `coordinator-${config.shard}` });
@@ -44,31 +53,47 @@ export default async function coordinatorTask(task: CoordinatorTask): Promise<Co
 async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
   switch (task.kind) {
     case 'coord.init':
-      return init(task.ubsPort);
+      return init(task.ubsPort, task.controlPort);
     case 'coord.submit_many':
       return submitMany(task.transfers);
     case 'coord.drive': {
       const view = await shardOf().driveNow(task.reqId);
       return { kind: 'coord.drove', reply: view === null ? { kind: 'refused', code: 'NOT_FOUND' } : { kind: 'transfer', view } };
     }
-    case 'coord.metrics':
-      return await metricsOf(runningOf());
-    case 'coord.halt':
-      runningOf().halt.set(task.state);
-      log.warn(task.state === null ? 'service resumed: new transfers accepted' : 'service halted: new transfers refused', {
-        shard: config.shard,
-        reason: task.state?.reason ?? null,
-      });
-      return { kind: 'coord.done' };
-    case 'coord.assets_changed':
+    default:
+      return unreachable(task);
+  }
+}
+
+/** The control API on this shard's own port: each call answers a value, whatever happens. */
+const control: CoordinatorControlApi = {
+  metrics: () => outcome('metrics', async () => ({ kind: 'metrics', families: await metricsOf(runningOf()) })),
+  assetsChanged: () =>
+    outcome('assetsChanged', async () => {
       runningOf().assets.invalidate();
       // An asset's daily amount limit may have changed: every tally is reloaded when next needed.
       runningOf().limits.reset();
-      return { kind: 'coord.done' };
-    case 'coord.stop':
-      return stop();
-    default:
-      return unreachable(task);
+      return { kind: 'done' };
+    }),
+  haltChanged: (state) =>
+    outcome('haltChanged', async () => {
+      runningOf().halt.set(state);
+      log.warn(state === null ? 'service resumed: new transfers accepted' : 'service halted: new transfers refused', {
+        shard: config.shard,
+        reason: state?.reason ?? null,
+      });
+      return { kind: 'done' };
+    }),
+  stop: () => outcome('stop', stop),
+};
+
+/** Comlink would send a thrown error without its fields: a failure crosses as a value. */
+async function outcome<T>(call: string, run: () => Promise<T>): Promise<T | { readonly kind: 'failed'; readonly message: string }> {
+  try {
+    return await run();
+  } catch (error) {
+    log.error('coordinator control call failed', { call, error: error instanceof Error ? error.stack : String(error) });
+    return { kind: 'failed', message: error instanceof Error ? error.message : String(error) };
   }
 }
 
@@ -92,7 +117,7 @@ async function submitMany(transfers: readonly NewTransfer[]): Promise<Coordinato
   return { kind: 'coord.submitted', answers };
 }
 
-async function init(port: MessagePort): Promise<CoordinatorResult> {
+async function init(port: MessagePort, controlPort: MessagePort): Promise<CoordinatorResult> {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
   const sql = openSql(config.databaseUrl, {
     max: config.pgPoolMax,
@@ -109,29 +134,31 @@ async function init(port: MessagePort): Promise<CoordinatorResult> {
   haltTimer.unref();
   shard.start();
   running = { shard, sql, ubs, assets, limits, metrics, halt, haltTimer };
+  // The port came with this pool's only thread's init: control reaches this shard and no other.
+  expose(control, nodeEndpoint(controlPort));
   return { kind: 'coord.ready' };
 }
 
 /** The shard's registry as values (its `shard` label set by compose), plus whether this thread refuses new transfers now (MON-003). */
-async function metricsOf(r: Running): Promise<CoordinatorResult> {
+async function metricsOf(r: Running): Promise<readonly MetricFamily[]> {
   r.metrics.set(
     'transfer_coordinator_halted',
     'Whether this coordinator shard refuses new transfers because the service is halted (1) or not (0)',
     {},
     r.halt.current === null ? 0 : 1,
   );
-  return { kind: 'coord.metrics', families: await r.metrics.json() };
+  return r.metrics.json();
 }
 
-async function stop(): Promise<CoordinatorResult> {
-  if (running === null) return { kind: 'coord.stopped' };
+async function stop(): Promise<{ readonly kind: 'stopped' }> {
+  if (running === null) return { kind: 'stopped' };
   const { shard, sql, ubs, haltTimer } = running;
   running = null;
   clearInterval(haltTimer);
   await shard.stop();
   ubs.close();
   await sql.end({ timeout: 5 });
-  return { kind: 'coord.stopped' };
+  return { kind: 'stopped' };
 }
 
 function runningOf(): Running {

@@ -75,7 +75,8 @@ export type UbsFilterEvent =
   | { readonly kind: 'filter.failed'; readonly message: string };
 
 // ---------------------------------------------------------------------------------------------
-// Coordinators: the control of each shard, one piscina pool of one thread per shard.
+// Coordinators: one piscina pool of one thread per shard. Transfers travel as piscina tasks,
+// in batches; control (metrics, assets, halt, stop) goes through each shard's comlink port.
 
 export type CoordinatorWorkerData = {
   readonly config: CoordinatorConfig;
@@ -91,27 +92,40 @@ export type CoordinatorWorkerData = {
 export const SUBMIT_BATCH_MAX = 64;
 
 export type CoordinatorTask =
-  | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort }
+  /** Starts the shard: its UBSCore port, and the port its control API (comlink) is exposed on. */
+  | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort; readonly controlPort: MessagePort }
   /** Creates and drives each transfer, all at once; answered by `coord.submitted` in the same order. */
   | { readonly kind: 'coord.submit_many'; readonly transfers: readonly NewTransfer[] }
-  | { readonly kind: 'coord.drive'; readonly reqId: string }
-  /** An operator changed an asset: forget cached assets before the next transfer. */
-  | { readonly kind: 'coord.assets_changed' }
-  /** The service was halted (a state) or resumed (null): refuse, or again accept, new transfers. */
-  | { readonly kind: 'coord.halt'; readonly state: HaltState }
-  /** The shard's prom-client registry as values (getMetricsAsJSON). */
-  | { readonly kind: 'coord.metrics' }
-  | { readonly kind: 'coord.stop' };
+  | { readonly kind: 'coord.drive'; readonly reqId: string };
 
 export type CoordinatorResult =
   | { readonly kind: 'coord.ready' }
-  | { readonly kind: 'coord.done' }
-  | { readonly kind: 'coord.metrics'; readonly families: readonly MetricFamily[] }
   /** The answer to `coord.drive`, in the shape of a submitted transfer's. */
   | { readonly kind: 'coord.drove'; readonly reply: SubmitReply }
   /** One reply per transfer of the batch, in order, each the shard's own value: the HTTP edge takes it as it is. */
   | { readonly kind: 'coord.submitted'; readonly answers: readonly SubmitReply[] }
-  | { readonly kind: 'coord.error'; readonly message: string }
-  | { readonly kind: 'coord.stopped' };
+  | { readonly kind: 'coord.error'; readonly message: string };
+
+/**
+ * The control surface each coordinator shard exposes through comlink on its own MessagePort, so
+ * control never waits behind the shard's transfers in piscina's task queue. Comlink has no
+ * timeout: the main thread bounds every call. Each outcome is a value; none is thrown.
+ */
+export type CoordinatorControlApi = {
+  /** The shard's prom-client registry as values (getMetricsAsJSON). */
+  metrics(): Promise<CoordinatorMetricsOutcome>;
+  /** An operator changed an asset: forget cached assets and daily tallies before the next transfer. */
+  assetsChanged(): Promise<CoordinatorControlOutcome>;
+  /** The service was halted (a state) or resumed (null): refuse, or again accept, new transfers. */
+  haltChanged(state: HaltState): Promise<CoordinatorControlOutcome>;
+  /** Stops the shard's timers and drives, and closes its UBSCore port and PostgreSQL pool. */
+  stop(): Promise<CoordinatorStopOutcome>;
+};
+
+export type CoordinatorMetricsOutcome =
+  | { readonly kind: 'metrics'; readonly families: readonly MetricFamily[] }
+  | { readonly kind: 'failed'; readonly message: string };
+export type CoordinatorControlOutcome = { readonly kind: 'done' } | { readonly kind: 'failed'; readonly message: string };
+export type CoordinatorStopOutcome = { readonly kind: 'stopped' } | { readonly kind: 'failed'; readonly message: string };
 
 export { unreachable } from '../src/unreachable.js';
