@@ -27,7 +27,8 @@ export type Row = {
   readonly path: string;
   /** Who sends it: the row's user, an admin, nobody, or a token of the row's making. */
   readonly as: 'user' | 'admin' | 'none' | ((ctx: RowContext) => string);
-  readonly body?: Ctx<unknown>;
+  /** A string is sent as it is, an object as JSON. */
+  readonly body?: Ctx<string | Readonly<Record<string, unknown>>>;
   readonly headers?: Readonly<Record<string, string>>;
   readonly setup?: (ctx: RowContext) => Promise<void>;
   readonly after?: (ctx: RowContext) => Promise<void>;
@@ -53,27 +54,43 @@ export function registerRows(rows: readonly Row[], svc: () => TestService, first
   let nextUser = firstUser;
   for (const row of rows) {
     const user = nextUser++;
-    test(row.name, async () => {
-      const s = svc();
-      const send = (method: string, urlPath: string, opts?: RequestOpts) =>
-        isAdminPath(urlPath) ? s.adminRequest(method, urlPath, opts) : s.request(method, urlPath, opts);
-      const ctx: RowContext = { svc: s, user, vars: {}, send };
-      await row.setup?.(ctx);
-      try {
-        const reply = await send(row.method, fill(row.path, ctx.vars), requestOpts(row, ctx));
-        const what = `${row.method} ${row.path} → ${reply.status} ${reply.text.slice(0, 300)}`;
-        assert.is(reply.status, row.status, what);
-        if (row.code !== undefined) {
-          assert.is(reply.body.code, row.code, what);
-          assert.type(reply.body.message, 'string', what);
-        } else assert.is(reply.body.code, undefined, what);
-        const fields = typeof row.fields === 'function' ? row.fields(ctx) : row.fields;
-        for (const [key, value] of Object.entries(fields ?? {})) assert.equal(reply.body[key], value, `${key} in ${what}`);
-        await row.check?.(reply, ctx);
-      } finally {
-        await row.after?.(ctx);
-      }
-    });
+    test(row.name, () => withinTime(runRow(row, svc(), user), ROW_TIME_MS_MAX, row.name));
+  }
+}
+
+/** A row that hangs fails by its name instead of stopping the file at the runner's limit. */
+const ROW_TIME_MS_MAX = 30_000;
+
+async function withinTime(work: Promise<void>, ms: number, name: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`row did not finish in ${ms} ms: ${name}`)), ms);
+  });
+  try {
+    await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function runRow(row: Row, s: TestService, user: bigint): Promise<void> {
+  const send = (method: string, urlPath: string, opts?: RequestOpts) =>
+    isAdminPath(urlPath) ? s.adminRequest(method, urlPath, opts) : s.request(method, urlPath, opts);
+  const ctx: RowContext = { svc: s, user, vars: {}, send };
+  await row.setup?.(ctx);
+  try {
+    const reply = await send(row.method, fill(row.path, ctx.vars), requestOpts(row, ctx));
+    const what = `${row.method} ${row.path} → ${reply.status} ${reply.text.slice(0, 300)}`;
+    assert.is(reply.status, row.status, what);
+    if (row.code !== undefined) {
+      assert.is(reply.body.code, row.code, what);
+      assert.type(reply.body.message, 'string', what);
+    } else assert.is(reply.body.code, undefined, what);
+    const fields = typeof row.fields === 'function' ? row.fields(ctx) : row.fields;
+    for (const [key, value] of Object.entries(fields ?? {})) assert.equal(reply.body[key], value, `${key} in ${what}`);
+    await row.check?.(reply, ctx);
+  } finally {
+    await row.after?.(ctx);
   }
 }
 
