@@ -2,9 +2,11 @@
 // must answer (status, error code, key fields), sent through the real service's Hono apps with
 // `app.request`, no socket. A row may prepare its world first (deposits, assets, a halt) and undo
 // it after; each row has a fresh user of its own, so the rows do not share balances or limits.
+// Every JSON answer must also be what the service's OpenAPI document says for its operation.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { answerProblem, schemaValidator } from './openapi-check.js';
 import type { AppReply, RequestOpts, TestService } from './service.js';
 
 export type RowContext = {
@@ -49,13 +51,38 @@ export function isAdminPath(urlPath: string): boolean {
   return ADMIN_PREFIXES.some((p) => urlPath.startsWith(p));
 }
 
-/** Registers one uvu test per row; `svc` is read when the rows run (after `test.before`). */
+/**
+ * Registers one uvu test per row; `svc` is read when the rows run (after `test.before`). Each JSON
+ * answer is also checked against the service's own OpenAPI document: its status is documented for
+ * the operation and its body matches that status's schema.
+ */
 export function registerRows(rows: readonly Row[], svc: () => TestService, firstUser: bigint): void {
   let nextUser = firstUser;
+  let documented: Documented | undefined;
   for (const row of rows) {
     const user = nextUser++;
-    test(row.name, () => withinTime(runRow(row, svc(), user), ROW_TIME_MS_MAX, row.name));
+    test(row.name, async () => {
+      documented ??= await documentOf(svc());
+      await withinTime(runRow(row, svc(), user, documented), ROW_TIME_MS_MAX, row.name);
+    });
   }
+}
+
+type Documented = { readonly doc: Record<string, unknown>; readonly compile: ReturnType<typeof schemaValidator> };
+
+async function documentOf(svc: TestService): Promise<Documented> {
+  const doc = (await svc.request('GET', '/openapi.json')).body;
+  return { doc, compile: schemaValidator(doc) };
+}
+
+/** Null when the answer is what the document says for this operation and status. */
+function documentProblem(row: Row, reply: AppReply, documented: Documented): string | null {
+  if (!(reply.headers.get('content-type') ?? '').includes('application/json')) return null;
+  const operation = operationOf(row, Object.keys(documented.doc.paths as Record<string, unknown>));
+  // An unknown route's NOT_FOUND is the only answer of an operation the document cannot name.
+  if (operation === null) return reply.status === 404 ? null : `${row.method} ${row.path}: no documented operation`;
+  const template = operation.slice(row.method.length + 1);
+  return answerProblem(documented.doc, documented.compile, row.method, template, reply.status, reply.body);
 }
 
 /** A row that hangs fails by its name instead of stopping the file at the runner's limit. */
@@ -73,7 +100,7 @@ async function withinTime(work: Promise<void>, ms: number, name: string): Promis
   }
 }
 
-async function runRow(row: Row, s: TestService, user: bigint): Promise<void> {
+async function runRow(row: Row, s: TestService, user: bigint, documented: Documented): Promise<void> {
   const send = (method: string, urlPath: string, opts?: RequestOpts) =>
     isAdminPath(urlPath) ? s.adminRequest(method, urlPath, opts) : s.request(method, urlPath, opts);
   const ctx: RowContext = { svc: s, user, vars: {}, send };
@@ -89,6 +116,8 @@ async function runRow(row: Row, s: TestService, user: bigint): Promise<void> {
     const fields = typeof row.fields === 'function' ? row.fields(ctx) : row.fields;
     for (const [key, value] of Object.entries(fields ?? {})) assert.equal(reply.body[key], value, `${key} in ${what}`);
     await row.check?.(reply, ctx);
+    const problem = documentProblem(row, reply, documented);
+    assert.ok(problem === null, problem ?? '');
   } finally {
     await row.after?.(ctx);
   }
