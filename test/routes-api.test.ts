@@ -4,14 +4,17 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { API_DAILY_TRANSFER_LIMIT, API_ROWS, prepareApiAssets } from './support/route-rows-api.js';
+import { API_DAILY_TRANSFER_LIMIT, API_RATE_LIMIT_PER_SECOND, API_ROWS, prepareApiAssets } from './support/route-rows-api.js';
 import { isAdminPath, operationsWithoutRow, registerRows } from './support/route-table.js';
 import { startTestService, type TestService } from './support/service.js';
 
 let svc: TestService;
 
 test.before(async () => {
-  svc = await startTestService({ DAILY_TRANSFER_LIMIT: String(API_DAILY_TRANSFER_LIMIT) });
+  svc = await startTestService({
+    DAILY_TRANSFER_LIMIT: String(API_DAILY_TRANSFER_LIMIT),
+    RATE_LIMIT_PER_SECOND: String(API_RATE_LIMIT_PER_SECOND),
+  });
   await prepareApiAssets(svc);
 });
 

@@ -1,6 +1,6 @@
 // The rows of the client routes, the probes and the docs (test/routes-api.test.ts): every
 // operation, and every code a client's request can be answered with. The assets they use are
-// created by `prepareApiAssets`; the service runs with DAILY_TRANSFER_LIMIT=3.
+// created by `prepareApiAssets`; the service runs with the limits named below.
 
 import * as assert from 'uvu/assert';
 import { signJwt } from '../../src/http/jwt.js';
@@ -9,6 +9,8 @@ import { TEST_JWT_SECRET, type TestService } from './service.js';
 
 /** Transfers per user per day the service of these rows allows. */
 export const API_DAILY_TRANSFER_LIMIT = 3;
+/** Requests per user per second on the client routes; every other row sends fewer than this for its user. */
+export const API_RATE_LIMIT_PER_SECOND = 10;
 
 const ASSET = 'RTA';
 /** RTA: 8 decimals, transfers of 0.01 to 100. RTS is suspended, RTN closed to transfers, RTD capped at 5 a day. */
@@ -229,13 +231,13 @@ export const API_ROWS: readonly Row[] = [
     },
   ),
   {
-    name: 'the request after RATE_LIMIT_PER_SECOND in a second is RATE_LIMIT_EXCEEDED',
+    name: `the request after ${API_RATE_LIMIT_PER_SECOND} in a second is RATE_LIMIT_EXCEEDED`,
     method: 'GET',
     path: '/api/v1/balances',
     as: 'user',
-    // The service's limit is the default 10 per user per second.
+    // A user's window opens at its first request, so these and the row's own fall in one second.
     setup: async (ctx) => {
-      for (let i = 0; i < 10; i++)
+      for (let i = 0; i < API_RATE_LIMIT_PER_SECOND; i++)
         assert.is((await ctx.send('GET', '/api/v1/balances', { token: ctx.svc.userToken(ctx.user) })).status, 200);
     },
     status: 429,
