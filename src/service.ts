@@ -12,7 +12,7 @@ import { checkMigrated, migrate, seedDemoAssets } from './db/schema.js';
 import { openSql, type Sql } from './db/sql.js';
 import { TransferStore } from './db/transfers.js';
 import { TransferWrites } from './db/transfer-writes.js';
-import { createApps } from './http/app.js';
+import { createApps, type Apps } from './http/app.js';
 import { createTokenVerifier } from './http/token-setup.js';
 import { listenAll } from './http/listeners.js';
 import { Drain } from './http/drain.js';
@@ -56,6 +56,8 @@ export type Service = {
   /** Null: the admin routes are on `port` (no ADMIN_PORT). */
   readonly adminPort: number | null;
   readonly databaseUrl: string;
+  /** The Hono apps the listeners serve, for route tests that call `app.request(...)` without a socket. */
+  readonly apps: Apps;
   readonly stop: () => Promise<void>;
 };
 
@@ -119,7 +121,7 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
       coordinators: config.coordinators,
       data_dir: config.dataDir,
     });
-    return { ...listeners, databaseUrl: stores.databaseUrl, stop };
+    return { ...listeners, databaseUrl: stores.databaseUrl, apps, stop };
   } catch (error) {
     await stop();
     throw error;

@@ -1,9 +1,12 @@
 // The real service, started in this process on a fresh database, a fresh data directory and a
-// free port, with helpers to call it over HTTP the way a client does. stop() removes it all.
+// free port, with helpers to call it over HTTP the way a client does (`call`) or in-process
+// through its Hono apps' `app.request(...)`, with no socket (`request`, `adminRequest`): the same
+// apps, the same PostgreSQL, UBSCore and coordinators behind them. stop() removes it all.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { Hono } from 'hono';
 import { loadConfig } from '../../src/config.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/jwt.js';
@@ -16,6 +19,16 @@ export const TEST_JWT_SECRET = 'test-secret-0123456789-0123456789-abcdef';
 
 export type Reply = { readonly status: number; readonly body: Record<string, unknown> };
 
+/** An in-process answer: the JSON body when it is JSON (else `{}`), and the raw text and headers. */
+export type AppReply = Reply & { readonly text: string; readonly headers: Headers };
+
+export type RequestOpts = {
+  readonly token?: string;
+  /** A string is sent as it is; anything else as JSON. */
+  readonly body?: unknown;
+  readonly headers?: Readonly<Record<string, string>>;
+};
+
 export type TestService = {
   readonly base: string;
   /** The admin listener's base URL with ADMIN_PORT, else null (admin routes are on `base`). */
@@ -24,6 +37,10 @@ export type TestService = {
   readonly userToken: (userId: bigint | number | string) => string;
   readonly adminToken: () => string;
   readonly call: (method: string, urlPath: string, opts?: { token?: string; body?: unknown }) => Promise<Reply>;
+  /** The public app's `app.request`: the client routes, the probes, the docs (and the admin routes without ADMIN_PORT). */
+  readonly request: (method: string, urlPath: string, opts?: RequestOpts) => Promise<AppReply>;
+  /** The app that serves the admin routes: the admin app with ADMIN_PORT, else the public one. */
+  readonly adminRequest: (method: string, urlPath: string, opts?: RequestOpts) => Promise<AppReply>;
   readonly stop: () => Promise<void>;
 };
 
@@ -59,6 +76,8 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       const text = await response.text();
       return { status: response.status, body: JSON.parse(text) as Record<string, unknown> };
     },
+    request: (method, urlPath, opts) => appRequest(service.apps.public, method, urlPath, opts),
+    adminRequest: (method, urlPath, opts) => appRequest(service.apps.admin ?? service.apps.public, method, urlPath, opts),
     stop: async () => {
       await sql.end({ timeout: 5 });
       await service.stop();
@@ -66,4 +85,16 @@ export async function startTestService(env: Record<string, string> = {}): Promis
       await fs.rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/** One request through `app.request`, with no socket: what `call` does, without the network. */
+async function appRequest(app: Hono, method: string, urlPath: string, opts: RequestOpts = {}): Promise<AppReply> {
+  const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
+  if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+  const init: RequestInit = { method, headers };
+  if (opts.body !== undefined) init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+  const response = await app.request(urlPath, init);
+  const text = await response.text();
+  const isJson = (response.headers.get('content-type') ?? '').includes('application/json');
+  return { status: response.status, body: isJson ? (JSON.parse(text) as Record<string, unknown>) : {}, text, headers: response.headers };
 }
