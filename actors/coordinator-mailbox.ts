@@ -6,7 +6,8 @@
 
 import type { NewTransfer } from '../src/coordinator/types.js';
 import type { SubmitReply } from '../src/http/app.js';
-import { SUBMIT_BATCH_MAX, type SubmitAnswer } from './protocol.js';
+import type { SubmitAnswer } from './protocol.js';
+import { SUBMIT_BATCH_MAX } from '../src/limits.js';
 
 export type MailboxOptions = {
   readonly mailboxMax: number;

@@ -15,12 +15,7 @@ import { finishedFrom } from '../src/metrics/finished.js';
 import { LastKnownFamilies } from '../src/metrics/last-known.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
 import type { CoordinatorResult, CoordinatorTask, CoordinatorWorkerData, SubmitAnswer } from './protocol.js';
-
-/**
- * Tasks other than transfers (metrics, a drive, assets_changed, stop) a shard runs beside its
- * full share of transfers, so reading metrics or an operator's retry never waits behind them.
- */
-const CONTROL_TASKS_MAX = 16;
+import { CONTROL_TASKS_MAX } from '../src/limits.js';
 
 export type PoolOptions = {
   readonly shards: number;

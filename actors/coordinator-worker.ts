@@ -13,15 +13,9 @@ import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import type { Registry } from '../src/metrics/registry.js';
 import type { NewTransfer } from '../src/coordinator/types.js';
-import {
-  SUBMIT_BATCH_MAX,
-  unreachable,
-  type CoordinatorResult,
-  type CoordinatorTask,
-  type CoordinatorWorkerData,
-  type SubmitAnswer,
-} from './protocol.js';
+import { unreachable, type CoordinatorResult, type CoordinatorTask, type CoordinatorWorkerData, type SubmitAnswer } from './protocol.js';
 import { UbsClient } from './ubscore-client.js';
+import { SUBMIT_BATCH_MAX } from '../src/limits.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
 const log = createLogger({ level: logLevel, format: logFormat, name: `coordinator-${config.shard}` });

@@ -4,13 +4,13 @@
 
 import { performance } from 'node:perf_hooks';
 import type { AccountCapture, SpotLedger } from '../src/ubscore/core.js';
-import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../wal/log.js';
 import type { WalLog } from '../wal/log.js';
 import { SnapshotEncoder } from '../wal/snapshot.js';
 import type { EncodedSnapshot, SnapshotStore } from '../wal/snapshot.js';
 import { unreachable } from './protocol.js';
 import type { UbsStats } from './protocol.js';
 import type { UbsOptions } from './ubscore-start.js';
+import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../src/limits.js';
 
 /** An error as text for a log line or a fatal message, with its stack when it has one. */
 export function describeError(error: unknown): string {

@@ -4,9 +4,10 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { TransferMailbox } from '../actors/coordinator-mailbox.js';
-import { SUBMIT_BATCH_MAX, type SubmitAnswer } from '../actors/protocol.js';
+import type { SubmitAnswer } from '../actors/protocol.js';
 import type { NewTransfer } from '../src/coordinator/types.js';
 import type { SubmitReply } from '../src/http/app.js';
+import { SUBMIT_BATCH_MAX } from '../src/limits.js';
 
 function transfer(i: number): NewTransfer {
   return {

@@ -48,11 +48,6 @@ export const WAL_DB_NAME = 'wal';
 export const PROCESSED_DB_NAME = 'processed';
 export const SNAPSHOT_DB_NAME = 'snapshot';
 export const META_DB_NAME = 'meta';
-/**
- * WAL records deleted per prune transaction: a few ms of B-tree work between two batches. Whole
- * blocks are deleted, so a transaction may hold one block more than this.
- */
-export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
 /** Snapshot keys: [seq, 0] is a snapshot's header, [seq, i] for i >= 1 its i-th chunk. */
 export type SnapshotKey = [seq: number, part: number];
 

@@ -5,6 +5,7 @@
 import type { AlertSink } from '../alerts/alerts.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { TransferView } from './types.js';
+import { SWEEP_BATCH_MAX } from '../limits.js';
 
 export type WatchdogConfig = {
   readonly targetPendingAlertMs: number;
@@ -12,8 +13,6 @@ export type WatchdogConfig = {
   readonly stuckRetriesMax: number;
   readonly stuckAgeMs: number;
 };
-
-const SWEEP_BATCH_MAX = 1_000;
 
 export class Watchdog {
   constructor(

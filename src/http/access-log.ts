@@ -10,8 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { Context, MiddlewareHandler } from 'hono';
 import { requestId } from 'hono/request-id';
 import type { Logger } from '../log.js';
-
-export const REQUEST_ID_CHARS_MAX = 128;
+import { REQUEST_ID_CHARS_MAX } from '../limits.js';
 
 /** What a request's handlers may leave in its context for its access-log line. */
 type Tagged = { Variables: { requestId?: string; reqId?: string; operator?: string; claims?: { userId: bigint } } };

@@ -14,10 +14,9 @@ import type { Sql } from '../db/sql.js';
 import type { UbsOpName } from '../ubscore/types.js';
 import { STATE_IDS, stateName, TERMINAL_STATES } from '../domain/fsm.js';
 import { checkConservation, keyOf, type Difference, type Key, type TransferFacts } from './conservation.js';
+import { CUT_TIMEOUT_MS, OP_SEQS_BATCH_MAX } from '../limits.js';
 
-const OP_SEQS_BATCH_MAX = 5_000;
 const TERMINAL_STATE_IDS = [...TERMINAL_STATES].map((name) => STATE_IDS[name]);
-const CUT_TIMEOUT_MS = 60_000;
 
 export type InvariantReport = {
   readonly checkedAt: string;

@@ -11,6 +11,7 @@ import type { Sql, Tx } from '../db/sql.js';
 import type { HaltState } from '../db/halt-state.js';
 import type { AccountKind } from '../domain/types.js';
 import type { Logger } from '../log.js';
+import { PENDING_RESUME_MAX } from '../limits.js';
 
 export type MovementKind = 'DEPOSIT' | 'WITHDRAW';
 
@@ -40,7 +41,6 @@ type MovementRow = {
 };
 
 const NUMERIC_OUT_OF_RANGE = '22003';
-const PENDING_RESUME_MAX = 10_000;
 
 export class ExternalMovements {
   constructor(

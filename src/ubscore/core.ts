@@ -13,6 +13,7 @@ import { ACCOUNT_STATUSES, TRANSFER_OPS } from '../domain/types.js';
 import type { AccountStatus, ValidationCode } from '../domain/types.js';
 import { BALANCE_UNITS_MAX, isValidAmountUnits } from '../domain/money.js';
 import type { AuditAccount, ExternalOp, SpotBalance, UbsCommand, UbsOpName, UbsRejectCode, UbsResult } from './types.js';
+import { OP_SEQS_KEYS_MAX } from '../limits.js';
 
 export const EXTERNAL_OPS: readonly ExternalOp[] = ['EXTERNAL_DEPOSIT', 'EXTERNAL_WITHDRAW'];
 export const UBS_OP_NAMES: readonly UbsOpName[] = [...TRANSFER_OPS, ...EXTERNAL_OPS];
@@ -111,8 +112,6 @@ const COMMAND_KINDS: ReadonlySet<string> = new Set([
   'audit_cut',
   'op_seqs',
 ]);
-/** Keys one op_seqs command may ask about. */
-export const OP_SEQS_KEYS_MAX = 10_000;
 const DEBIT_OPS: ReadonlySet<UbsOpName> = new Set<UbsOpName>(['WITHDRAW', 'EXTERNAL_WITHDRAW']);
 
 export function opKeyOf(op: UbsOpName, key: string): string {
