@@ -154,6 +154,7 @@ export type Config = {
   readonly scanIntervalMs: number;
   readonly staleThresholdMs: number;
   readonly scanConcurrencyMax: number;
+  /** Rows per batched statement (reads, state changes, Funding operations). */
   readonly pgBatchMax: number;
   readonly targetPendingAlertMs: number;
   readonly refundFailuresAlertMax: number;

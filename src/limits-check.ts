@@ -165,6 +165,7 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('ASK_OWNER_TIMEOUT_MS', limit.ASK_OWNER_TIMEOUT_MS),
   positive('OWNER_INFO_BYTES_MAX', limit.OWNER_INFO_BYTES_MAX),
   positive('BACKUP_PAUSE_MS_MAX', limit.BACKUP_PAUSE_MS_MAX),
+  positive('BACKUP_DIR_CHARS_MAX', limit.BACKUP_DIR_CHARS_MAX),
   positive('ROWS_PER_STEP_MAX', limit.ROWS_PER_STEP_MAX),
   positive('OP_SEQS_KEYS_MAX', limit.OP_SEQS_KEYS_MAX),
   positive('UBS_CLIENT_BATCH_MAX_DEFAULT', limit.UBS_CLIENT_BATCH_MAX_DEFAULT),

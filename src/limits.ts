@@ -258,6 +258,8 @@ export const OWNER_INFO_BYTES_MAX = 4_096;
 export const BACKUP_PAUSE_MS_MAX = 60_000;
 /** A restore retakes the owner lock quickly: no other process should be running. */
 export const RESTORE_RETAKE_BACKOFF_CAP_MS = 1_000;
+/** The longest backup directory an operator may name: Linux's PATH_MAX. */
+export const BACKUP_DIR_CHARS_MAX = 4_096;
 /** Rows per cursor fetch when dumping and per INSERT when loading. */
 export const ROWS_PER_STEP_MAX = 1_000;
 
