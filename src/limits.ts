@@ -223,6 +223,8 @@ export const ELU_WINDOW_MS_MIN = 1_000;
 export const RECONNECT_BACKOFF_CAP_MS = 1_000;
 /** The first wait before a pool connects again. */
 export const RECONNECT_BACKOFF_BASE_MS = 50;
+/** Doublings of that wait counted: 2^20 times the base is far past the cap, and the power stays exact. */
+export const RECONNECT_BACKOFF_EXPONENT_MAX = 20;
 /** Batches of one kind in flight at once when the caller gives no bound; each holds a connection. */
 export const BATCH_IN_FLIGHT_MAX_DEFAULT = 2;
 /**

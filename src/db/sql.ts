@@ -2,7 +2,7 @@
 // amount never passes through a JS number.
 
 import postgres from 'postgres';
-import { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_CAP_MS } from '../limits.js';
+import { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_CAP_MS, RECONNECT_BACKOFF_EXPONENT_MAX } from '../limits.js';
 
 export type Sql = postgres.Sql<{ bigint: bigint }>;
 export type Tx = postgres.TransactionSql<{ bigint: bigint }>;
@@ -20,7 +20,7 @@ export type PgTimeouts = {
 
 /** postgres.js's `backoff` option: seconds to wait after `retries` failed connects. */
 export function reconnectBackoffS(retries: number): number {
-  return Math.min(RECONNECT_BACKOFF_CAP_MS, RECONNECT_BACKOFF_BASE_MS * 2 ** Math.min(retries, 20)) / 1000;
+  return Math.min(RECONNECT_BACKOFF_CAP_MS, RECONNECT_BACKOFF_BASE_MS * 2 ** Math.min(retries, RECONNECT_BACKOFF_EXPONENT_MAX)) / 1000;
 }
 
 export function openSql(url: string, opts: { max: number; application: string; timeouts?: PgTimeouts }): Sql {
