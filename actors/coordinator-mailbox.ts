@@ -5,8 +5,8 @@
 // the shard gets one message per batch rather than one per transfer.
 
 import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import { SUBMIT_BATCH_MAX } from '../src/limits.js';
 import { oncePerTurn } from '../src/turn-flush.js';
-import { SUBMIT_BATCH_MAX } from './protocol.js';
 
 export type MailboxOptions = {
   readonly mailboxMax: number;

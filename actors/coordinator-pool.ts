@@ -27,19 +27,7 @@ import type {
   CoordinatorWorkerData,
 } from './protocol.js';
 import { nodeEndpoint } from './ubscore-client.js';
-
-/**
- * Tasks other than transfers (an operator's drive) a shard runs beside its full share of
- * transfers, so an operator's retry never waits behind them.
- */
-const CONTROL_TASKS_MAX = 16;
-/** The longest the main thread waits for a shard's answer to metrics, assets or halt (comlink has no timeout). */
-export const COORDINATOR_CONTROL_MS_MAX = 2_000;
-/**
- * The longest it waits for a shard to stop: its drives drain for up to 5 s (Shard.stop) and its
- * PostgreSQL pool closes within 5 s more. A shard that has not stopped by then is terminated.
- */
-export const COORDINATOR_STOP_MS_MAX = 15_000;
+import { CONTROL_TASKS_MAX, COORDINATOR_CONTROL_MS_MAX, COORDINATOR_STOP_MS_MAX } from '../src/limits.js';
 
 /** One shard's thread: its pool of one thread, and the control API on that thread's port. */
 type ShardThread = { readonly pool: Piscina; readonly control: Remote<CoordinatorControlApi>; readonly port: MessagePort };

@@ -15,8 +15,8 @@ import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import type { MetricFamily, Registry } from '../src/metrics/registry.js';
 import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import { SUBMIT_BATCH_MAX } from '../src/limits.js';
 import {
-  SUBMIT_BATCH_MAX,
   unreachable,
   type CoordinatorControlApi,
   type CoordinatorResult,

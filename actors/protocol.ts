@@ -84,13 +84,6 @@ export type CoordinatorWorkerData = {
   readonly logFormat: 'json' | 'pretty';
 };
 
-/**
- * Transfers one `coord.submit_many` task carries at most. The main thread gathers the transfers
- * of one event-loop turn per shard into one task, since a piscina task per transfer cost about
- * a twelfth of the HTTP thread; the bound keeps one slow transfer from holding many answers.
- */
-export const SUBMIT_BATCH_MAX = 64;
-
 export type CoordinatorTask =
   /** Starts the shard: its UBSCore port, and the port its control API (comlink) is exposed on. */
   | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort; readonly controlPort: MessagePort }

@@ -22,21 +22,12 @@ import type {
   UbsWorkerData,
 } from './protocol.js';
 import { RequestPacker } from './ubscore-wire.js';
-
-/** Requests per `ubs.requests` message when the caller gives no bound. */
-export const UBS_CLIENT_BATCH_MAX_DEFAULT = 1024;
-/** Sends awaiting an answer per client when the caller gives no bound; beyond it, sends are refused. */
-export const UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT = 100_000;
-/** The longest timeout a send may ask for (one hour), so no timer is effectively unbounded. */
-export const UBS_SEND_TIMEOUT_MS_MAX = 3_600_000;
-/**
- * The most young-generation heap UBSCore's thread may grow to. Group commit keeps every object
- * of a batch alive until its sync, and under V8's default cap they outlived scavenges and were
- * copied and promoted; measured with 8,192 in flight, the thread's GC pauses fell from about
- * 130 to 85 ms per 200,000 commands, and the process's CPU per command by about 5%. V8 still
- * grows the young generation only as it needs.
- */
-export const UBS_WORKER_YOUNG_GENERATION_MB_MAX = 64;
+import {
+  UBS_CLIENT_BATCH_MAX_DEFAULT,
+  UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT,
+  UBS_SEND_TIMEOUT_MS_MAX,
+  UBS_WORKER_YOUNG_GENERATION_MB_MAX,
+} from '../src/limits.js';
 
 /**
  * Comlink's own Node adapter. Its ESM build ships no type declarations and its UMD typings

@@ -5,11 +5,7 @@
 
 import type { MessagePort } from 'node:worker_threads';
 import type { UbsPortMessage } from './protocol.js';
-
-/** Port messages held during one pause; beyond it they are dropped, and their callers retry. */
-export const PAUSE_HELD_MESSAGES_MAX = 100_000;
-/** The longest pause anyone may ask for. */
-export const PAUSE_MS_MAX = 600_000;
+import { PAUSE_HELD_MESSAGES_MAX, PAUSE_MS_MAX } from '../src/limits.js';
 
 type HeldMessage = { readonly port: MessagePort; readonly message: UbsPortMessage };
 

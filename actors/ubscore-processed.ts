@@ -15,13 +15,12 @@
 import { Worker } from 'node:worker_threads';
 import type { OpRecord } from '../src/ubscore/core.js';
 import type { ProcessedWrite } from '../wal/block.js';
-import { KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN, KeyFilter } from '../wal/key-filter.js';
+import { KeyFilter } from '../wal/key-filter.js';
 import type { WalLog } from '../wal/log.js';
 import { unreachable } from './protocol.js';
 import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
+import { FILTER_EXIT_WAIT_MS, KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN } from '../src/limits.js';
 
-/** How long close waits for a helper thread to stop (it looks at its flag every few thousand keys). */
-const FILTER_EXIT_WAIT_MS = 5_000;
 /** A new filter is sized for this many times the keys it starts with, so it rebuilds rarely. */
 const FILTER_GROWTH = 2;
 

@@ -25,6 +25,7 @@ import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
 // The WAL's op codes serve the wire too: one table of which number is which operation.
 import { OP_CODES } from '../wal/codec.js';
 import type { UbsPortMessage, UbsPortReply, UbsRequest } from './protocol.js';
+import { UNPACKER_ASSETS_MAX } from '../src/limits.js';
 
 const TAG_TRANSFER_OP = 1;
 const TAG_EXTERNAL_OP = 2;
@@ -40,8 +41,6 @@ const U64_MAX = 2n ** 64n - 1n;
 const SAFE_HIGH_MAX = 0x1fffff;
 /** The packer's first buffer; it doubles when a message needs more. */
 const PACKER_INITIAL_BYTES = 64 * 1024;
-/** Distinct assets an unpacker remembers as strings: a port meets a few assets a million times. */
-const UNPACKER_ASSETS_MAX = 256;
 
 function isU64(value: unknown): value is bigint {
   return typeof value === 'bigint' && value >= 0n && value <= U64_MAX;

@@ -15,10 +15,11 @@ import { SpotLedger } from '../src/ubscore/core.js';
 import type { OpRecord } from '../src/ubscore/core.js';
 import type { UbsCommand } from '../src/ubscore/types.js';
 import { BatchEncoder } from '../wal/block.js';
-import { WAL_PRUNE_RECORDS_PER_TXN_MAX, openWal } from '../wal/log.js';
+import { openWal } from '../wal/log.js';
 import type { WalLog } from '../wal/log.js';
 import { SnapshotEncoder, SnapshotStore } from '../wal/snapshot.js';
 import { seededRandom as random } from '../test/support/random.js';
+import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../src/limits.js';
 
 const ACCOUNTS_DEFAULT = 1_000_000;
 const TAIL_RECORDS_DEFAULT = 1_000_000;

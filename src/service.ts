@@ -4,7 +4,7 @@
 
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import type { Config } from './config.js';
+import { coordinatorSettings, type Config } from './config.js';
 import { AssetCache } from './db/assets.js';
 import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
 import { watchEmbeddedPg, type PgWatch } from './db/embedded-pg-watch.js';
@@ -43,13 +43,7 @@ import { AlertMonitor } from './alerts/monitor.js';
 import { AuditLog } from './audit/audit-log.js';
 import { BackupTaker } from './backup/take.js';
 import { WalHealth } from './services/wal-health.js';
-
-/** Bounds of the recovery scan and the in-memory retry timers. */
-const SCAN_BATCH_MAX = 1_000;
-const RETRY_TIMERS_MAX = 100_000;
-const UBS_CLOSE_TIMEOUT_MS = 10_000;
-/** How long /readyz waits for PostgreSQL to answer `SELECT 1` before it says `postgres: false`. */
-const READYZ_PG_PROBE_TIMEOUT_MS = 1_000;
+import { ALERT_ROWS_MAX, READYZ_PG_PROBE_TIMEOUT_MS, RETRY_TIMERS_MAX, SCAN_BATCH_MAX, UBS_CLOSE_TIMEOUT_MS } from './limits.js';
 
 export type Service = {
   readonly port: number;
@@ -341,9 +335,6 @@ function readinessProbe(sql: Sql, main: MainParts): AppDeps['probe'] {
   };
 }
 
-/** Per-row measures of the alert table read at most this many unfinished transfers, oldest first. */
-const ALERT_ROWS_MAX = 10_000;
-
 function startAlertMonitor(
   config: Config,
   deps: { sql: Sql; alerts: AlertSink; registry: Registry; log: Logger; pools: CoordinatorShards },
@@ -418,30 +409,9 @@ function ownerEvents(log: Logger, watch: PgWatch | null, stopping: () => boolean
   };
 }
 
+/** What every shard receives: the configuration's coordinator section, and what only a shard has. */
 function coordinatorBase(config: Config, databaseUrl: string) {
-  return {
-    databaseUrl,
-    pgPoolMax: config.pgPoolMax,
-    pgTimeouts: config.pgTimeouts,
-    adapterTimeoutMs: config.adapterTimeoutMs,
-    happyPathDeadlineMs: config.happyPathDeadlineMs,
-    retryBaseMs: config.retryBaseMs,
-    retryCapMs: config.retryCapMs,
-    scanIntervalMs: config.scanIntervalMs,
-    staleThresholdMs: config.staleThresholdMs,
-    scanBatchMax: SCAN_BATCH_MAX,
-    scanConcurrencyMax: config.scanConcurrencyMax,
-    pgBatchMax: config.pgBatchMax,
-    targetPendingAlertMs: config.targetPendingAlertMs,
-    refundFailuresAlertMax: config.refundFailuresAlertMax,
-    stuckRetriesMax: config.stuckRetriesMax,
-    stuckAgeMs: config.stuckAgeMs,
-    alertWebhookUrl: config.alertWebhookUrl,
-    retryTimersMax: RETRY_TIMERS_MAX,
-    dailyTransferLimit: config.dailyTransferLimit,
-    dailyAmountLimits: config.dailyAmountLimits,
-    crashPoint: config.crashPoint,
-  };
+  return { ...coordinatorSettings(config), databaseUrl, scanBatchMax: SCAN_BATCH_MAX, retryTimersMax: RETRY_TIMERS_MAX };
 }
 
 /** UBSCore's reports after start: its WAL's health, or why it is about to stop (its exit stops the process). */

@@ -5,7 +5,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { COORDINATOR_STOP_MS_MAX } from '../actors/coordinator-pool.js';
+import { COORDINATOR_STOP_MS_MAX } from '../src/limits.js';
 import { deposit, transfer } from './support/funds.js';
 import { startTestService, type TestService } from './support/service.js';
 

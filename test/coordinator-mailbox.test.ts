@@ -4,8 +4,8 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { TransferMailbox } from '../actors/coordinator-mailbox.js';
-import { SUBMIT_BATCH_MAX } from '../actors/protocol.js';
 import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import { SUBMIT_BATCH_MAX } from '../src/limits.js';
 
 function transfer(i: number): NewTransfer {
   return {

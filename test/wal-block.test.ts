@@ -9,12 +9,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { opKeyOf } from '../src/ubscore/core.js';
 import type { OpRecord, WalRecord } from '../src/ubscore/core.js';
-import { BLOCK_HEADER_BYTES, WAL_BLOCK_RECORDS_MAX, encodeBatch, readBlockHeader, walkRecords } from '../wal/block.js';
+import { BLOCK_HEADER_BYTES, encodeBatch, readBlockHeader, walkRecords } from '../wal/block.js';
 import type { WalBatch } from '../wal/block.js';
 import { decode, encode } from '../wal/codec.js';
 import { crc32c } from '../wal/crc32.js';
 import { opKeyOfProcessedKey, processedKeyOf } from '../wal/processed-key.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
+import { WAL_BLOCK_RECORDS_MAX } from '../src/limits.js';
 
 function op(seq: number, fields: Partial<OpRecord> = {}): OpRecord {
   return {

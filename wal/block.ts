@@ -23,9 +23,8 @@ import { RECORD_BYTES_MAX, WAL_FORMAT_VERSION, decode, encodeInto, recordEnd } f
 import { PROCESSED_KEY_BYTES_MAX, writeProcessedKey } from './processed-key.js';
 import type { Decoded } from './codec.js';
 import { crc32c } from './crc32.js';
+import { WAL_BLOCK_RECORDS_MAX } from '../src/limits.js';
 
-/** Records per block: at most about a megabyte (RECORD_BYTES_MAX each), like a snapshot chunk. */
-export const WAL_BLOCK_RECORDS_MAX = 8_192;
 export const BLOCK_HEADER_BYTES = 17;
 const SEQ_HIGH_MAX = 0x1fffff;
 

@@ -29,6 +29,7 @@ import { opKeyOf } from '../src/ubscore/core.js';
 import type { OpRecord, Outcome, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
 import type { UbsOpName, UbsRejectCode } from '../src/ubscore/types.js';
 import { crc32c } from './crc32.js';
+import { READER_ASSETS_MAX } from '../src/limits.js';
 
 export const WAL_FORMAT_VERSION = 2;
 /** Bytes of a record with an empty asset and key: everything but the two strings. */
@@ -338,9 +339,6 @@ function sameBytes(known: Buffer, buf: Buffer, start: number, end: number): bool
   for (let i = 0; i < known.length; i++) if (known[i] !== buf[start + i]) return false;
   return true;
 }
-
-/** Distinct assets remembered by a RecordReader; a replay meets a few assets a million times. */
-const READER_ASSETS_MAX = 256;
 
 /**
  * Decodes records for replay into one reused object, with the same checks as `decode`, and

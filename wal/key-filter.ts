@@ -5,16 +5,11 @@
 // would apply a repeat twice, so the filter is only ever asked once it holds every key
 // (actors/ubscore-processed.ts), and keys are only ever added, never removed.
 
+import { KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN } from '../src/limits.js';
+
 /** Bits per key at capacity: with KEY_FILTER_PROBES probes in one block, about 1% false "maybe" answers. */
 const KEY_FILTER_BITS_PER_KEY = 10;
 const KEY_FILTER_PROBES = 7;
-/** The smallest filter: 1M keys in 2 MiB, so a young ledger does not rebuild it often. */
-export const KEY_FILTER_KEYS_MIN = 1 << 20;
-/**
- * The largest filter: 64M keys in 128 MiB. Past it the filter stops growing and answers "maybe"
- * more often: UBSCore reads LMDB more, and is never wrong.
- */
-export const KEY_FILTER_KEYS_MAX = 1 << 26;
 
 /** One block: a 64-byte cache line of 16 words. */
 const BLOCK_WORDS = 16;

@@ -49,11 +49,6 @@ const WAL_DB_NAME = 'wal';
 const PROCESSED_DB_NAME = 'processed';
 const SNAPSHOT_DB_NAME = 'snapshot';
 const META_DB_NAME = 'meta';
-/**
- * WAL records deleted per prune transaction: a few ms of B-tree work between two batches. Whole
- * blocks are deleted, so a transaction may hold one block more than this.
- */
-export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
 
 export type WalLog = {
   /** Writes a batch in one LMDB transaction; resolves only once it is durable on disk. */

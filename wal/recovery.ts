@@ -6,10 +6,8 @@
 
 import { backoffMs } from '../src/coordinator/backoff.js';
 import { MDB_PANIC, commitFailure, diskShortfall, probeDir } from './disk.js';
+import { UBS_RECOVERY_BACKOFF_BASE_MS, UBS_RECOVERY_BACKOFF_CAP_MS } from '../src/limits.js';
 
-/** The first wait between two attempts; it doubles up to the cap. */
-export const UBS_RECOVERY_BACKOFF_BASE_MS = 50;
-export const UBS_RECOVERY_BACKOFF_CAP_MS = 5_000;
 /** The probe file's size: it shows the directory takes a durable write; the reserve check guards the space. */
 export const UBS_DISK_PROBE_BYTES = 64 * 1024;
 

@@ -35,11 +35,10 @@ import { STATUS_BY_CODE, STATUS_CODES } from './codec.js';
 import type { Decoded } from './codec.js';
 import { crc32c, crc32cUpdate } from './crc32.js';
 import type { SnapshotKey, WalDatabases } from './databases.js';
+import { SNAPSHOT_CHUNK_BYTES_MAX } from '../src/limits.js';
 
 const SNAPSHOT_FORMAT_VERSION = 1;
 const SNAPSHOT_MAGIC = 0x55425353;
-/** The largest chunk value: big enough to make few LMDB entries, small enough to checksum in ~1 ms. */
-export const SNAPSHOT_CHUNK_BYTES_MAX = 1024 * 1024;
 const ACCOUNT_BYTES = 19;
 const CHUNK_PREFIX_BYTES = 8;
 const CHECKSUM_BYTES = 4;

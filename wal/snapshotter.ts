@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
 import type { AccountCapture, SpotLedger } from '../src/ubscore/core.js';
 import type { UbsCoreOptions, UbsStats } from '../src/ubscore/control.js';
 import { unreachable } from '../src/unreachable.js';
-import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from './log.js';
+import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../src/limits.js';
 import type { WalLog } from './log.js';
 import { SnapshotEncoder } from './snapshot.js';
 import type { EncodedSnapshot, SnapshotStore } from './snapshot.js';

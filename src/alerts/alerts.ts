@@ -4,6 +4,7 @@
 
 import type { Sql } from '../db/sql.js';
 import type { Logger } from '../log.js';
+import { RAISED_REMEMBERED_MAX, WEBHOOK_TIMEOUT_MS } from '../limits.js';
 
 export const ALERT_KINDS = {
   /** MON-001: a transfer has been TARGET_PENDING for longer than the threshold. */
@@ -44,10 +45,6 @@ export type Alert = {
 };
 
 type AlertRow = Alert & { readonly id: string; readonly severity: string; readonly createdAt: string };
-
-const WEBHOOK_TIMEOUT_MS = 5_000;
-/** Alert keys one sink remembers as raised, to skip re-inserting them; beyond it, forgets all. */
-const RAISED_REMEMBERED_MAX = 10_000;
 
 export class AlertSink {
   private readonly raised = new Set<string>();

@@ -3,11 +3,11 @@
 // the newest sample and the newest one at least `windowMs` old (or the oldest kept). In memory,
 // so after a restart the window starts again from the restart.
 
+import { SAMPLES_MAX } from '../limits.js';
+
 export type FinishedCounts = { readonly finished: number; readonly failed: number };
 
 type Sample = FinishedCounts & { readonly at: number };
-
-const SAMPLES_MAX = 10_000;
 
 export class FailureWindow {
   private samples: Sample[] = [];

@@ -15,9 +15,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Tx } from '../db/sql.js';
 import { POSTGRES_DIR, describeFile, type TableEntry } from './manifest.js';
-
-/** Rows per cursor fetch when dumping and per INSERT when loading. */
-const ROWS_PER_STEP_MAX = 1_000;
+import { ROWS_PER_STEP_MAX } from '../limits.js';
 
 /** Written by the migrations themselves, never copied. */
 const NOT_COPIED = new Set(['schema_migrations']);

@@ -14,8 +14,7 @@ import { checkLedgerIdentity } from '../ownership/ledger-identity.js';
 import { ownDatabase } from '../ownership/pg-owner.js';
 import { UBSCORE_FILE, isEmptyDir, readVerifiedManifest, syncDir, type BackupManifest } from './manifest.js';
 import { loadTables } from './pg-tables.js';
-
-const RESTORE_RETAKE_BACKOFF_CAP_MS = 1_000;
+import { RESTORE_RETAKE_BACKOFF_CAP_MS } from '../limits.js';
 
 type RestoreTarget = {
   readonly dataDir: string;

@@ -30,9 +30,7 @@ import {
   type BackupManifest,
 } from './manifest.js';
 import { dumpTables } from './pg-tables.js';
-
-/** How long UBSCore may stay paused before the pause lifts by itself (and the backup fails). */
-export const BACKUP_PAUSE_MS_MAX = 60_000;
+import { BACKUP_PAUSE_MS_MAX } from '../limits.js';
 
 type BackupControl = Pick<UbsControlApi, 'pause' | 'copyTo' | 'resume'>;
 

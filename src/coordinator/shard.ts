@@ -14,8 +14,7 @@ import type { HaltFlag } from './halt-flag.js';
 import type { Watchdog } from './watchdog.js';
 import type { StepResult, TransferDriver } from './driver.js';
 import type { CoordinatorConfig, NewTransfer, SubmitReply, TransferView } from './types.js';
-
-const STOP_DRAIN_MS = 5_000;
+import { STOP_DRAIN_MS } from '../limits.js';
 
 export class Shard {
   private readonly inProgress = new Set<string>();

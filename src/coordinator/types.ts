@@ -1,10 +1,9 @@
 // What the coordinator takes in and reports out, as plain data that can cross a thread.
 
-import type { PgTimeouts } from '../db/sql.js';
+import type { CoordinatorSettings } from '../config.js';
 import type { TransferStateName } from '../domain/fsm.js';
 import type { ErrorCode } from '../domain/errors.js';
 import type { AccountKind, FailureCode } from '../domain/types.js';
-import type { CrashPoint } from '../faults/crash-points.js';
 
 /**
  * Why a coordinator refused to create a transfer (nothing was recorded), or to drive one it does
@@ -60,32 +59,17 @@ export type SubmitReply =
   | { readonly kind: 'busy' }
   | { readonly kind: 'error'; readonly message: string };
 
-export type CoordinatorConfig = {
+/**
+ * What a coordinator shard runs with: the configuration's coordinator section (src/config.ts,
+ * COORDINATOR_SETTINGS) whole, plus what only a shard has.
+ */
+export type CoordinatorConfig = CoordinatorSettings & {
   readonly shard: number;
   readonly shards: number;
+  /** The PostgreSQL server's URL: the one configured, or the embedded server's. */
   readonly databaseUrl: string;
-  readonly pgPoolMax: number;
-  readonly pgTimeouts: PgTimeouts;
-  readonly adapterTimeoutMs: number;
-  readonly happyPathDeadlineMs: number;
-  readonly retryBaseMs: number;
-  readonly retryCapMs: number;
-  readonly scanIntervalMs: number;
-  readonly staleThresholdMs: number;
+  /** Transfers one recovery-scan query reads (SCAN_BATCH_MAX; tests make it smaller). */
   readonly scanBatchMax: number;
-  readonly scanConcurrencyMax: number;
-  /** Rows per batched statement (reads, state changes, Funding operations). */
-  readonly pgBatchMax: number;
-  readonly targetPendingAlertMs: number;
-  readonly refundFailuresAlertMax: number;
-  readonly stuckRetriesMax: number;
-  readonly stuckAgeMs: number;
-  readonly alertWebhookUrl: string | null;
+  /** Retry timers a shard holds at once (RETRY_TIMERS_MAX). */
   readonly retryTimersMax: number;
-  /** Transfers per user per UTC day; 0 switches the limit off. */
-  readonly dailyTransferLimit: number;
-  /** Whether assets' daily_amount_limit_units is enforced. */
-  readonly dailyAmountLimits: boolean;
-  /** Tests only: the named point where the process kills itself. */
-  readonly crashPoint: CrashPoint | null;
 };

@@ -7,13 +7,12 @@ import { isStuck, type StuckRule } from '../db/stuck.js';
 import type { TransferStore } from '../db/transfers.js';
 import { causeText, type PendingCause } from '../domain/types.js';
 import type { TransferView } from './types.js';
+import { SWEEP_BATCH_MAX } from '../limits.js';
 
 type WatchdogConfig = StuckRule & {
   readonly targetPendingAlertMs: number;
   readonly refundFailuresAlertMax: number;
 };
-
-const SWEEP_BATCH_MAX = 1_000;
 
 export class Watchdog {
   constructor(

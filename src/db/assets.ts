@@ -2,8 +2,7 @@
 // not cost a round trip. An operator's change is seen within ASSET_CACHE_TTL_MS.
 
 import type { Sql } from './sql.js';
-
-export const ASSET_CACHE_TTL_MS = 1_000;
+import { ASSET_CACHE_TTL_MS } from '../limits.js';
 
 export type Asset = {
   readonly symbol: string;

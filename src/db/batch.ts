@@ -9,12 +9,10 @@
 // turns into a storm of re-runs. Re-runs are safe because every batched statement here is
 // idempotent (a compare-and-swap, or an operation recorded per (req_id, op)).
 
+import { BATCH_IN_FLIGHT_MAX_DEFAULT } from '../limits.js';
 import { oncePerTurn } from '../turn-flush.js';
 
 type BatchRun<I, O> = (inputs: readonly I[]) => Promise<readonly O[]>;
-
-/** Batches of one kind in flight at once when the caller gives no bound; each holds a connection. */
-export const BATCH_IN_FLIGHT_MAX_DEFAULT = 2;
 
 /** What the owner of a store or adapter decides for all of its batches (PG_BATCH_MAX, logging). */
 export type BatchSettings = {

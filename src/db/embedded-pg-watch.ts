@@ -10,11 +10,10 @@
 
 import { setTimeout as delay } from 'node:timers/promises';
 import type { EmbeddedPg } from './embedded-pg.js';
+import { RESTART_BACKOFF_BASE_MS } from '../limits.js';
 
 /** How often the postmaster's pid is checked when no event says it died. */
 export const POSTMASTER_POLL_INTERVAL_MS = 500;
-/** The first wait between restart attempts; it doubles per failed attempt up to the cap given. */
-export const RESTART_BACKOFF_BASE_MS = 200;
 
 type PgWatchEvents = {
   /** The postmaster is gone; a restart follows. */

@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openSql } from './sql.js';
 import { promisify } from 'node:util';
+import { START_TIMEOUT_S } from '../limits.js';
 
 const run = promisify(execFile);
 
@@ -38,7 +39,6 @@ export type EmbeddedPg = {
 type Binaries = { readonly pg_ctl: string; readonly initdb: string; readonly postgres: string };
 type RunAs = { readonly uid?: number; readonly gid?: number };
 
-const START_TIMEOUT_S = 60;
 /** Where binaries and clusters go when the `postgres` user cannot reach them where they are. */
 export const RELOCATED_ROOT = '/var/lib/transfer-service';
 export const CLUSTER_LOCATION_FILE = 'cluster-location';

@@ -2,6 +2,7 @@
 // amount never passes through a JS number.
 
 import postgres from 'postgres';
+import { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_CAP_MS, RECONNECT_BACKOFF_EXPONENT_MAX } from '../limits.js';
 
 export type Sql = postgres.Sql<{ bigint: bigint }>;
 export type Tx = postgres.TransactionSql<{ bigint: bigint }>;
@@ -17,19 +18,9 @@ export type PgTimeouts = {
   readonly idleInTransactionMs: number;
 };
 
-/**
- * How long a pool waits, at most, before it tries to connect again after failed attempts.
- * postgres.js waits 3^n / 100 s after n failed connects, up to 20 s, and every query waits with
- * it: after a long outage a pool would come back up to 20 s after the server. Here the wait
- * doubles from RECONNECT_BACKOFF_BASE_MS and stops at this cap, so every pool reconnects within
- * about a second of the server answering again (a refused connect costs the server nothing).
- */
-export const RECONNECT_BACKOFF_CAP_MS = 1_000;
-const RECONNECT_BACKOFF_BASE_MS = 50;
-
 /** postgres.js's `backoff` option: seconds to wait after `retries` failed connects. */
 export function reconnectBackoffS(retries: number): number {
-  return Math.min(RECONNECT_BACKOFF_CAP_MS, RECONNECT_BACKOFF_BASE_MS * 2 ** Math.min(retries, 20)) / 1000;
+  return Math.min(RECONNECT_BACKOFF_CAP_MS, RECONNECT_BACKOFF_BASE_MS * 2 ** Math.min(retries, RECONNECT_BACKOFF_EXPONENT_MAX)) / 1000;
 }
 
 export function openSql(url: string, opts: { max: number; application: string; timeouts?: PgTimeouts }): Sql {

@@ -11,14 +11,7 @@ import { mustErrorCode, mustOpRefusalCode, type ErrorCode } from '../domain/erro
 import type { AccountKind, OpRefusalCode, TransferOp } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
-
-/**
- * Batches of at least this many rows go to the set-based form of the function (a fixed number of
- * statements per batch), smaller ones to the per-item form (fewer statements for a few rows).
- * Measured on 2 cores: the recovery scan's batches of hundreds ran about twice as fast set-based,
- * the HTTP path's batches of 5 to 35 faster per item.
- */
-export const SET_BASED_ROWS_MIN = 64;
+import { SET_BASED_ROWS_MIN } from '../limits.js';
 
 export const ACCOUNT_TYPE: Readonly<Record<AccountKind, number>> = { FUNDING: 1, SPOT: 2 };
 

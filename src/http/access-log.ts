@@ -9,9 +9,8 @@
 import type { Context, MiddlewareHandler } from 'hono';
 import { requestId } from 'hono/request-id';
 import type { Logger } from '../log.js';
+import { REQUEST_ID_CHARS_MAX } from '../limits.js';
 import { onTimed } from './request-timing.js';
-
-export const REQUEST_ID_CHARS_MAX = 128;
 
 /** What a request's handlers may leave in its context for its access-log line. */
 type Tagged = { Variables: { requestId?: string; reqId?: string; operator?: string; claims?: { userId: bigint } } };

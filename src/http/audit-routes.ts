@@ -9,9 +9,8 @@ import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
 import { keysetCursor } from './cursor.js';
 import { firstCode } from './schemas.js';
+import { AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX } from '../limits.js';
 
-export const AUDIT_LIMIT_MAX = 100;
-export const AUDIT_LIMIT_DEFAULT = 20;
 const cursors = keysetCursor('a1:');
 
 const AuditQuery = v.strictObject(

@@ -11,9 +11,7 @@ import { adminTransfersJson } from './admin-views.js';
 import type { AppDeps } from './deps.js';
 import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
-
-export const SEARCH_LIMIT_MAX = 50;
-export const SEARCH_LIMIT_DEFAULT = 20;
+import { SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX } from '../limits.js';
 
 export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void {
   routes.get('/overview', async (c) => {

@@ -11,9 +11,8 @@ import { keysetCursor } from './cursor.js';
 import { fail } from './errors.js';
 import { firstCode } from './schemas.js';
 import { transferJson } from './views.js';
+import { HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX } from '../limits.js';
 
-export const HISTORY_LIMIT_MAX = 100;
-export const HISTORY_LIMIT_DEFAULT = 20;
 export const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/;
 /** Epoch milliseconds, the other way from_time and to_time may be given. */
 export const EPOCH_MS = /^\d{1,15}$/;

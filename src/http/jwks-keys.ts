@@ -5,13 +5,10 @@
 // or a set with no usable key is an error naming the key.
 
 import { importJWK, type CryptoKey, type JWK } from 'jose';
+import { JWKS_KEYS_MAX, KID_LENGTH_MAX } from '../limits.js';
 
 export const JWKS_ALGORITHMS = ['RS256', 'ES256', 'EdDSA'] as const;
 export type JwksAlgorithm = (typeof JWKS_ALGORITHMS)[number];
-
-/** Keys one set may hold; an identity provider publishes a handful. */
-export const JWKS_KEYS_MAX = 100;
-const KID_LENGTH_MAX = 256;
 
 export type JwksKey = { readonly kid: string; readonly alg: JwksAlgorithm; readonly key: CryptoKey };
 type ParsedJwks = { readonly keys: ReadonlyMap<string, JwksKey>; readonly skipped: number };

@@ -9,9 +9,7 @@
 import fs from 'node:fs/promises';
 import type { Logger } from '../log.js';
 import { JwksError, parseJwks, type JwksKey } from './jwks-keys.js';
-
-/** The largest JWKS document read, file or answer. */
-export const JWKS_BYTES_MAX = 1024 * 1024;
+import { JWKS_BYTES_MAX } from '../limits.js';
 
 export type JwksLocation = { readonly kind: 'file'; readonly path: string } | { readonly kind: 'url'; readonly url: string };
 

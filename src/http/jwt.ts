@@ -4,10 +4,9 @@
 
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { decodeJsonPart, NO_CLAIMS_POLICY, readClaims, refused, type ClaimsPolicy, type Verified } from './jwt-claims.js';
+import { TOKEN_LENGTH_MAX } from '../limits.js';
 
 export type { Claims, Verified } from './jwt-claims.js';
-
-export const TOKEN_LENGTH_MAX = 4_096;
 
 /** `typ` is optional; when present it says JWT (RFC 7519) or an access token (RFC 9068). */
 export function typAccepted(typ: unknown): boolean {

@@ -7,8 +7,8 @@ import { ASSET_SYMBOL, KEY } from '../domain/checks.js';
 import { ACCOUNT_KINDS } from '../domain/types.js';
 import * as admin from './admin-answers.js';
 import * as a from './answers.js';
-import { HALT_REASON_CHARS_MAX } from './operator-routes.js';
 import * as s from './schemas.js';
+import { HALT_REASON_CHARS_MAX } from '../limits.js';
 
 type Json = Record<string, unknown>;
 

@@ -3,11 +3,18 @@
 
 import { ASSET_SYMBOL, KEY, ULID, USER_ID_TEXT } from '../domain/checks.js';
 import { STATE_NAMES } from '../domain/fsm.js';
-import { AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX } from './audit-routes.js';
-import { SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX } from './console-routes.js';
 import { CURSOR } from './cursor.js';
-import { EPOCH_MS, HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX, ISO_TIME } from './history.js';
-import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from './operator-routes.js';
+import { EPOCH_MS, ISO_TIME } from './history.js';
+import {
+  AUDIT_LIMIT_DEFAULT,
+  AUDIT_LIMIT_MAX,
+  HISTORY_LIMIT_DEFAULT,
+  HISTORY_LIMIT_MAX,
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  SEARCH_LIMIT_DEFAULT,
+  SEARCH_LIMIT_MAX,
+} from '../limits.js';
 
 type Json = Record<string, unknown>;
 

@@ -14,10 +14,7 @@ import type { AdminEnv } from './auth.js';
 import { auditedJson } from './audit.js';
 import { fail } from './errors.js';
 import { historyJson } from './views.js';
-
-export const LIST_LIMIT_MAX = 500;
-export const LIST_LIMIT_DEFAULT = 100;
-export const HALT_REASON_CHARS_MAX = 200;
+import { HALT_REASON_CHARS_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../limits.js';
 
 export function mountOperatorRoutes(
   routes: Hono<AdminEnv>,

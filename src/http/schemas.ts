@@ -5,6 +5,7 @@ import * as v from 'valibot';
 import { isErrorCode, type ErrorCode } from '../domain/errors.js';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS, type AccountKind } from '../domain/types.js';
 import { isAssetSymbol, isClientOrderId, KEY, USER_ID_TEXT } from '../domain/checks.js';
+import { BACKUP_DIR_CHARS_MAX } from '../limits.js';
 
 const assetSymbol = v.pipe(
   v.string('INVALID_ASSET'),
@@ -98,7 +99,7 @@ export const AccountStatusBody = v.strictObject(
 export type AccountStatusBody = v.InferOutput<typeof AccountStatusBody>;
 
 export const BackupBody = v.strictObject(
-  { dir: v.pipe(v.string('INVALID_REQUEST'), v.minLength(1, 'INVALID_REQUEST'), v.maxLength(4096, 'INVALID_REQUEST')) },
+  { dir: v.pipe(v.string('INVALID_REQUEST'), v.minLength(1, 'INVALID_REQUEST'), v.maxLength(BACKUP_DIR_CHARS_MAX, 'INVALID_REQUEST')) },
   'INVALID_REQUEST',
 );
 

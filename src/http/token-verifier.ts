@@ -6,9 +6,10 @@
 
 import { compactVerify } from 'jose';
 import { decodeJsonPart, readClaims, refused, type ClaimsPolicy, type Verified } from './jwt-claims.js';
-import { TOKEN_LENGTH_MAX, typAccepted, verifyJwt } from './jwt.js';
+import { typAccepted, verifyJwt } from './jwt.js';
 import { JWKS_ALGORITHMS } from './jwks-keys.js';
 import type { JwksSource } from './jwks-source.js';
+import { TOKEN_LENGTH_MAX } from '../limits.js';
 
 type TokenVerifierOptions = {
   /** Null: HS256 tokens are refused. */

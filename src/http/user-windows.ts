@@ -2,7 +2,7 @@
 // watch. The map of users is bounded: past USERS_TRACKED_MAX, windows that have ended are
 // dropped, and if every tracked user is active, the oldest is forgotten rather than grow.
 
-const USERS_TRACKED_MAX = 100_000;
+import { USERS_TRACKED_MAX } from '../limits.js';
 
 type UserWindow = { readonly start: number; count: number; alerted: boolean };
 

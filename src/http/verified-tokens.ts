@@ -10,9 +10,7 @@
 // oldest entry makes room for a new one.
 
 import type { Claims, KeyEpoch, Verified } from './jwt-claims.js';
-
-/** Tokens remembered per middleware; at about 200 bytes a token, a few MB at most. */
-export const VERIFIED_TOKENS_MAX = 10_000;
+import { VERIFIED_TOKENS_MAX } from '../limits.js';
 
 type Entry = { readonly claims: Claims; readonly keyEpoch: KeyEpoch | null; readonly verifiedAtS: number };
 

@@ -14,9 +14,7 @@ import type { Sql } from '../db/sql.js';
 import type { UbsOpName } from '../ubscore/types.js';
 import { stateName, TERMINAL_STATE_IDS } from '../domain/fsm.js';
 import { checkConservation, keyOf, type Difference, type Key, type TransferFacts } from './conservation.js';
-
-const OP_SEQS_BATCH_MAX = 5_000;
-const CUT_TIMEOUT_MS = 60_000;
+import { CUT_TIMEOUT_MS, OP_SEQS_BATCH_MAX } from '../limits.js';
 
 export type InvariantReport = {
   readonly checkedAt: string;

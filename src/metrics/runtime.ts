@@ -5,12 +5,10 @@
 
 import { performance, type EventLoopUtilization } from 'node:perf_hooks';
 import { collectDefaultMetrics, Gauge, Histogram, type Registry } from 'prom-client';
+import { ELU_WINDOW_MS_MIN } from '../limits.js';
 
 /** The kinds prom-client's GC histogram labels its observations with. */
 const GC_KINDS = ['major', 'minor', 'incremental', 'weakcb'] as const;
-
-/** The shortest window the utilisation gauge measures over: scrapes closer together reuse the last value. */
-export const ELU_WINDOW_MS_MIN = 1_000;
 
 /**
  * Adds the runtime series to `registry` and answers which of the families its JSON should leave

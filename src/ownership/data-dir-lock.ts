@@ -20,11 +20,9 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { OwnershipError } from './errors.js';
+import { ASK_OWNER_TIMEOUT_MS, OWNER_INFO_BYTES_MAX } from '../limits.js';
 
 const DATA_DIR_LOCK_FILE = 'owner.lock';
-/** How long a refused process waits for the owner to say who it is over the socket. */
-const ASK_OWNER_TIMEOUT_MS = 1_000;
-const OWNER_INFO_BYTES_MAX = 4_096;
 
 type LockOwner = {
   readonly pid: number;

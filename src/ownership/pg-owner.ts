@@ -17,15 +17,11 @@ import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { reconnectBackoffS } from '../db/sql.js';
 import { OwnershipError } from './errors.js';
+import { CONNECT_TIMEOUT_S, RETAKE_BACKOFF_BASE_MS, TAKE_WAIT_MS } from '../limits.js';
 
 /** The advisory lock every owner of a database takes: "ledger-o" in ASCII. Per database, as every advisory lock is. */
 export const OWNER_LOCK_KEY = 0x6c65646765722d6fn;
-/** How long a take waits for a lock held by a process that just died (its backend exits when it sees the closed socket). */
-const TAKE_WAIT_MS = 3_000;
 const TAKE_RETRY_MS = 250;
-const CONNECT_TIMEOUT_S = 10;
-/** The first wait before taking the lock again after a loss; it doubles per failed attempt up to the cap given. */
-export const RETAKE_BACKOFF_BASE_MS = 200;
 
 type OwnerEvents = {
   /** The connection holding the lock closed: stop taking new work until `onRegained`. */

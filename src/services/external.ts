@@ -12,6 +12,7 @@ import type { HaltState } from '../db/halt-state.js';
 import { mustBusinessCode, mustErrorCode, type ErrorCode } from '../domain/errors.js';
 import type { AccountKind, BusinessCode } from '../domain/types.js';
 import type { Logger } from '../log.js';
+import { PENDING_RESUME_MAX } from '../limits.js';
 
 export type MovementKind = 'DEPOSIT' | 'WITHDRAW';
 
@@ -41,7 +42,6 @@ type MovementRow = {
 };
 
 const NUMERIC_OUT_OF_RANGE = '22003';
-const PENDING_RESUME_MAX = 10_000;
 
 export class ExternalMovements {
   constructor(

@@ -8,8 +8,7 @@ import { runConservationCheck, type InvariantReport } from '../invariant/checker
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
 import type { HaltSwitch } from './halt.js';
-
-const DIFFERENCES_IN_ALERT_MAX = 20;
+import { DIFFERENCES_IN_ALERT_MAX } from '../limits.js';
 
 export class InvariantService {
   private timer: NodeJS.Timeout | null = null;

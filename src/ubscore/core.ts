@@ -14,11 +14,12 @@ import type { AccountStatus, ValidationCode } from '../domain/types.js';
 import { BALANCE_UNITS_MAX, isValidAmountUnits } from '../domain/money.js';
 import type { AuditAccount, SpotBalance, UbsCommand, UbsOpName, UbsResult } from './types.js';
 import { AccountCapture, userIdOf, userKeyOf, type Account, type Freeze, type UserKey } from './capture.js';
-import { EXTERNAL_OPS, OP_SEQS_KEYS_MAX, isAccountStatus, isDebitOp, isUbsOpName, opKeyOf, resultOf } from './records.js';
+import { EXTERNAL_OPS, isAccountStatus, isDebitOp, isUbsOpName, opKeyOf, resultOf } from './records.js';
 import type { Decision, OpRecord, Outcome, ProcessedLookup, ReplayRecord, StatusRecord } from './records.js';
+import { OP_SEQS_KEYS_MAX } from '../limits.js';
 
 export { AccountCapture } from './capture.js';
-export { EXTERNAL_OPS, OP_SEQS_KEYS_MAX, UBS_OP_NAMES, isAccountStatus, isDebitOp, isUbsOpName, opKeyOf, resultOf } from './records.js';
+export { EXTERNAL_OPS, UBS_OP_NAMES, isAccountStatus, isDebitOp, isUbsOpName, opKeyOf, resultOf } from './records.js';
 export type { AccountVisitor, Decision, OpRecord, Outcome, ProcessedLookup, ReplayRecord, StatusRecord, WalRecord } from './records.js';
 
 /**

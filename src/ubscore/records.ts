@@ -50,8 +50,6 @@ export type Decision = {
 /** Receives one account of a capture or of a snapshot being restored. */
 export type AccountVisitor = (userId: bigint, asset: string, available: bigint, status: AccountStatus) => void;
 
-/** Keys one op_seqs command may ask about. */
-export const OP_SEQS_KEYS_MAX = 10_000;
 const DEBIT_OPS: ReadonlySet<UbsOpName> = new Set<UbsOpName>(['WITHDRAW', 'EXTERNAL_WITHDRAW']);
 
 export function opKeyOf(op: UbsOpName, key: string): string {
