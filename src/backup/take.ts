@@ -58,8 +58,12 @@ export class BackupTaker {
   async take(dir: string): Promise<BackupOutcome> {
     if (!path.isAbsolute(dir)) return { kind: 'refused', code: 'INVALID_REQUEST', message: 'dir must be an absolute path' };
     if (this.running) return { kind: 'refused', code: 'BACKUP_IN_PROGRESS', message: 'another backup is running' };
-    if (!(await isEmptyDir(dir))) return { kind: 'refused', code: 'BACKUP_TARGET_NOT_EMPTY', message: `${dir} exists and is not empty` };
+    // The slot is claimed before the first wait: a second request arriving meanwhile is refused.
     this.running = true;
+    if (!(await isEmptyDir(dir))) {
+      this.running = false;
+      return { kind: 'refused', code: 'BACKUP_TARGET_NOT_EMPTY', message: `${dir} exists and is not empty` };
+    }
     const sql = openSql(this.deps.databaseUrl, { max: 1, application: 'backup' });
     try {
       await fs.mkdir(path.join(dir, path.dirname(UBSCORE_FILE)), { recursive: true, mode: 0o700 });
