@@ -10,8 +10,8 @@ TSC := node_modules/.bin/tsc
 run: build
 	node dist/actors/main.js
 
-## make test: the whole suite (uvu), on an embedded PostgreSQL the runner starts and stops
-test: build
+## make test: the lint (make lint), then the whole suite (uvu), on an embedded PostgreSQL the runner starts and stops
+test: build lint
 	node dist/test/run.js $(FILTER)
 
 ## make lint: Biome checks the formatting and the lint rules, import boundaries and room sizes included (biome.json); writes nothing
