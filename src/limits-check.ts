@@ -135,6 +135,10 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('REQUEST_ID_CHARS_MAX', limit.REQUEST_ID_CHARS_MAX),
   positive('USERS_TRACKED_MAX', limit.USERS_TRACKED_MAX),
   positive('HALT_REASON_CHARS_MAX', limit.HALT_REASON_CHARS_MAX),
+  // The business bounds src/domain defines (re-exported by src/limits.ts).
+  positive('ASSET_LENGTH_MAX', limit.ASSET_LENGTH_MAX),
+  positive('KEY_LENGTH_MAX', limit.KEY_LENGTH_MAX),
+  positive('PRECISION_MAX', limit.PRECISION_MAX),
   positive('SCAN_BATCH_MAX', limit.SCAN_BATCH_MAX),
   positive('RETRY_TIMERS_MAX', limit.RETRY_TIMERS_MAX),
   positive('RETRY_BACKOFF_EXPONENT_MAX', limit.RETRY_BACKOFF_EXPONENT_MAX),

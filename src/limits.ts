@@ -1,8 +1,12 @@
 // Every limit of the service, in one file (after TigerBeetle's src/constants.zig): each bound, cap
 // and range, named for what it bounds with its unit and `_MAX` or `_MIN`, and why it has its value.
 // src/limits-check.ts asserts every one once, when the configuration is loaded. Bounds that are
-// part of a business rule (amounts, user ids, asset and key lengths) stay in src/domain, which
-// imports nothing; the widths of on-disk and wire formats stay beside their encoders.
+// part of a business rule (amounts, user ids, asset and key lengths) are defined in src/domain,
+// which imports nothing, and re-exported here so this file still lists every limit; the widths of
+// on-disk and wire formats stay beside their encoders.
+
+export { ASSET_LENGTH_MAX, KEY_LENGTH_MAX, USER_ID_MAX } from './domain/checks.js';
+export { AMOUNT_UNITS_MAX, BALANCE_UNITS_MAX, PRECISION_MAX } from './domain/money.js';
 
 const KIB = 1024;
 const MIB = 1024 * KIB;
