@@ -8,7 +8,7 @@ import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 import { SUBMIT_BATCH_MAX } from '../src/limits.js';
 import { oncePerTurn } from '../src/turn-flush.js';
 
-export type MailboxOptions = {
+type MailboxOptions = {
   readonly mailboxMax: number;
   readonly concurrencyMax: number;
   /** Sends one batch to the shard; answers one value per transfer, in order, and never throws. */

@@ -32,7 +32,7 @@ import { CONTROL_TASKS_MAX, COORDINATOR_CONTROL_MS_MAX, COORDINATOR_STOP_MS_MAX 
 /** One shard's thread: its pool of one thread, and the control API on that thread's port. */
 type ShardThread = { readonly pool: Piscina; readonly control: Remote<CoordinatorControlApi>; readonly port: MessagePort };
 
-export type PoolOptions = CoordinatorStartOptions & {
+type PoolOptions = CoordinatorStartOptions & {
   /** A new port on UBSCore's commands, one per shard. */
   readonly connectUbs: () => MessagePort;
 };

@@ -7,7 +7,7 @@ import { CoordinatorPools } from './coordinator-pool.js';
 import { startUbsCore, UbsClient } from './ubscore-client.js';
 
 /** UBSCore's thread as the service holds it, plus the ports the shards connect through. */
-export type UbsCoreThread = UbsCore & { connect(): MessagePort };
+type UbsCoreThread = UbsCore & { connect(): MessagePort };
 
 export const serviceThreads: ServiceThreads<UbsCoreThread> = {
   async startUbsCore(options, onEvent) {

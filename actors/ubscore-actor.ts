@@ -59,7 +59,7 @@ const WAL_UNWRITABLE: UbsResult = { kind: 'unavailable', reason: 'wal_unwritable
 const logger = createLogger({ level: 'warn', name: 'ubscore' });
 
 /** What the actor needs from its thread: stop the process, tell the main thread, reopen the state. */
-export type ActorHooks = {
+type ActorHooks = {
   readonly onFatal: (message: string) => void;
   readonly post: (event: UbsParentEvent) => void;
   /** Opens the state from disk as at start-up (actors/ubscore-state.ts); throws on failure. */

@@ -28,7 +28,7 @@ export type CoreState = {
 };
 
 /** What the snapshot cycle calls: a write became ready, or encoding threw (fatal). */
-export type CoreHooks = { readonly wake: () => void; readonly die: (message: string) => void };
+type CoreHooks = { readonly wake: () => void; readonly die: (message: string) => void };
 
 /** Opens the environment and restores the ledger from it, exactly as at start-up. Throws on failure. */
 export function openCoreState(options: UbsOptions, hooks: CoreHooks): CoreState {

@@ -8,7 +8,7 @@
 import type { Config } from './config.js';
 import { signJwt } from './http/jwt.js';
 
-export const DEV_TOKEN_LIFETIME_S = 24 * 3600;
+const DEV_TOKEN_LIFETIME_S = 24 * 3600;
 /** The operator the printed admin token names (an admin token's `sub` is any name). */
 const DEV_OPERATOR = 'dev-operator';
 

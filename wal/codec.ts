@@ -33,7 +33,7 @@ import { READER_ASSETS_MAX } from '../src/limits.js';
 
 export const WAL_FORMAT_VERSION = 2;
 /** Bytes of a record with an empty asset and key: everything but the two strings. */
-export const RECORD_FIXED_BYTES = 36;
+const RECORD_FIXED_BYTES = 36;
 /** Asset of 16 and key of 64 ASCII bytes. */
 export const RECORD_BYTES_MAX = RECORD_FIXED_BYTES + 16 + 64;
 const CHECKSUM_BYTES = 4;

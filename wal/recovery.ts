@@ -9,7 +9,7 @@ import { MDB_PANIC, commitFailure, diskShortfall, probeDir } from './disk.js';
 import { UBS_RECOVERY_BACKOFF_BASE_MS, UBS_RECOVERY_BACKOFF_CAP_MS } from '../src/limits.js';
 
 /** The probe file's size: it shows the directory takes a durable write; the reserve check guards the space. */
-export const UBS_DISK_PROBE_BYTES = 64 * 1024;
+const UBS_DISK_PROBE_BYTES = 64 * 1024;
 
 /** The probe: enough free space above the reserve, and a synced file write in the WAL's directory. */
 export async function probeWalDir(walDir: string, reserveBytes: number): Promise<void> {
@@ -18,7 +18,7 @@ export async function probeWalDir(walDir: string, reserveBytes: number): Promise
   await probeDir(walDir, UBS_DISK_PROBE_BYTES);
 }
 
-export type RecoveryHooks = {
+type RecoveryHooks = {
   /** Throws away the state and opens it again from disk. Called with no write in flight. */
   readonly rebuild: () => Promise<void>;
   /** The free-space check and one durable probe write beside the environment; rejects if either fails. */

@@ -45,9 +45,9 @@ const CHECKSUM_BYTES = 4;
 export const SNAPSHOT_CHUNK_ACCOUNTS_MAX = Math.floor((SNAPSHOT_CHUNK_BYTES_MAX - CHUNK_PREFIX_BYTES - CHECKSUM_BYTES) / ACCOUNT_BYTES);
 const HEADER_FIXED_BYTES = 43;
 /** Asset indexes are u16. */
-export const SNAPSHOT_ASSETS_MAX = 0xffff;
+const SNAPSHOT_ASSETS_MAX = 0xffff;
 /** Counts are u32. */
-export const SNAPSHOT_ACCOUNTS_MAX = 0xffffffff;
+const SNAPSHOT_ACCOUNTS_MAX = 0xffffffff;
 
 type SnapshotInfo = {
   readonly seq: number;

@@ -12,7 +12,7 @@ import { SnapshotEncoder } from './snapshot.js';
 import type { EncodedSnapshot, SnapshotStore } from './snapshot.js';
 
 /** When a snapshot is taken and how it is sliced (UBSCore's start options, defaults applied). */
-export type SnapshotPolicy = Required<Pick<UbsCoreOptions, 'snapshotEveryRecords' | 'snapshotSliceAccounts' | 'closeSnapshotRecordsMin'>>;
+type SnapshotPolicy = Required<Pick<UbsCoreOptions, 'snapshotEveryRecords' | 'snapshotSliceAccounts' | 'closeSnapshotRecordsMin'>>;
 
 /** An error as text for a log line or a fatal message, with its stack when it has one. */
 export function describeError(error: unknown): string {

@@ -14,7 +14,7 @@ import type { Sql } from '../db/sql.js';
 import { STATE_IDS } from '../domain/fsm.js';
 import type { TransferView } from './types.js';
 
-export type LimitCode = 'DAILY_LIMIT_EXCEEDED' | 'DAILY_AMOUNT_EXCEEDED' | 'RATE_LIMIT_EXCEEDED';
+type LimitCode = 'DAILY_LIMIT_EXCEEDED' | 'DAILY_AMOUNT_EXCEEDED' | 'RATE_LIMIT_EXCEEDED';
 
 type DailyLimitConfig = {
   /** Transfers per user per UTC day; 0 switches the limit off. */

@@ -13,7 +13,7 @@ const DURATION = 'transfer_duration_seconds';
 const RETRIES = 'transfer_retries_total';
 
 /** From creation to a final state: a direct commit takes milliseconds, a retried one up to RETRY_CAP_MS and beyond. */
-export const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
+const DURATION_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600];
 
 const finishedHelp = 'Transfers this shard moved into each final state since it started';
 const retriesHelp = 'Unknown outcomes that left a transfer where it was, to be retried';

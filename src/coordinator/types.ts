@@ -9,7 +9,7 @@ import type { AccountKind, FailureCode } from '../domain/types.js';
  * Why a coordinator refused to create a transfer (nothing was recorded), or to drive one it does
  * not know (NOT_FOUND).
  */
-export type RefusalCode =
+type RefusalCode =
   | FailureCode
   | 'NOT_FOUND'
   | 'DAILY_LIMIT_EXCEEDED'

@@ -13,7 +13,7 @@ import type { EmbeddedPg } from './embedded-pg.js';
 import { RESTART_BACKOFF_BASE_MS } from '../limits.js';
 
 /** How often the postmaster's pid is checked when no event says it died. */
-export const POSTMASTER_POLL_INTERVAL_MS = 500;
+const POSTMASTER_POLL_INTERVAL_MS = 500;
 
 type PgWatchEvents = {
   /** The postmaster is gone; a restart follows. */

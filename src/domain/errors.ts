@@ -29,7 +29,7 @@ export const API_CODES = [
   'BACKUP_FAILED',
   'SYSTEM_ERROR',
 ] as const;
-export type ApiCode = (typeof API_CODES)[number];
+type ApiCode = (typeof API_CODES)[number];
 
 export type ErrorCode = ValidationCode | BusinessCode | ApiCode;
 

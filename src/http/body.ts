@@ -10,7 +10,7 @@ import { IncomingMessage } from 'node:http';
 import type { Context, MiddlewareHandler } from 'hono';
 import { fail } from './errors.js';
 
-export type BodyCode = 'INVALID_REQUEST' | 'PAYLOAD_TOO_LARGE';
+type BodyCode = 'INVALID_REQUEST' | 'PAYLOAD_TOO_LARGE';
 export type JsonBody = { readonly ok: true; readonly value: Record<string, unknown> } | { readonly ok: false; readonly code: BodyCode };
 
 type Bytes = { readonly ok: true; readonly text: string } | { readonly ok: false; readonly code: BodyCode };

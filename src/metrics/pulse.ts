@@ -5,7 +5,7 @@
 /** How far back "now" looks. */
 export const PULSE_WINDOW_S = 60;
 /** Upper bounds of the latency buckets; the last slot of each histogram counts what is above. */
-export const PULSE_BUCKETS_MS = [1, 2, 5, 10, 15, 20, 25, 35, 50, 75, 100, 150, 250, 500, 1000, 2500, 5000] as const;
+const PULSE_BUCKETS_MS = [1, 2, 5, 10, 15, 20, 25, 35, 50, 75, 100, 150, 250, 500, 1000, 2500, 5000] as const;
 
 type Slot = { second: number; requests: number; accepted: number; buckets: Uint32Array };
 

@@ -9,7 +9,7 @@ import type { AccountKind, AccountStatus, ValidationCode } from '../domain/types
 /** An asset as an operator sets it: the same shape the asset cache reads. */
 type AssetSpec = Asset;
 
-export type AdminOutcome =
+type AdminOutcome =
   | { readonly kind: 'ok'; readonly created?: boolean }
   | {
       readonly kind: 'refused';

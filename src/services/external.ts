@@ -16,7 +16,7 @@ import { PENDING_RESUME_MAX } from '../limits.js';
 
 export type MovementKind = 'DEPOSIT' | 'WITHDRAW';
 
-export type Movement = {
+type Movement = {
   readonly kind: MovementKind;
   readonly ref: string;
   readonly userId: bigint;
@@ -25,7 +25,7 @@ export type Movement = {
   readonly amount: bigint;
 };
 
-export type MovementOutcome =
+type MovementOutcome =
   | { readonly kind: 'done'; readonly duplicate: boolean }
   | { readonly kind: 'pending'; readonly reason: string }
   | { readonly kind: 'refused'; readonly code: ErrorCode };

@@ -8,7 +8,7 @@ import type { AccountVisitor } from './records.js';
 
 /** `createdSeq` is the record that created the account (0 for one restored from a snapshot). */
 export type Account = { available: bigint; status: AccountStatus; readonly createdSeq: number };
-export type AccountValue = { readonly available: bigint; readonly status: AccountStatus };
+type AccountValue = { readonly available: bigint; readonly status: AccountStatus };
 
 /**
  * The key of a user in the ledger's map: the id as a JS number when it is a safe integer (every

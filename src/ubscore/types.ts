@@ -76,6 +76,6 @@ export type UbsResult =
   | { readonly kind: 'unavailable'; readonly reason: UbsUnavailableReason };
 
 /** Why UBSCore answered `unavailable`: its batch failed to write, or it is waiting for the disk. */
-export type UbsUnavailableReason = 'write_failed' | 'wal_unwritable';
+type UbsUnavailableReason = 'write_failed' | 'wal_unwritable';
 
 export type AuditAccount = { readonly userId: bigint; readonly asset: string; readonly available: bigint };
