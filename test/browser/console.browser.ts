@@ -114,7 +114,7 @@ test('the page loads with a strict CSP, shows the stuck transfer, and its counts
   assert.match(
     (await item.textContent()) ?? '',
     new RegExp(
-      `${stuck.state}[\\s\\S]*user 7100[\\s\\S]*250\\.50000000 USDT[\\s\\S]*retries 1[\\s\\S]*last error: funding DEPOSIT: canceling statement due to lock timeout`,
+      `${stuck.state}[\\s\\S]*user 7100[\\s\\S]*250\\.50000000 USDT[\\s\\S]*retries 1[\\s\\S]*last error: TIMEOUT: funding DEPOSIT: canceling statement due to lock timeout`,
     ),
   );
   await page.locator('#alerts li', { hasText: 'ABNORMAL_FREQUENCY' }).waitFor({ timeout: WAIT_MS });
