@@ -17,15 +17,13 @@
 // probe write is retried with capped backoff until the disk takes writes again
 // (wal/recovery.ts). The main thread hears `ubs.degraded` and `ubs.recovered`.
 
-import { mkdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
 import { createLogger } from '../src/log.js';
-import { Registry } from '../src/metrics/registry.js';
 import { oncePerTurn } from '../src/turn-flush.js';
 import { BatchEncoder } from '../wal/block.js';
-import type { WalBatch } from '../wal/block.js';
 import { commitFailure, diskShortfall, overflowedHeap } from '../wal/disk.js';
+import { copyEnvironment } from '../wal/copy.js';
 import { readLedgerId } from '../wal/meta.js';
 import { unreachable } from './protocol.js';
 import type {
@@ -35,7 +33,6 @@ import type {
   UbsParentEvent,
   UbsPauseOutcome,
   UbsPortMessage,
-  UbsResult,
   UbsResumeOutcome,
   UbsStats,
 } from './protocol.js';
@@ -43,18 +40,11 @@ import { PauseGate } from './ubscore-pause.js';
 import { DiskRecovery, probeWalDir } from '../wal/recovery.js';
 import { describeError as describe } from '../wal/snapshotter.js';
 import type { Write } from '../wal/snapshotter.js';
-import { closeCoreState, setCoreGauges, setDiskGauges, setProcessedGauges } from './ubscore-state.js';
+import { UbsMetrics } from './ubscore-metrics.js';
+import { closeCoreState } from './ubscore-state.js';
 import type { CoreState } from './ubscore-state.js';
 import { RequestUnpacker, isPortMessage, postReplies } from './ubscore-wire.js';
-import type { PortReplies } from './ubscore-wire.js';
-
-/** Histogram bounds for UBSCore's group commit: sync time in seconds and records per batch. */
-const WAL_SYNC_BUCKETS_S = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
-const BATCH_RECORDS_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096];
-
-/** The answers while the disk fails: shared objects, cloned once per reply message. */
-const WRITE_FAILED: UbsResult = { kind: 'unavailable', reason: 'write_failed' };
-const WAL_UNWRITABLE: UbsResult = { kind: 'unavailable', reason: 'wal_unwritable' };
+import { answerWriteFailed, newBatch, refuseAll, type Batch } from './ubscore-batch.js';
 
 const logger = createLogger({ level: 'warn', name: 'ubscore' });
 
@@ -71,18 +61,6 @@ type ActorHooks = {
 
 /** A degraded episode: since when, and the recovery that ends it. */
 type Degraded = { readonly since: number; readonly recovery: DiskRecovery };
-
-type Batch = {
-  /** Replies grouped by the port they answer, posted as one message per port. */
-  readonly replies: Map<MessagePort, PortReplies>;
-  commands: number;
-  /** What the batch writes, set when it is sealed; null when it decided no record. */
-  wal: WalBatch | null;
-};
-
-function newBatch(): Batch {
-  return { replies: new Map(), commands: 0, wal: null };
-}
 
 // ---------------------------------------------------------------------------------------------
 // The actor.
@@ -109,7 +87,7 @@ export class UbsActor {
   /** A backup's pause: while it holds, messages wait undecided. */
   private readonly gate = new PauseGate();
   private batchesWritten = 0;
-  private readonly metrics = new Registry({ runtime: { processWide: false } });
+  private readonly metrics = new UbsMetrics();
   private commandsAnswered = 0;
 
   constructor(
@@ -145,11 +123,9 @@ export class UbsActor {
   /** The thread's registry as values, its gauges and counters brought up to date first. */
   async metricValues(): Promise<UbsMetricsOutcome> {
     try {
-      setCoreGauges(this.metrics, this.stats());
-      setProcessedGauges(this.metrics, this.state);
       // While degraded the environment may be closed between a rebuild's close and its reopen.
-      if (this.degraded === null) setDiskGauges(this.metrics, this.state, this.hooks.walDir);
-      return { kind: 'metrics', families: await this.metrics.json() };
+      const families = await this.metrics.values(this.stats(), this.state, this.hooks.walDir, this.degraded === null);
+      return { kind: 'metrics', families };
     } catch (error) {
       return { kind: 'failed', message: describe(error) };
     }
@@ -179,7 +155,7 @@ export class UbsActor {
     // idempotently, against the restarted core.
     if (this.closing !== null || this.failed) return;
     if (this.degraded !== null) {
-      this.refuse(port, message);
+      refuseAll(this.unpacker, port, message);
       return;
     }
     const gate = this.gate.hold(port, message);
@@ -199,18 +175,6 @@ export class UbsActor {
       return;
     }
     this.scheduleFlush();
-  }
-
-  /** While the disk fails: every request is answered `unavailable` at once, nothing is decided. */
-  private refuse(port: MessagePort, message: UbsPortMessage): void {
-    const replies: PortReplies = { ids: [], results: [] };
-    const problem = this.unpacker.unpack(message, (id) => {
-      if (!Number.isSafeInteger(id)) return;
-      replies.ids.push(id);
-      replies.results.push(WAL_UNWRITABLE);
-    });
-    if (problem !== null) console.error(`ubscore: dropped the rest of a malformed port message: ${problem}`);
-    postReplies(port, replies);
   }
 
   private take(port: MessagePort, id: number, command: unknown): void {
@@ -306,22 +270,7 @@ export class UbsActor {
     const wal = batch.wal;
     if (wal === null) return Promise.resolve();
     const started = performance.now();
-    return this.state.log.appendBatch(wal).then(() => {
-      this.metrics.observe(
-        'transfer_ubscore_wal_sync_seconds',
-        'Time from submitting a WAL batch to LMDB until it is durable',
-        WAL_SYNC_BUCKETS_S,
-        {},
-        (performance.now() - started) / 1000,
-      );
-      this.metrics.observe(
-        'transfer_ubscore_wal_batch_records',
-        'WAL records per group commit (one sync each)',
-        BATCH_RECORDS_BUCKETS,
-        {},
-        wal.lastSeq - wal.firstSeq + 1,
-      );
-    });
+    return this.state.log.appendBatch(wal).then(() => this.metrics.batchDurable(wal, started));
   }
 
   private onMaintained(): void {
@@ -367,8 +316,7 @@ export class UbsActor {
       log: (line) => console.error(line),
     });
     this.degraded = { since, recovery };
-    for (const failed of undurable)
-      for (const [port, replies] of failed.replies) postReplies(port, { ids: replies.ids, results: replies.ids.map(() => WRITE_FAILED) });
+    answerWriteFailed(undurable);
     void commitFailure(error).then((failure) => {
       const reason = `${label} failed: ${failure.message} (code ${String(failure.code)})`;
       // lmdb-js overflowed a heap buffer reporting this failure: nothing in this process can be trusted.
@@ -457,11 +405,7 @@ export class UbsActor {
     const walSeq = this.durableSeq;
     const started = performance.now();
     try {
-      // lmdb-js's root database backup: mdb_env_copy, one read transaction, so one instant.
-      // Without compaction: a page-for-page copy is the shortest pause. mdb_env_copy2 writes
-      // dir/data.mdb and needs the directory to exist.
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      await this.state.log.databases.env.backup(dir, false);
+      await copyEnvironment(this.state.log.databases, dir);
     } catch (error) {
       return { kind: 'refused', reason: `the LMDB copy failed: ${describe(error)}` };
     }

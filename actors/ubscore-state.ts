@@ -3,12 +3,7 @@
 // cycle and the processed set. Start-up opens it once; after a failed write the actor closes it
 // and opens it again, so RAM is exactly what is durable (wal/recovery.ts).
 
-import { statSync } from 'node:fs';
-import path from 'node:path';
-import type { Registry } from '../src/metrics/registry.js';
-import type { UbsStats } from './protocol.js';
 import type { SpotLedger } from '../src/ubscore/core.js';
-import { freeBytes } from '../wal/disk.js';
 import { openWal } from '../wal/log.js';
 import type { WalLog } from '../wal/log.js';
 import { SnapshotStore } from '../wal/snapshot.js';
@@ -53,82 +48,4 @@ export async function closeCoreState(state: CoreState): Promise<void> {
   state.snapshots.dispose();
   await state.processed.close();
   await state.log.close();
-}
-
-/** The ledger's counters and gauges, from the actor's own running totals. */
-export function setCoreGauges(metrics: Registry, stats: UbsStats): void {
-  metrics.countTo('transfer_ubscore_commands_total', 'Commands UBSCore processed since it started', {}, stats.commands);
-  metrics.countTo(
-    'transfer_ubscore_wal_batches_total',
-    'WAL batches UBSCore committed since it started (one sync each)',
-    {},
-    stats.batches,
-  );
-  metrics.set('transfer_ubscore_accounts', 'Spot accounts held by UBSCore', {}, stats.accounts);
-  metrics.set('transfer_ubscore_wal_seq', "Sequence number of UBSCore's last durable WAL record", {}, stats.walSeq);
-}
-
-/** The processed set's filter gauges. */
-export function setProcessedGauges(metrics: Registry, state: CoreState): void {
-  const processed = state.processed.stats();
-  metrics.set(
-    'transfer_ubscore_processed_filter_ready',
-    'Whether the processed-set filter holds every key (1), so fresh keys skip LMDB',
-    {},
-    processed.filterReady ? 1 : 0,
-  );
-  metrics.set('transfer_ubscore_processed_filter_keys', 'Keys in the processed-set filter', {}, processed.filterKeys);
-  metrics.countTo(
-    'transfer_ubscore_processed_lmdb_reads_total',
-    'Processed-set lookups that read LMDB since this processed set was opened',
-    {},
-    processed.lmdbReads,
-  );
-}
-
-/** The LMDB databases whose size on disk GET /metrics reports. */
-const DISK_DATABASES = ['wal', 'processed', 'snapshot', 'meta'] as const;
-
-/**
- * Sets the disk gauges: each database's pages times the page size (LMDB's own count, free pages
- * not included), the data file's size, and the space left on its filesystem. A few mdb_stat
- * calls and two stat syscalls: cheap enough for a scrape, and never on the command path.
- */
-export function setDiskGauges(metrics: Registry, state: CoreState, walDir: string): void {
-  for (const name of DISK_DATABASES) {
-    const stats = state.log.databases[name].getStats() as Partial<
-      Record<'pageSize' | 'treeBranchPageCount' | 'treeLeafPageCount' | 'overflowPages' | 'mapSize', number>
-    >;
-    const pages = (stats.treeBranchPageCount ?? 0) + (stats.treeLeafPageCount ?? 0) + (stats.overflowPages ?? 0);
-    metrics.set(
-      'transfer_ubscore_lmdb_bytes',
-      'Bytes of each UBSCore LMDB database: its pages times the page size, free pages not included',
-      { db: name },
-      pages * (stats.pageSize ?? 0),
-    );
-    // mdb_env_info's map size: the environment's, the same through every database of it.
-    if (stats.mapSize !== undefined)
-      metrics.set(
-        'transfer_ubscore_lmdb_map_size_bytes',
-        "Size of UBSCore's LMDB memory map: the most the data file can grow to before LMDB grows the map",
-        {},
-        stats.mapSize,
-      );
-  }
-  try {
-    metrics.set(
-      'transfer_ubscore_lmdb_file_bytes',
-      "Size of UBSCore's LMDB data file, free pages included",
-      {},
-      statSync(path.join(walDir, 'data.mdb')).size,
-    );
-    metrics.set(
-      'transfer_ubscore_disk_free_bytes',
-      "Bytes free on the filesystem of UBSCore's WAL (writes stop below UBS_DISK_RESERVE_MB)",
-      {},
-      freeBytes(walDir),
-    );
-  } catch {
-    // A file or filesystem that cannot be read leaves the last values; the next scrape tries again.
-  }
 }
