@@ -28,6 +28,7 @@ import type {
 } from './protocol.js';
 import { nodeEndpoint } from './ubscore-client.js';
 import { CONTROL_TASKS_MAX, COORDINATOR_CONTROL_MS_MAX, COORDINATOR_STOP_MS_MAX } from '../src/limits.js';
+import { within } from '../src/within.js';
 
 /** One shard's thread: its pool of one thread, and the control API on that thread's port. */
 type ShardThread = { readonly pool: Piscina; readonly control: Remote<CoordinatorControlApi>; readonly port: MessagePort };
@@ -218,17 +219,8 @@ export class CoordinatorPools implements CoordinatorShards {
   private async control<T>(shard: number, ms: number, call: (api: Remote<CoordinatorControlApi>) => Promise<T>): Promise<T | ControlMiss> {
     const thread = this.threads[shard];
     if (thread === undefined) return { kind: 'failed', message: `no shard ${shard}` };
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<ControlMiss>((resolve) => {
-      timer = setTimeout(() => resolve({ kind: 'late', ms }), ms);
-      timer.unref();
-    });
     const answer = call(thread.control).catch((error: unknown): ControlMiss => ({ kind: 'failed', message: String(error) }));
-    try {
-      return await Promise.race([answer, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return within<T | ControlMiss, ControlMiss>(answer, ms, { kind: 'late', ms });
   }
 
   private async run(shard: number, task: CoordinatorTask): Promise<CoordinatorResult | { kind: 'busy' }> {

@@ -20,6 +20,7 @@ import type { WalLog } from '../wal/log.js';
 import { unreachable } from './protocol.js';
 import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
 import { FILTER_EXIT_WAIT_MS, KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN } from '../src/limits.js';
+import { within } from '../src/within.js';
 
 /** A new filter is sized for this many times the keys it starts with, so it rebuilds rarely. */
 const FILTER_GROWTH = 2;
@@ -119,11 +120,8 @@ export class ProcessedSet {
     Atomics.store(build.stop, 0, 1);
     // Referenced while waited for: the thread's event loop must not end under this wait.
     build.worker.ref();
-    let timer: NodeJS.Timeout | undefined;
     const exited = new Promise<void>((resolve) => build.worker.once('exit', () => resolve()));
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, FILTER_EXIT_WAIT_MS)));
-    await Promise.race([exited, bound]);
-    clearTimeout(timer);
+    await within(exited, FILTER_EXIT_WAIT_MS, undefined);
   }
 
   stats(): ProcessedStats {

@@ -146,6 +146,7 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('STOP_DRAIN_MS', limit.STOP_DRAIN_MS),
   positive('CONTROL_TASKS_MAX', limit.CONTROL_TASKS_MAX),
   positive('COORDINATOR_CONTROL_MS_MAX', limit.COORDINATOR_CONTROL_MS_MAX),
+  positive('UBS_CONTROL_MS_MAX', limit.UBS_CONTROL_MS_MAX),
   positive('COORDINATOR_STOP_MS_MAX', limit.COORDINATOR_STOP_MS_MAX),
   positive('SUBMIT_BATCH_MAX', limit.SUBMIT_BATCH_MAX),
   positive('PENDING_RESUME_MAX', limit.PENDING_RESUME_MAX),

@@ -189,6 +189,8 @@ export const STOP_DRAIN_MS = 5_000;
 export const CONTROL_TASKS_MAX = 16;
 /** The longest the main thread waits for a shard's answer to metrics, assets or halt (comlink has no timeout). */
 export const COORDINATOR_CONTROL_MS_MAX = 2_000;
+/** The longest the main thread waits for UBSCore's stats, metrics or /readyz's probe command. */
+export const UBS_CONTROL_MS_MAX = 2_000;
 /**
  * The longest it waits for a shard to stop: its drives drain for up to STOP_DRAIN_MS and its
  * PostgreSQL pool closes within 5 s more. A shard that has not stopped by then is terminated.

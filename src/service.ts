@@ -3,7 +3,6 @@
 // coordinator shards, then the HTTP front door last, so nothing is accepted before it can run.
 
 import path from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
 import { coordinatorSettings, type Config } from './config.js';
 import { AssetCache } from './db/assets.js';
 import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
@@ -43,7 +42,15 @@ import { AlertMonitor } from './alerts/monitor.js';
 import { AuditLog } from './audit/audit-log.js';
 import { BackupTaker } from './backup/take.js';
 import { WalHealth } from './services/wal-health.js';
-import { ALERT_ROWS_MAX, READYZ_PG_PROBE_TIMEOUT_MS, RETRY_TIMERS_MAX, SCAN_BATCH_MAX, UBS_CLOSE_TIMEOUT_MS } from './limits.js';
+import {
+  ALERT_ROWS_MAX,
+  READYZ_PG_PROBE_TIMEOUT_MS,
+  RETRY_TIMERS_MAX,
+  SCAN_BATCH_MAX,
+  UBS_CLOSE_TIMEOUT_MS,
+  UBS_CONTROL_MS_MAX,
+} from './limits.js';
+import { within } from './within.js';
 
 export type Service = {
   readonly port: number;
@@ -166,7 +173,7 @@ async function startUbs<Core extends UbsCore>(start: Start, threads: ServiceThre
   const ubs = await threads.startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
   stack.push(async () => {
     // Comlink has no timeout: a dead worker would never answer, so bound the wait.
-    const closed = await Promise.race([ubs.control.close(), delay(UBS_CLOSE_TIMEOUT_MS, null, { ref: false })]);
+    const closed = await within(ubs.control.close(), UBS_CLOSE_TIMEOUT_MS, null);
     if (closed === null) log.error('UBSCore did not close in time; terminating it');
     await ubs.terminate();
   });
@@ -251,7 +258,7 @@ function appDeps(start: Start, built: Built): AppDeps {
   const assets = new AssetCache(sql);
   const batch = { batchMax: config.pgBatchMax };
   const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
-  const ubsStats = () => Promise.race([built.ubs.control.stats(), delay(2_000, null, { ref: false })]);
+  const ubsStats = () => within(built.ubs.control.stats(), UBS_CONTROL_MS_MAX, null);
   const backups = new BackupTaker({ databaseUrl: stores.databaseUrl, control: built.ubs.control, log });
   return {
     tokens: built.tokens,
@@ -301,7 +308,7 @@ function appDeps(start: Start, built: Built): AppDeps {
 /** GET /metrics: the main thread's registry, PostgreSQL's measures, every shard's and UBSCore's. */
 function renderMetrics(built: Built): AppDeps['metrics'] {
   const { stores, pools, main } = built;
-  const ubsMetrics = ubscoreScrape(() => Promise.race([built.ubs.control.metrics(), delay(2_000, null, { ref: false })]));
+  const ubsMetrics = ubscoreScrape(() => within(built.ubs.control.metrics(), UBS_CONTROL_MS_MAX, null));
   return () => {
     // The reason is in /readyz and the log, never a label: a label per reason is a new series.
     main.registry.set(
@@ -317,17 +324,18 @@ function renderMetrics(built: Built): AppDeps['metrics'] {
 /** /readyz's probe: PostgreSQL answers, UBSCore answers, and its WAL takes writes. */
 function readinessProbe(sql: Sql, main: MainParts): AppDeps['probe'] {
   return async () => {
-    const answer = await main.ubs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, 2_000);
+    const answer = await main.ubs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, UBS_CONTROL_MS_MAX);
     const wal = main.walHealth.current;
     return {
       // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
-      postgres: await Promise.race([
+      postgres: await within(
         sql`SELECT 1`.then(
           () => true,
           () => false,
         ),
-        delay(READYZ_PG_PROBE_TIMEOUT_MS, false, { ref: false }),
-      ]),
+        READYZ_PG_PROBE_TIMEOUT_MS,
+        false,
+      ),
       ubscore: answer !== null && answer.kind !== 'unavailable',
       walWritable: wal.writable,
       walReason: wal.writable ? null : wal.reason,

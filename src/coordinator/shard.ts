@@ -15,6 +15,7 @@ import type { Watchdog } from './watchdog.js';
 import type { StepResult, TransferDriver } from './driver.js';
 import type { CoordinatorConfig, NewTransfer, SubmitReply, TransferView } from './types.js';
 import { STOP_DRAIN_MS } from '../limits.js';
+import { within } from '../within.js';
 
 export class Shard {
   private readonly inProgress = new Set<string>();
@@ -104,13 +105,7 @@ export class Shard {
    * background. The wait is a race against the drive, not a sleep.
    */
   private async driveUntil(reqId: string, deadline: number, known?: TransferView): Promise<TransferView | null> {
-    const driving = this.drive(reqId, known);
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'deadline'>((resolve) => {
-      timer = setTimeout(() => resolve('deadline'), Math.max(0, deadline - Date.now()));
-    });
-    const first = await Promise.race([driving, timeout]);
-    clearTimeout(timer);
+    const first = await within(this.drive(reqId, known), Math.max(0, deadline - Date.now()), 'deadline' as const);
     if (first !== 'deadline') return first;
     return this.deps.store.get(reqId);
   }
