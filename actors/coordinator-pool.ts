@@ -29,6 +29,7 @@ import type {
 import { nodeEndpoint } from './ubscore-client.js';
 import { CONTROL_TASKS_MAX, COORDINATOR_CONTROL_MS_MAX, COORDINATOR_STOP_MS_MAX } from '../src/limits.js';
 import { within } from '../src/within.js';
+import { errorText } from '../src/error-text.js';
 
 /** One shard's thread: its pool of one thread, and the control API on that thread's port. */
 type ShardThread = { readonly pool: Piscina; readonly control: Remote<CoordinatorControlApi>; readonly port: MessagePort };
@@ -205,7 +206,7 @@ export class CoordinatorPools implements CoordinatorShards {
     try {
       result = (await pool.run(task)) as CoordinatorResult;
     } catch (error) {
-      result = { kind: 'coord.error', message: error instanceof Error ? error.message : String(error) };
+      result = { kind: 'coord.error', message: errorText(error) };
     }
     if (result.kind === 'coord.submitted') return result.answers;
     const message = result.kind === 'coord.error' ? result.message : `unexpected coordinator answer ${result.kind}`;
@@ -231,7 +232,7 @@ export class CoordinatorPools implements CoordinatorShards {
     try {
       return (await pool.run(task)) as CoordinatorResult;
     } catch (error) {
-      return { kind: 'coord.error', message: error instanceof Error ? error.message : String(error) };
+      return { kind: 'coord.error', message: errorText(error) };
     }
   }
 }

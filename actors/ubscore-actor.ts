@@ -38,7 +38,7 @@ import type {
 } from './protocol.js';
 import { PauseGate } from './ubscore-pause.js';
 import { DiskRecovery, probeWalDir } from '../wal/recovery.js';
-import { describeError as describe } from '../wal/snapshotter.js';
+import { errorDetail as describe } from '../src/error-text.js';
 import type { Write } from '../wal/snapshotter.js';
 import { UbsMetrics } from './ubscore-metrics.js';
 import { closeCoreState } from './ubscore-state.js';

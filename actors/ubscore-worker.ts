@@ -10,7 +10,7 @@ import { unreachable } from './protocol.js';
 import type { UbsControlApi, UbsParentEvent, UbsParentMessage } from './protocol.js';
 import { UbsActor } from './ubscore-actor.js';
 import { nodeEndpoint } from './ubscore-client.js';
-import { describeError as describe } from '../wal/snapshotter.js';
+import { errorDetail as describe } from '../src/error-text.js';
 import { readWorkerData } from './ubscore-start.js';
 import { openCoreState } from './ubscore-state.js';
 

@@ -17,6 +17,7 @@
 import { statfsSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { errorText } from '../src/error-text.js';
 /** LMDB's "environment had a fatal error" code: nothing more can be written until it is reopened. */
 export const MDB_PANIC = -30795;
 /** The file a probe writes and removes again, beside LMDB's data.mdb and lock.mdb. */
@@ -37,7 +38,7 @@ export function isCommitFailure(error: unknown): error is Error & { readonly com
 
 /** The cause of a failed write, with LMDB's own error when lmdb-js carried it. Never rejects. */
 export async function commitFailure(error: unknown): Promise<CommitFailure> {
-  if (!isCommitFailure(error)) return { message: error instanceof Error ? error.message : String(error), code: codeOf(error) };
+  if (!isCommitFailure(error)) return { message: errorText(error), code: codeOf(error) };
   try {
     await error.commitError;
   } catch (cause) {
@@ -60,7 +61,7 @@ export function diskShortfall(dir: string, reserveBytes: number): string | null 
   try {
     free = freeBytes(dir);
   } catch (error) {
-    return `cannot read the free space of ${dir}: ${error instanceof Error ? error.message : String(error)}`;
+    return `cannot read the free space of ${dir}: ${errorText(error)}`;
   }
   return free >= reserveBytes ? null : `${free} bytes free under ${dir}, below the reserve of ${reserveBytes}`;
 }

@@ -36,6 +36,7 @@ import type { Decoded } from './codec.js';
 import { crc32c, crc32cUpdate } from './crc32.js';
 import type { SnapshotKey, WalDatabases } from './databases.js';
 import { SNAPSHOT_CHUNK_BYTES_MAX } from '../src/limits.js';
+import { errorText } from '../src/error-text.js';
 
 const SNAPSHOT_FORMAT_VERSION = 1;
 const SNAPSHOT_MAGIC = 0x55425353;
@@ -357,7 +358,7 @@ export class SnapshotStore {
       const reason = decodeSnapshotBody(header.record, chunks, visit);
       return reason === null ? header : fail(reason);
     } catch (error) {
-      return fail(`an account was refused: ${error instanceof Error ? error.message : String(error)}`);
+      return fail(`an account was refused: ${errorText(error)}`);
     }
   }
 

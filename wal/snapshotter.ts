@@ -10,14 +10,12 @@ import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../src/limits.js';
 import type { WalLog } from './log.js';
 import { SnapshotEncoder } from './snapshot.js';
 import type { EncodedSnapshot, SnapshotStore } from './snapshot.js';
+import { errorDetail } from '../src/error-text.js';
 
 /** When a snapshot is taken and how it is sliced (UBSCore's start options, defaults applied). */
 type SnapshotPolicy = Required<Pick<UbsCoreOptions, 'snapshotEveryRecords' | 'snapshotSliceAccounts' | 'closeSnapshotRecordsMin'>>;
 
 /** An error as text for a log line or a fatal message, with its stack when it has one. */
-export function describeError(error: unknown): string {
-  return error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error);
-}
 
 /** One cycle at a time: idle → encoding → ready → pruning → idle. */
 type Phase =
@@ -93,7 +91,7 @@ export class Snapshotter {
       this.phase = { kind: 'ready', snapshot };
       this.wake();
     } catch (error) {
-      this.onFatal(`encoding the snapshot at seq ${phase.capture.seq} threw: ${describeError(error)}`);
+      this.onFatal(`encoding the snapshot at seq ${phase.capture.seq} threw: ${errorDetail(error)}`);
     }
   }
 

@@ -11,7 +11,6 @@ import { Batcher, isConstraintRefusal, type BatchSettings } from '../db/batch.js
 import type { Sql } from '../db/sql.js';
 import { opAnswer, type OpAnswer, type TransferWrites, type WriteItem } from '../db/transfer-writes.js';
 import {
-  describeError,
   OperationAdapter,
   type LocalAccountAdapter,
   type MovedOutcome,
@@ -19,6 +18,7 @@ import {
   type QueryOutcome,
   type TransferMove,
 } from './types.js';
+import { errorText } from '../error-text.js';
 
 type OpRecord = { user_id: bigint; asset: string; amount: bigint; outcome: string; code: string | null };
 type AccountKey = { readonly userId: bigint; readonly asset: string };
@@ -119,7 +119,7 @@ function caught(op: TransferOp, error: unknown): OpOutcome {
  * exception that did not come from the database at all.
  */
 function databaseCause(what: string, error: unknown): PendingCause {
-  const detail = `${what}: ${describeError(error)}`;
+  const detail = `${what}: ${errorText(error)}`;
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return { kind: 'exception', detail };
   if (code === '57014' || code === '55P03' || code === 'CONNECT_TIMEOUT') return { kind: 'timeout', detail };

@@ -5,7 +5,8 @@
 import { checkOpRequest } from '../domain/checks.js';
 import { failed, isBusinessCode, pending, SUCCESS, type OpOutcome, type PendingCause, type TransferOp } from '../domain/types.js';
 import type { UbsCommand, UbsResult } from '../ubscore/types.js';
-import { describeError, OperationAdapter, type OpRequest, type QueryOutcome } from './types.js';
+import { OperationAdapter, type OpRequest, type QueryOutcome } from './types.js';
+import { errorText } from '../error-text.js';
 
 /** Sends one command to UBSCore; resolves null when no answer came within `timeoutMs`. */
 export type UbsSend = (command: UbsCommand, timeoutMs: number) => Promise<UbsResult | null>;
@@ -43,7 +44,7 @@ export class TradingAdapter extends OperationAdapter {
       if (result !== null) return { answered: true, result };
       return { answered: false, cause: { kind: 'timeout', detail: `${what}: no answer within ${this.timeoutMs} ms` } };
     } catch (error) {
-      return { answered: false, cause: { kind: 'exception', detail: `${what}: send failed: ${describeError(error)}` } };
+      return { answered: false, cause: { kind: 'exception', detail: `${what}: send failed: ${errorText(error)}` } };
     }
   }
 }

@@ -76,7 +76,3 @@ export abstract class OperationAdapter implements AccountAdapter {
 
   protected abstract apply(op: TransferOp, req: OpRequest): Promise<OpOutcome>;
 }
-
-export function describeError(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}

@@ -31,6 +31,7 @@ import {
 } from './manifest.js';
 import { dumpTables } from './pg-tables.js';
 import { BACKUP_PAUSE_MS_MAX } from '../limits.js';
+import { errorText } from '../error-text.js';
 
 type BackupControl = Pick<UbsControlApi, 'pause' | 'copyTo' | 'resume'>;
 
@@ -79,7 +80,7 @@ export class BackupTaker {
       this.deps.log.info('backup taken', { dir, ledger_id: manifest.ledgerId, wal_seq: manifest.walSeq, pause_ms: manifest.pauseMs });
       return { kind: 'done', dir, manifest };
     } catch (error) {
-      return { kind: 'failed', message: error instanceof Error ? error.message : String(error) };
+      return { kind: 'failed', message: errorText(error) };
     } finally {
       // A backup that did not finish has no manifest; what it wrote goes, so the directory is empty again.
       if (

@@ -6,6 +6,7 @@
 
 import { importJWK, type CryptoKey, type JWK } from 'jose';
 import { JWKS_KEYS_MAX, KID_LENGTH_MAX } from '../limits.js';
+import { errorText } from '../error-text.js';
 
 export const JWKS_ALGORITHMS = ['RS256', 'ES256', 'EdDSA'] as const;
 export type JwksAlgorithm = (typeof JWKS_ALGORITHMS)[number];
@@ -58,9 +59,7 @@ async function importOne(raw: unknown, index: number): Promise<JwksKey | null> {
     if (key instanceof Uint8Array || key.type !== 'public') throw new JwksError('not a public key');
     return { kid: jwk.kid, alg, key };
   } catch (error) {
-    throw new JwksError(
-      `${name} (kid ${JSON.stringify(jwk.kid)}, ${alg}) does not import: ${error instanceof Error ? error.message : String(error)}`,
-    );
+    throw new JwksError(`${name} (kid ${JSON.stringify(jwk.kid)}, ${alg}) does not import: ${errorText(error)}`);
   }
 }
 

@@ -10,6 +10,7 @@ import fs from 'node:fs/promises';
 import type { Logger } from '../log.js';
 import { JwksError, parseJwks, type JwksKey } from './jwks-keys.js';
 import { JWKS_BYTES_MAX } from '../limits.js';
+import { errorText } from '../error-text.js';
 
 export type JwksLocation = { readonly kind: 'file'; readonly path: string } | { readonly kind: 'url'; readonly url: string };
 
@@ -49,7 +50,7 @@ export class JwksSource {
     const now = (opts.nowMs ?? Date.now)();
     const text = await readLocation(opts.location, opts.timeoutMs);
     const parsed = await parseJwks(text).catch((error: unknown) => {
-      throw new JwksError(`${describe(opts.location)}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new JwksError(`${describe(opts.location)}: ${errorText(error)}`);
     });
     opts.log.info('JWKS loaded', { jwks: describe(opts.location), kids: [...parsed.keys.keys()], skipped_keys: parsed.skipped });
     return new JwksSource(opts, text, parsed.keys, now);
@@ -102,7 +103,7 @@ export class JwksSource {
       this.opts.log.error('JWKS reload failed: the last good key set stays in use', {
         jwks: describe(this.opts.location),
         reason,
-        error: error instanceof Error ? error.message : String(error),
+        error: errorText(error),
       });
     }
     return this.ring;
@@ -120,7 +121,7 @@ function describe(location: JwksLocation): string {
 async function readLocation(location: JwksLocation, timeoutMs: number): Promise<string> {
   if (location.kind === 'file') {
     const stat = await fs.stat(location.path).catch((error: unknown) => {
-      throw new JwksError(`cannot read JWT_JWKS_FILE ${location.path}: ${error instanceof Error ? error.message : String(error)}`);
+      throw new JwksError(`cannot read JWT_JWKS_FILE ${location.path}: ${errorText(error)}`);
     });
     if (stat.size > JWKS_BYTES_MAX) throw new JwksError(`JWT_JWKS_FILE ${location.path} is larger than ${JWKS_BYTES_MAX} bytes`);
     return fs.readFile(location.path, 'utf8');
@@ -133,7 +134,7 @@ async function fetchBounded(url: string, timeoutMs: number): Promise<string> {
   try {
     response = await fetch(url, { redirect: 'error', signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
   } catch (error) {
-    throw new JwksError(`cannot fetch JWT_JWKS_URL ${url}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new JwksError(`cannot fetch JWT_JWKS_URL ${url}: ${errorText(error)}`);
   }
   if (response.status !== 200) {
     await response.body?.cancel();
