@@ -8,26 +8,15 @@ import type { AppDeps } from './deps.js';
 import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
 import { keysetCursor } from './cursor.js';
-import { firstCode } from './schemas.js';
+import { cursorText, firstCode, pageLimitText } from './schemas.js';
 import { AUDIT_LIMIT_DEFAULT, AUDIT_LIMIT_MAX } from '../limits.js';
 
 const cursors = keysetCursor('a1:');
 
 const AuditQuery = v.strictObject(
   {
-    limit: v.optional(
-      v.pipe(
-        v.string('INVALID_REQUEST'),
-        v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'),
-        v.check((s) => Number(s) <= AUDIT_LIMIT_MAX, 'INVALID_REQUEST'),
-      ),
-    ),
-    cursor: v.optional(
-      v.pipe(
-        v.string('INVALID_REQUEST'),
-        v.check((s) => cursors.decode(s) !== null, 'INVALID_REQUEST'),
-      ),
-    ),
+    limit: v.optional(pageLimitText(AUDIT_LIMIT_MAX)),
+    cursor: v.optional(cursorText(cursors.decode)),
   },
   'INVALID_REQUEST',
 );

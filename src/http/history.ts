@@ -9,7 +9,7 @@ import type { AppDeps } from './deps.js';
 import type { AuthEnv } from './auth.js';
 import { keysetCursor } from './cursor.js';
 import { fail } from './errors.js';
-import { firstCode } from './schemas.js';
+import { cursorText, firstCode, pageLimitText } from './schemas.js';
 import { transferJson } from './views.js';
 import { HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX } from '../limits.js';
 
@@ -29,19 +29,8 @@ const HistoryQuery = v.strictObject(
     state: v.optional(v.picklist(STATE_NAMES as TransferStateName[], 'INVALID_REQUEST')),
     from_time: v.optional(timeText),
     to_time: v.optional(timeText),
-    limit: v.optional(
-      v.pipe(
-        v.string('INVALID_REQUEST'),
-        v.regex(/^[1-9][0-9]{0,2}$/, 'INVALID_REQUEST'),
-        v.check((s) => Number(s) <= HISTORY_LIMIT_MAX, 'INVALID_REQUEST'),
-      ),
-    ),
-    cursor: v.optional(
-      v.pipe(
-        v.string('INVALID_REQUEST'),
-        v.check((s) => cursors.decode(s) !== null, 'INVALID_REQUEST'),
-      ),
-    ),
+    limit: v.optional(pageLimitText(HISTORY_LIMIT_MAX)),
+    cursor: v.optional(cursorText(cursors.decode)),
   },
   'INVALID_REQUEST',
 );

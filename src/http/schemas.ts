@@ -109,3 +109,21 @@ export function firstCode(issues: readonly { message: string }[]): ErrorCode {
   const message = issues[0]?.message ?? 'INVALID_REQUEST';
   return isErrorCode(message) ? message : 'INVALID_REQUEST';
 }
+
+/** A list's page size as query text: a whole number from 1 to `max`, else INVALID_REQUEST. */
+export function pageLimitText(max: number) {
+  return v.pipe(
+    v.string('INVALID_REQUEST'),
+    // No more digits than `max` has: a long string is refused before it becomes a number.
+    v.regex(new RegExp(`^[1-9][0-9]{0,${String(max).length - 1}}$`), 'INVALID_REQUEST'),
+    v.check((s) => Number(s) <= max, 'INVALID_REQUEST'),
+  );
+}
+
+/** A keyset cursor as query text: one this list handed out (`decode` gives its id), else INVALID_REQUEST. */
+export function cursorText(decode: (cursor: string) => bigint | null) {
+  return v.pipe(
+    v.string('INVALID_REQUEST'),
+    v.check((s) => decode(s) !== null, 'INVALID_REQUEST'),
+  );
+}
