@@ -346,7 +346,7 @@ function coordinatorVars(env: Env): CoordinatorSettings {
     scanIntervalMs: intVar(env, 'SCAN_INTERVAL_MS', 5_000, SCAN_INTERVAL_MS_MIN, SCAN_INTERVAL_MS_MAX),
     staleThresholdMs: intVar(env, 'STALE_THRESHOLD_MS', 60_000, STALE_THRESHOLD_MS_MIN, STALE_THRESHOLD_MS_MAX),
     scanConcurrencyMax: intVar(env, 'SCAN_CONCURRENCY_MAX', 1_000, SCAN_CONCURRENCY_TRANSFERS_MIN, SCAN_CONCURRENCY_TRANSFERS_MAX),
-    pgBatchMax: intVar(env, 'PG_BATCH_MAX', 500, PG_BATCH_ROWS_MIN, PG_BATCH_ROWS_MAX),
+    pgBatchMax: intVar(env, 'PG_BATCH_MAX', PG_BATCH_MAX_DEFAULT, PG_BATCH_ROWS_MIN, PG_BATCH_ROWS_MAX),
     targetPendingAlertMs: intVar(env, 'TARGET_PENDING_ALERT_MS', 60_000, TARGET_PENDING_ALERT_MS_MIN, TARGET_PENDING_ALERT_MS_MAX),
     refundFailuresAlertMax: intVar(env, 'REFUND_FAILURES_ALERT', 3, REFUND_FAILURES_ALERT_MIN, REFUND_FAILURES_ALERT_MAX),
     stuckRetriesMax: intVar(env, 'STUCK_RETRIES', 10, STUCK_RETRIES_MIN, STUCK_RETRIES_MAX),
@@ -408,9 +408,17 @@ export function loadBackupConfig(env: Env = process.env): BackupConfig {
 }
 
 /**
- * Coordinator shards by default. Measured on 2 CPUs: one shard makes batches twice as big (about
- * a fifth less PostgreSQL CPU per transfer, more transfers/s at 16 connections), but its one
- * thread then does all the recovery scan's work: 100,000 stuck transfers took 14.7 s to finish
- * instead of 11.5 s, against spec 004's 15 s. Two keep recovery well inside it.
+ * Coordinator shards by default. Measured on 2 CPUs: one shard makes batches twice as big as two
+ * do (less PostgreSQL and service CPU per transfer, more transfers/s at every connection level,
+ * a lower p99 at a fixed rate). Its one thread also does all of the recovery scan's work, which
+ * stays inside spec 004's 15 s for 100,000 stuck transfers (11-13 s) with PG_BATCH_MAX at 250
+ * and the index plans of migration 0007; with 500 rows a batch and before 0007 it took 14-16 s.
  */
-const COORDINATORS_DEFAULT = 2;
+const COORDINATORS_DEFAULT = 1;
+/**
+ * Rows per batched statement by default. The recovery scan's batches are the big ones: at 250
+ * rows two of them in flight keep PostgreSQL and the coordinator busy at once, where 500 made one
+ * wait for the other (100,000 stuck transfers: 11-12 s against 13-14 s, one shard). The HTTP
+ * path's batches stay far below either.
+ */
+const PG_BATCH_MAX_DEFAULT = 250;
