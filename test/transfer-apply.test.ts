@@ -8,6 +8,9 @@ import * as assert from 'uvu/assert';
 import { monotonicFactory, ulid } from 'ulid';
 import { STATE_IDS as S } from '../src/domain/fsm.js';
 import { BALANCE_UNITS_MAX } from '../src/domain/money.js';
+import { migrate, seedDemoAssets } from '../src/db/schema.js';
+import { openSql, type Sql } from '../src/db/sql.js';
+import { createTestDatabase } from './support/database.js';
 import { startLayers, type Layers } from './support/layers.js';
 
 const COIN = 10n ** 8n;
@@ -119,17 +122,17 @@ function scenario(base: bigint) {
   return { u, ids, setup, batch };
 }
 
-async function seedUsers(base: bigint): Promise<void> {
-  await L.sql`INSERT INTO funding_balances (user_id, asset, available, status) VALUES
+async function seedUsers(base: bigint, sql: Sql = L.sql): Promise<void> {
+  await sql`INSERT INTO funding_balances (user_id, asset, available, status) VALUES
     (${base + 1n}, 'USDT', ${10n * COIN}, 'ACTIVE'), (${base + 2n}, 'USDT', ${2n * COIN}, 'ACTIVE'), (${base + 3n}, 'USDT', ${5n * COIN}, 'FROZEN')`;
 }
 
-async function call(fn: Fn, items: Item[]): Promise<Record<string, unknown>[]> {
+async function call(fn: Fn, items: Item[], sql: Sql = L.sql): Promise<Record<string, unknown>[]> {
   const input = JSON.stringify(items);
   const rows =
     fn === 'transfer_apply'
-      ? await L.sql<{ out: Record<string, unknown>[] }[]>`SELECT transfer_apply(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`
-      : await L.sql<
+      ? await sql<{ out: Record<string, unknown>[] }[]>`SELECT transfer_apply(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`
+      : await sql<
           { out: Record<string, unknown>[] }[]
         >`SELECT transfer_apply_set(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`;
   return rows[0]?.out ?? [];
@@ -161,12 +164,18 @@ async function effects(base: bigint, ids: Map<string, string>) {
   };
 }
 
-async function run(fn: Fn, base: bigint) {
-  await seedUsers(base);
+/** The scenario's setup and batch through `fn`, on `sql`; the batch's answers. */
+async function answersOf(fn: Fn, base: bigint, sql: Sql = L.sql) {
+  await seedUsers(base, sql);
   const s = scenario(base);
-  for (const step of s.setup) for (const r of await call(fn, step)) assert.is(r.k, 'moved', `${fn} setup: ${JSON.stringify(r)}`);
-  const answers = (await call(fn, s.batch)).map((r) => ({ k: r.k, s: r.s ?? null, oc: r.oc ?? null, code: r.code ?? null }));
-  return { answers, effects: await effects(base, s.ids) };
+  for (const step of s.setup) for (const r of await call(fn, step, sql)) assert.is(r.k, 'moved', `${fn} setup: ${JSON.stringify(r)}`);
+  const answers = (await call(fn, s.batch, sql)).map((r) => ({ k: r.k, s: r.s ?? null, oc: r.oc ?? null, code: r.code ?? null }));
+  return { answers, ids: s.ids };
+}
+
+async function run(fn: Fn, base: bigint) {
+  const { answers, ids } = await answersOf(fn, base);
+  return { answers, effects: await effects(base, ids) };
 }
 
 test('the per-item and the set-based transfer_apply answer one batch alike and leave the same effects', async () => {
@@ -198,6 +207,42 @@ test('the per-item and the set-based transfer_apply answer one batch alike and l
     ['2', String(2n * COIN)],
     ['3', String(5n * COIN)],
   ]);
+});
+
+/** Sequential scans of the tables both forms read by key, as this database's backends reported them. */
+async function seqScans(sql: Sql): Promise<Record<string, number>> {
+  const rows = await sql<{ relname: string; seq_scan: string }[]>`
+    SELECT relname, seq_scan::text FROM pg_stat_user_tables
+     WHERE relname IN ('transfers_tb', 'funding_balances', 'funding_operations', 'transfers_active') ORDER BY relname`;
+  return Object.fromEntries(rows.map((r) => [r.relname, Number(r.seq_scan)]));
+}
+
+test('both forms read by key with an index, even with plans a connection cached while the tables were nearly empty', async () => {
+  // PL/pgSQL keeps a generic plan per statement and connection after its fifth run. Made on a
+  // fresh database, that plan was a sequential scan, kept while the table grew (the set form's
+  // operation lookup cost 0.87 ms a batch at 9,000 rows). Migration 0007 turns sequential scans
+  // off inside both functions. One connection on a database of its own, so the counters are
+  // this test's alone.
+  const db = await createTestDatabase();
+  const sql = openSql(db.url, { max: 1, application: 'test-index-plans' });
+  try {
+    await migrate(sql);
+    await seedDemoAssets(sql);
+    const runs = 8;
+    for (const fn of ['transfer_apply', 'transfer_apply_set'] as const)
+      for (let i = 0; i < runs; i++) await answersOf(fn, BigInt((fn === 'transfer_apply' ? 100 : 200) + i) * 1_000n, sql);
+    await sql`SELECT pg_stat_force_next_flush()`;
+    const before = await seqScans(sql);
+    for (const fn of ['transfer_apply', 'transfer_apply_set'] as const)
+      await answersOf(fn, BigInt(fn === 'transfer_apply' ? 300 : 400) * 1_000n, sql);
+    await sql`SELECT pg_stat_force_next_flush()`;
+    // The flush happens when the backend next goes idle: one more statement lets it report.
+    await sql`SELECT 1`;
+    assert.equal(await seqScans(sql), before);
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
 });
 
 test.run();
