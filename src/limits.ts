@@ -249,9 +249,9 @@ export const BATCH_IN_FLIGHT_MAX_DEFAULT = 2;
  * statements per batch), smaller ones to the per-item form (fewer statements for a few rows).
  * Measured on 2 cores with the index plans of migration 0007 (before it, a stale plan in the set
  * form hid the crossover at 64): PostgreSQL CPU per transfer at 16 connections (batches of about
- * 10 rows) was 0.47 ms per item against 0.60 ms set-based, at 64 connections (about 35 rows) 0.33
- * against 0.27; 12 puts each batch in the form that was cheaper for it. The recovery scan's
- * batches of hundreds run about twice as fast set-based.
+ * 7 rows) was 0.47 ms with the per-item form against 0.60 ms set-based, at 64 connections (about
+ * 12 to 18 rows) 0.33 against 0.27; from 12 rows the set-based form was the cheaper. The
+ * recovery scan's batches of hundreds run about twice as fast set-based.
  */
 export const SET_BASED_ROWS_MIN = 12;
 /** How stale the assets cache may be: an operator's change is seen within this. */
