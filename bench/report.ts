@@ -81,6 +81,8 @@ export type BenchParameters = {
   readonly seedConcurrency: number;
   readonly ubsCommands: number;
   readonly ubsInFlight: number;
+  /** Commands UBSCore alone answers before the timed ones (JIT warm-up, as `warmupS` is for the service). */
+  readonly ubsWarmupCommands: number;
   readonly restart: { readonly accounts: number; readonly records: number } | null;
   readonly recovery: { readonly stuck: number; readonly deadlineMs: number } | null;
   readonly profile: 'auto' | 'always' | 'never';

@@ -65,6 +65,7 @@ export function defaultOptions(env: NodeJS.ProcessEnv, log: (line: string) => vo
     seedConcurrency: 64,
     ubsCommands: 200_000,
     ubsInFlight: 8_192,
+    ubsWarmupCommands: 50_000,
     restart: { accounts: 1_000_000, records: 1_000_000 },
     recovery: { stuck: 100_000, deadlineMs: 60_000 },
     profile,
@@ -281,8 +282,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const httpCeiling = await attempt('(b) HTTP ceiling', log, () =>
       httpCeilings(opts.levels, opts.durationS, opts.fixedRatePerSecond, phase.users, log),
     );
-    log(`(c) UBSCore alone: ${opts.ubsCommands} EXTERNAL_DEPOSIT commands, ${opts.ubsInFlight} in flight`);
-    const ubscore = await attempt('(c) UBSCore alone', log, () => benchUbsCore(opts.ubsCommands, opts.ubsInFlight));
+    log(
+      `(c) UBSCore alone: ${opts.ubsCommands} EXTERNAL_DEPOSIT commands, ${opts.ubsInFlight} in flight, after ${opts.ubsWarmupCommands} not timed`,
+    );
+    const ubscore = await attempt('(c) UBSCore alone', log, () => benchUbsCore(opts.ubsCommands, opts.ubsInFlight, opts.ubsWarmupCommands));
     log(`  (c) ${JSON.stringify(figuresOf(ubscore))}`);
     const restartOpts = opts.restart;
     const restart =

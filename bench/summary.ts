@@ -110,7 +110,7 @@ function componentLines(r: BenchReport): string[] {
   const ubs = figuresOf(r.ubscore);
   if (ubs !== null) {
     out.push(
-      `- (c) UBSCore alone: ${n(ubs.commands, 0)} EXTERNAL_DEPOSIT commands, ${n(ubs.inFlight, 0)} in flight from one UbsClient: ${n(ubs.commandsPerSecond, 0)} durable commands/s, ${ubs.commandsPerBatch} commands per WAL batch (${n(ubs.elapsedMs / Math.max(ubs.walBatches, 1))} ms per batch), ${ubs.notApplied} not applied. ` +
+      `- (c) UBSCore alone: ${n(ubs.commands, 0)} EXTERNAL_DEPOSIT commands, ${n(ubs.inFlight, 0)} in flight from one UbsClient, timed after ${n(ubs.warmupCommands, 0)} sent first (those ran at ${n(ubs.warmupCommandsPerSecond, 0)}/s, the thread cold): ${n(ubs.commandsPerSecond, 0)} durable commands/s, ${ubs.commandsPerBatch} commands per WAL batch (${n(ubs.elapsedMs / Math.max(ubs.walBatches, 1))} ms per batch), ${ubs.notApplied} not applied. ` +
         `CPU meanwhile (cores): ${ubs.cpu.serviceThreads.map((t) => `${t.name} ${t.cores}`).join(', ')}; machine ${ubs.cpu.machineCores}.`,
     );
   }

@@ -1,8 +1,8 @@
 // Baseline (c): UBSCore alone. Durable commands per second through the real actor (its worker
 // thread, group commit into the LMDB WAL) from one UbsClient with many sends in flight, the way
 // the coordinators reach it, with no HTTP and no PostgreSQL in the way.
-// Run alone: node dist/bench/ubscore-throughput.js [commands] [in flight]
-// (defaults 200,000 and 8,192, as in `make bench`); prints the figures as one JSON object.
+// Run alone: node dist/bench/ubscore-throughput.js [commands] [in flight] [warm-up commands]
+// (defaults 200,000, 8,192 and 50,000, as in `make bench`); prints the figures as one JSON object.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -20,6 +20,10 @@ const UBS_BENCH_USERS = 10_000;
 const SEND_TIMEOUT_MS = 60_000;
 
 export type UbsThroughput = {
+  /** Commands sent first and not timed, so the figure is the warm thread's, not the JIT's warm-up. */
+  readonly warmupCommands: number;
+  /** What the warm-up ran at, cold thread included: information beside the timed figure. */
+  readonly warmupCommandsPerSecond: number;
   readonly commands: number;
   readonly inFlight: number;
   readonly applied: number;
@@ -50,7 +54,7 @@ function labelThreads(cpu: CpuShares, before: ReadonlySet<string>): CpuShares {
   return { ...cpu, serviceThreads };
 }
 
-export async function benchUbsCore(commands: number, inFlight: number): Promise<UbsThroughput> {
+export async function benchUbsCore(commands: number, inFlight: number, warmupCommands: number): Promise<UbsThroughput> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'ubscore-throughput-'));
   const threadsBefore = await threadIds();
   const core = await startUbsCore({ walDir: dir, batchMax: UBS_BATCH_MAX }).catch(async (error: unknown) => {
@@ -65,29 +69,39 @@ export async function benchUbsCore(commands: number, inFlight: number): Promise<
     await fs.rm(dir, { recursive: true, force: true });
   });
   try {
-    const before = await core.control.stats();
-    let next = 0;
-    let applied = 0;
     // Each sender awaits its answer before the next send, so `inFlight` commands are always
     // outstanding; the client packs the sends of one event-loop turn into one message.
-    const sender = async (): Promise<void> => {
-      for (let i = next++; i < commands; i = next++) {
-        const ref = `bench-${i}`;
-        const result = await client.send(
-          { kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref, userId: BigInt(1 + (i % UBS_BENCH_USERS)), asset: 'USDT', amount: 1n },
-          SEND_TIMEOUT_MS,
-        );
-        if (result?.kind === 'applied') applied++;
-      }
+    const run = async (prefix: string, count: number): Promise<number> => {
+      let next = 0;
+      let applied = 0;
+      const sender = async (): Promise<void> => {
+        for (let i = next++; i < count; i = next++) {
+          const ref = `${prefix}-${i}`;
+          const result = await client.send(
+            { kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref, userId: BigInt(1 + (i % UBS_BENCH_USERS)), asset: 'USDT', amount: 1n },
+            SEND_TIMEOUT_MS,
+          );
+          if (result?.kind === 'applied') applied++;
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(inFlight, count) }, sender));
+      return applied;
     };
+    const warmStarted = performance.now();
+    const warmed = await run('warm', warmupCommands);
+    const warmMs = performance.now() - warmStarted;
+    if (warmed !== warmupCommands) throw new Error(`UBSCore applied ${warmed} of ${warmupCommands} warm-up commands`);
+    const before = await core.control.stats();
     const cpu = await measureCpu(process.pid, dir);
     const started = performance.now();
-    await Promise.all(Array.from({ length: Math.min(inFlight, commands) }, sender));
+    const applied = await run('bench', commands);
     const elapsedMs = performance.now() - started;
     const cpuShares = labelThreads(await cpu.stop(), threadsBefore);
     const after = await core.control.stats();
     const walBatches = after.batches - before.batches;
     return {
+      warmupCommands,
+      warmupCommandsPerSecond: warmupCommands === 0 ? 0 : Math.round(warmed / (warmMs / 1000)),
       commands,
       inFlight,
       applied,
@@ -106,11 +120,13 @@ export async function benchUbsCore(commands: number, inFlight: number): Promise<
 
 const UBS_COMMANDS_DEFAULT = 200_000;
 const UBS_IN_FLIGHT_DEFAULT = 8_192;
+const UBS_WARMUP_DEFAULT = 50_000;
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
   const commands = Number(process.argv[2] ?? UBS_COMMANDS_DEFAULT);
   const inFlight = Number(process.argv[3] ?? UBS_IN_FLIGHT_DEFAULT);
-  benchUbsCore(commands, inFlight).then(
+  const warmup = Number(process.argv[4] ?? UBS_WARMUP_DEFAULT);
+  benchUbsCore(commands, inFlight, warmup).then(
     (r) => process.stdout.write(`${JSON.stringify(r)}\n`),
     (e: unknown) => {
       process.stderr.write(`ubscore throughput bench failed: ${String(e)}\n`);

@@ -19,6 +19,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       seedConcurrency: 32,
       ubsCommands: 5_000,
       ubsInFlight: 1_000,
+      ubsWarmupCommands: 1_000,
       restart: null,
       recovery: null,
       profile: 'never',
