@@ -24,7 +24,7 @@ import {
   type CoordinatorWorkerData,
 } from './protocol.js';
 import { nodeEndpoint, UbsClient } from './ubscore-client.js';
-import { errorText } from '../src/error-text.js';
+import { errorDetail, errorText } from '../src/error-text.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
 const log = createLogger({ level: logLevel, format: logFormat, name: `coordinator-${config.shard}` });
@@ -46,7 +46,7 @@ export default async function coordinatorTask(task: CoordinatorTask): Promise<Co
   try {
     return await handle(task);
   } catch (error) {
-    log.error('coordinator task failed', { task: task.kind, error: error instanceof Error ? error.stack : String(error) });
+    log.error('coordinator task failed', { task: task.kind, error: errorDetail(error) });
     return { kind: 'coord.error', message: errorText(error) };
   }
 }
@@ -93,7 +93,7 @@ async function outcome<T>(call: string, run: () => Promise<T>): Promise<T | { re
   try {
     return await run();
   } catch (error) {
-    log.error('coordinator control call failed', { call, error: error instanceof Error ? error.stack : String(error) });
+    log.error('coordinator control call failed', { call, error: errorDetail(error) });
     return { kind: 'failed', message: errorText(error) };
   }
 }
@@ -110,7 +110,7 @@ async function submitMany(transfers: readonly NewTransfer[]): Promise<Coordinato
     transfers.map(
       (t): Promise<SubmitReply> =>
         shard.submit(t).catch((error: unknown) => {
-          log.error('coordinator submit failed', { req_id: t.reqId, error: error instanceof Error ? error.stack : String(error) });
+          log.error('coordinator submit failed', { req_id: t.reqId, error: errorDetail(error) });
           return { kind: 'error', message: errorText(error) };
         }),
     ),

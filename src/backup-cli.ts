@@ -8,6 +8,7 @@ import https from 'node:https';
 import { restoreBackup } from './backup/restore.js';
 import { ConfigError, loadBackupConfig, loadConfig, type BackupConfig, type Config } from './config.js';
 import { signJwt } from './http/jwt.js';
+import { errorDetail } from './error-text.js';
 
 const ADMIN_TOKEN_LIFETIME_S = 600;
 
@@ -94,7 +95,7 @@ function post(url: string, token: string, body: unknown): Promise<{ status: numb
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    process.stderr.write(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(`failed: ${errorDetail(error)}\n`);
     process.exit(1);
   },
 );

@@ -5,7 +5,13 @@ export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** The message and the stack, for a failure whose origin matters more than its wording (a fatal one). */
+/**
+ * The message and the stack, for a failure whose origin matters more than its wording (a fatal
+ * one, a start that failed). The stack already begins with the message unless the message was
+ * changed after the error was made; then the message goes first, so it is never lost.
+ */
 export function errorDetail(error: unknown): string {
-  return error instanceof Error ? `${error.message}\n${error.stack ?? ''}` : String(error);
+  if (!(error instanceof Error)) return String(error);
+  const stack = error.stack ?? '';
+  return stack.includes(error.message) ? stack : `${error.message}\n${stack}`;
 }

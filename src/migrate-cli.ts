@@ -11,6 +11,7 @@ import { MigrationError, migrate } from './db/migrations.js';
 import { openSql } from './db/sql.js';
 import { OwnershipError } from './ownership/errors.js';
 import { lockDataDir } from './ownership/data-dir-lock.js';
+import { errorDetail } from './error-text.js';
 
 async function main(): Promise<number> {
   const config = loadConfig();
@@ -41,9 +42,7 @@ main().then(
   (code) => process.exit(code),
   (error: unknown) => {
     const known = error instanceof ConfigError || error instanceof MigrationError || error instanceof OwnershipError;
-    process.stderr.write(
-      `migrate: ${known ? (error as Error).message : error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
-    );
+    process.stderr.write(`migrate: ${known ? (error as Error).message : errorDetail(error)}\n`);
     process.exit(known ? 3 : 1);
   },
 );

@@ -10,6 +10,7 @@ import { OwnershipError } from './ownership/errors.js';
 import { MigrationError } from './db/migrations.js';
 import { startService } from './service.js';
 import type { ServiceThreads, UbsCore } from './threads.js';
+import { errorDetail } from './error-text.js';
 
 async function main<Core extends UbsCore>(threads: ServiceThreads<Core>): Promise<void> {
   let config: Config;
@@ -73,6 +74,6 @@ function exitOnStartFailure(error: unknown): never {
     process.stderr.write(`refused to start: ${error.message}\n`);
     process.exit(4);
   }
-  process.stderr.write(`failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.stderr.write(`failed to start: ${errorDetail(error)}\n`);
   process.exit(1);
 }

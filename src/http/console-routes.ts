@@ -12,6 +12,7 @@ import type { AppDeps } from './deps.js';
 import type { AdminEnv } from './auth.js';
 import { fail } from './errors.js';
 import { SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX } from '../limits.js';
+import { pageLimitOf } from './schemas.js';
 
 export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void {
   routes.get('/overview', async (c) => {
@@ -62,12 +63,7 @@ export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void 
       return fail(c, 'INVALID_REQUEST', { field: 'user_id', detail: 'give req_id, or user_id with an optional client_order_id' });
     const userId = parseUserId(q.user_id);
     if (userId === null) return fail(c, 'INVALID_USER', { field: 'user_id' });
-    const limit =
-      q.limit === undefined
-        ? SEARCH_LIMIT_DEFAULT
-        : /^[1-9][0-9]?$/.test(q.limit) && Number(q.limit) <= SEARCH_LIMIT_MAX
-          ? Number(q.limit)
-          : null;
+    const limit = q.limit === undefined ? SEARCH_LIMIT_DEFAULT : pageLimitOf(q.limit, SEARCH_LIMIT_MAX);
     if (limit === null) return fail(c, 'INVALID_REQUEST', { field: 'limit', detail: `1 to ${SEARCH_LIMIT_MAX}` });
     let views: readonly TransferView[];
     if (q.client_order_id !== undefined) {

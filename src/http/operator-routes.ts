@@ -15,6 +15,7 @@ import { auditedJson } from './audit.js';
 import { fail } from './errors.js';
 import { historyJson } from './views.js';
 import { HALT_REASON_CHARS_MAX, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../limits.js';
+import { pageLimitOf } from './schemas.js';
 
 export function mountOperatorRoutes(
   routes: Hono<AdminEnv>,
@@ -146,7 +147,5 @@ function retry(deps: AppDeps) {
 }
 
 function listLimit(text: string | undefined): number | null {
-  if (text === undefined) return LIST_LIMIT_DEFAULT;
-  if (!/^[1-9][0-9]{0,3}$/.test(text) || Number(text) > LIST_LIMIT_MAX) return null;
-  return Number(text);
+  return text === undefined ? LIST_LIMIT_DEFAULT : pageLimitOf(text, LIST_LIMIT_MAX);
 }

@@ -110,13 +110,19 @@ export function firstCode(issues: readonly { message: string }[]): ErrorCode {
   return isErrorCode(message) ? message : 'INVALID_REQUEST';
 }
 
-/** A list's page size as query text: a whole number from 1 to `max`, else INVALID_REQUEST. */
+/**
+ * A list's page size given as text: a whole number from 1 to `max`, else null. No more digits
+ * than `max` has: a long string is refused before it becomes a number.
+ */
+export function pageLimitOf(text: string, max: number): number | null {
+  return text.length <= String(max).length && /^[1-9][0-9]*$/.test(text) && Number(text) <= max ? Number(text) : null;
+}
+
+/** The same rule as a query schema: INVALID_REQUEST for anything pageLimitOf refuses. */
 export function pageLimitText(max: number) {
   return v.pipe(
     v.string('INVALID_REQUEST'),
-    // No more digits than `max` has: a long string is refused before it becomes a number.
-    v.regex(new RegExp(`^[1-9][0-9]{0,${String(max).length - 1}}$`), 'INVALID_REQUEST'),
-    v.check((s) => Number(s) <= max, 'INVALID_REQUEST'),
+    v.check((s) => pageLimitOf(s, max) !== null, 'INVALID_REQUEST'),
   );
 }
 
