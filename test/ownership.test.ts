@@ -213,7 +213,9 @@ async function raceForDataDir(dataDir: string, count: number): Promise<string[]>
             out += chunk.toString('utf8');
             if (out.includes('\n')) resolve(out.trim());
           });
-          child.on('exit', (code) => reject(new Error(`racer exited (${code}) before answering: ${out}`)));
+          // 'close', not 'exit': a racer that prints REFUSED and exits at once can be seen to exit
+          // before its line is read; 'close' comes once its stdout is drained.
+          child.on('close', (code) => reject(new Error(`racer exited (${code}) before answering: ${out}`)));
         });
       }),
     );
