@@ -83,6 +83,19 @@ export async function startEmbeddedPg(opts: {
   return { url, postmasterPid: () => livePostmasterPid(pgData), restart, stop };
 }
 
+/**
+ * Two settings that keep commits from waiting behind bulk writes; neither changes what a commit
+ * makes durable (each commit still flushes its WAL with fdatasync, which also flushes the blocks a
+ * new segment allocates). Until its first checkpoint recycles segments, a server creates each new
+ * 16 MB WAL segment in a committing backend, zero-filled by default while every other commit
+ * waits: at 1,000 transfers/s offered that was a stall every few seconds (p99.9 103 ms, p99 55 ms
+ * measured after the bench's load levels). `wal_init_zero=off` creates the file without the
+ * zeros. `backend_flush_after` makes the kernel write a backend's evicted data pages out as they
+ * come instead of in the periodic writeback bursts that WAL flushes queued behind (with both:
+ * p99.9 47 ms, p99 31 ms in the same sequence).
+ */
+export const WRITE_SMOOTHING = '-c wal_init_zero=off -c backend_flush_after=256kB';
+
 /** The steps of every start, first or after a crash: stop a leftover server, then pg_ctl start. */
 async function launchServer(o: {
   bin: Binaries;
@@ -97,7 +110,7 @@ async function launchServer(o: {
   const logFile = path.join(o.clusterDir, 'pg.log');
   await chownTo(o.runAs, logFile, true);
   const buffers = o.sharedBuffersMb === undefined ? '' : ` -c shared_buffers=${o.sharedBuffersMb}MB`;
-  const serverOptions = `-p ${o.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''${buffers}`;
+  const serverOptions = `-p ${o.port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=''${buffers} ${WRITE_SMOOTHING}`;
   await run(o.bin.pg_ctl, ['start', '-D', o.pgData, '-w', '-t', String(START_TIMEOUT_S), '-l', logFile, '-o', serverOptions], {
     ...o.runAs,
     env: { ...process.env, LC_ALL: 'C' },
