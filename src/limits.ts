@@ -245,20 +245,6 @@ export const RECONNECT_BACKOFF_EXPONENT_MAX = 20;
 /** Batches of one kind in flight at once when the caller gives no bound; each holds a connection. */
 export const BATCH_IN_FLIGHT_MAX_DEFAULT = 2;
 /**
- * The transfer writes' batches: two in flight at any load, and a third (a spare) once at least
- * TRANSFER_SPARE_BATCH_ROWS_MIN rows wait. Measured on 2 cores, alternated in one service: with
- * the spare, 64 connections committed more in each of 7 pairs of 15 s windows (3,175 against
- * 3,044/s on average in the last four, 4 to 15 % in the others), while 16 connections and the
- * open loop at 1,000/s, whose queues seldom reach 12 rows, did not change beyond their noise.
- * A spare open to any queue would split light load into more, smaller batches (more commits);
- * one batch in flight, or a second only from 8 waiting rows, made light load slower.
- */
-export const TRANSFER_BATCHES_IN_FLIGHT_MAX = 3;
-/** Rows waiting that open the transfer writes' spare batch slot (see above). */
-export const TRANSFER_SPARE_BATCH_ROWS_MIN = 12;
-/** Transfer write batches in flight whatever the queue; the spare comes on top of these. */
-export const TRANSFER_BATCHES_IN_FLIGHT_BASE = 2;
-/**
  * Batches of at least this many rows go to the set-based form of the function (a fixed number of
  * statements per batch), smaller ones to the per-item form (fewer statements for a few rows).
  * Measured on 2 cores with the index plans of migration 0007 (before it, a stale plan in the set

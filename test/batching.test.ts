@@ -52,63 +52,6 @@ test('two calls with the same key never share a batch', async () => {
   assert.equal(batches, [['a1', 'b1'], ['a2'], ['a3']]);
 });
 
-test('a spare slot opens only for a long queue: past spare.after batches in flight, another starts once rowsMin calls wait', async () => {
-  const batches: number[][] = [];
-  const gates: (() => void)[] = [];
-  const b = new Batcher<number, number>(
-    async (xs) => {
-      batches.push([...xs]);
-      await new Promise<void>((release) => gates.push(release));
-      return xs;
-    },
-    { batchMax: 10, inFlightMax: 2, spare: { after: 1, rowsMin: 3 } },
-  );
-  // Two event-loop turns: a finished batch asks for the next one in the turn after its answers.
-  const turn = (): Promise<void> => new Promise((r) => setImmediate(() => setImmediate(r)));
-  const answers = [b.call(1)];
-  await turn();
-  answers.push(b.call(2), b.call(3));
-  await turn();
-  assert.equal(batches, [[1]], 'two calls wait, fewer than 3: the spare slot stays shut');
-  answers.push(b.call(4));
-  await turn();
-  assert.equal(batches, [[1], [2, 3, 4]], 'the third waiting call opens it at once');
-  answers.push(b.call(5));
-  await turn();
-  gates.shift()?.();
-  await answers[0];
-  await turn();
-  assert.equal(batches, [[1], [2, 3, 4]], 'one batch still runs: the lone call waits for it');
-  gates.shift()?.();
-  await answers[3];
-  await turn();
-  assert.equal(batches, [[1], [2, 3, 4], [5]], 'nothing runs: the lone call goes');
-  gates.shift()?.();
-  assert.equal(await Promise.all(answers), [1, 2, 3, 4, 5]);
-});
-
-test('without a spare slot a lone call takes a free slot at once', async () => {
-  const batches: number[][] = [];
-  const gates: (() => void)[] = [];
-  const b = new Batcher<number, number>(
-    async (xs) => {
-      batches.push([...xs]);
-      await new Promise<void>((release) => gates.push(release));
-      return xs;
-    },
-    { batchMax: 10, inFlightMax: 2 },
-  );
-  // Two event-loop turns: a finished batch asks for the next one in the turn after its answers.
-  const turn = (): Promise<void> => new Promise((r) => setImmediate(() => setImmediate(r)));
-  const answers = [b.call(1)];
-  await turn();
-  answers.push(b.call(2));
-  await turn();
-  assert.equal(batches, [[1], [2]]);
-  for (const release of gates.splice(0)) release();
-  assert.equal(await Promise.all(answers), [1, 2]);
-});
-
 /** An error as postgres.js raises it for a statement PostgreSQL refused, with its SQLSTATE. */
 function pgError(code: string): Error {
   return Object.assign(new Error(`refused with ${code}`), { code });

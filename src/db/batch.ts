@@ -25,12 +25,6 @@ export type BatchSettings = {
 type BatcherOptions<I> = BatchSettings & {
   /** Batches in flight at once (each holds a connection); BATCH_IN_FLIGHT_MAX_DEFAULT if absent. */
   readonly inFlightMax?: number;
-  /**
-   * Slots kept for a long queue: once `after` batches are in flight, another starts only when at
-   * least `rowsMin` calls wait. Under light load it stays shut, so small batches do not multiply
-   * (each costs the server a commit); under heavy load it adds a batch where one is worth it.
-   */
-  readonly spare?: { readonly after: number; readonly rowsMin: number };
   /** Rows with the same key never share a batch: a second one waits for the next. */
   readonly key?: (input: I) => string;
 };
@@ -41,8 +35,6 @@ export class Batcher<I, O> {
   private queue: Call<I, O>[] = [];
   private inFlight = 0;
   private readonly inFlightMax: number;
-  private readonly spareAfter: number;
-  private readonly spareRowsMin: number;
   private readonly pumpAfterTurn = oncePerTurn(() => this.pump());
 
   constructor(
@@ -50,16 +42,10 @@ export class Batcher<I, O> {
     private readonly opts: BatcherOptions<I>,
   ) {
     this.inFlightMax = opts.inFlightMax ?? BATCH_IN_FLIGHT_MAX_DEFAULT;
-    this.spareAfter = opts.spare?.after ?? this.inFlightMax;
-    this.spareRowsMin = opts.spare?.rowsMin ?? 1;
     if (!Number.isSafeInteger(opts.batchMax) || opts.batchMax < 1)
       throw new Error(`Batcher: batchMax must be a positive integer, got ${opts.batchMax}`);
     if (!Number.isSafeInteger(this.inFlightMax) || this.inFlightMax < 1)
       throw new Error(`Batcher: inFlightMax must be a positive integer, got ${this.inFlightMax}`);
-    if (!Number.isSafeInteger(this.spareAfter) || this.spareAfter < 1 || this.spareAfter > this.inFlightMax)
-      throw new Error(`Batcher: spare.after must be an integer from 1 to inFlightMax, got ${this.spareAfter}`);
-    if (!Number.isSafeInteger(this.spareRowsMin) || this.spareRowsMin < 1)
-      throw new Error(`Batcher: spare.rowsMin must be a positive integer, got ${this.spareRowsMin}`);
   }
 
   call(input: I): Promise<O> {
@@ -70,13 +56,13 @@ export class Batcher<I, O> {
   }
 
   private schedule(): void {
-    if (!this.mayStart()) return;
+    if (this.inFlight >= this.inFlightMax) return;
     // Calls made in the same turn share a batch.
     this.pumpAfterTurn();
   }
 
   private pump(): void {
-    while (this.mayStart()) {
+    while (this.queue.length > 0 && this.inFlight < this.inFlightMax) {
       const batch = this.take();
       this.inFlight += 1;
       void this.execute(batch).finally(() => {
@@ -84,11 +70,6 @@ export class Batcher<I, O> {
         if (this.queue.length > 0) this.schedule();
       });
     }
-  }
-
-  private mayStart(): boolean {
-    if (this.queue.length === 0 || this.inFlight >= this.inFlightMax) return false;
-    return this.inFlight < this.spareAfter || this.queue.length >= this.spareRowsMin;
   }
 
   /** The next batch, in arrival order, skipping (and keeping queued) a key already taken. */

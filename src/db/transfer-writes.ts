@@ -11,12 +11,7 @@ import { mustErrorCode, mustOpRefusalCode, type ErrorCode } from '../domain/erro
 import type { AccountKind, OpRefusalCode, TransferOp } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
-import {
-  SET_BASED_ROWS_MIN,
-  TRANSFER_BATCHES_IN_FLIGHT_BASE,
-  TRANSFER_BATCHES_IN_FLIGHT_MAX,
-  TRANSFER_SPARE_BATCH_ROWS_MIN,
-} from '../limits.js';
+import { SET_BASED_ROWS_MIN } from '../limits.js';
 
 export const ACCOUNT_TYPE: Readonly<Record<AccountKind, number>> = { FUNDING: 1, SPOT: 2 };
 
@@ -93,12 +88,7 @@ export class TransferWrites {
     private readonly sql: Sql,
     batch: BatchSettings,
   ) {
-    this.batcher = new Batcher((items) => this.applyMany(items), {
-      ...batch,
-      key: keyOf,
-      inFlightMax: TRANSFER_BATCHES_IN_FLIGHT_MAX,
-      spare: { after: TRANSFER_BATCHES_IN_FLIGHT_BASE, rowsMin: TRANSFER_SPARE_BATCH_ROWS_MIN },
-    });
+    this.batcher = new Batcher((items) => this.applyMany(items), { ...batch, key: keyOf });
     this.lockFree = new Batcher((items) => this.applyMany(items), { ...batch, key: keyOf, inFlightMax: 1 });
   }
 
