@@ -3,11 +3,9 @@
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startEmbeddedPg } from '../src/db/embedded-pg.js';
-import { freePort } from './support/ports.js';
+import { startScratchPg } from './support/database.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const FILE_TIMEOUT_MS = 5 * 60_000;
@@ -48,16 +46,8 @@ async function testServer(): Promise<{ adminUrl: string; stop: () => Promise<voi
     process.stdout.write(`tests on the PostgreSQL server of TEST_PG_ADMIN_URL (${new URL(given).host})\n`);
     return { adminUrl: given, stop: async () => undefined };
   }
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-test-pg-'));
-  await fs.chmod(dir, 0o755);
-  const pg = await startEmbeddedPg({ dir, port: await freePort(), log: () => undefined });
-  return {
-    adminUrl: pg.url('postgres'),
-    stop: async () => {
-      await pg.stop();
-      await fs.rm(dir, { recursive: true, force: true });
-    },
-  };
+  const scratch = await startScratchPg('transfer-test-pg-');
+  return { adminUrl: scratch.pg.url('postgres'), stop: scratch.stop };
 }
 
 /** Compiled tests whose TypeScript source still exists (a deleted test leaves its .js behind). */

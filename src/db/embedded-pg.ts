@@ -94,7 +94,7 @@ export async function startEmbeddedPg(opts: {
  * come instead of in the periodic writeback bursts that WAL flushes queued behind (with both:
  * p99.9 47 ms, p99 31 ms in the same sequence).
  */
-export const WRITE_SMOOTHING = '-c wal_init_zero=off -c backend_flush_after=256kB';
+const WRITE_SMOOTHING = '-c wal_init_zero=off -c backend_flush_after=256kB';
 
 /** The steps of every start, first or after a crash: stop a leftover server, then pg_ctl start. */
 async function launchServer(o: {

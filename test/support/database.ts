@@ -5,24 +5,40 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startEmbeddedPg } from '../../src/db/embedded-pg.js';
+import { startEmbeddedPg, type EmbeddedPg } from '../../src/db/embedded-pg.js';
 import { openSql } from '../../src/db/sql.js';
 import { freePort } from './ports.js';
 
 export type TestDatabase = { readonly url: string; readonly drop: () => Promise<void> };
 
+/** An embedded server in a fresh temporary directory, on a free port; stop() removes both. */
+export type ScratchPg = { readonly pg: EmbeddedPg; readonly dir: string; readonly stop: () => Promise<void> };
+
+export async function startScratchPg(prefix: string): Promise<ScratchPg> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  // The server runs as an unprivileged user when the suite runs as root: it must reach the dir.
+  await fs.chmod(dir, 0o755);
+  const pg = await startEmbeddedPg({ dir, port: await freePort(), log: () => undefined }).catch(async (error: unknown) => {
+    await fs.rm(dir, { recursive: true, force: true });
+    throw error;
+  });
+  return {
+    pg,
+    dir,
+    stop: async () => {
+      await pg.stop();
+      await fs.rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
 export async function createTestDatabase(): Promise<TestDatabase> {
   let adminUrl = process.env.TEST_PG_ADMIN_URL;
   let stopServer = async (): Promise<void> => undefined;
   if (adminUrl === undefined) {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-file-pg-'));
-    await fs.chmod(dir, 0o755);
-    const pg = await startEmbeddedPg({ dir, port: await freePort(), log: () => undefined });
-    adminUrl = pg.url('postgres');
-    stopServer = async () => {
-      await pg.stop();
-      await fs.rm(dir, { recursive: true, force: true });
-    };
+    const scratch = await startScratchPg('transfer-file-pg-');
+    adminUrl = scratch.pg.url('postgres');
+    stopServer = scratch.stop;
   }
   const name = `t_${randomBytes(6).toString('hex')}`;
   const admin = openSql(adminUrl, { max: 1, application: 'test-admin' });

@@ -18,7 +18,7 @@ import {
 } from '../../src/db/embedded-pg.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/jwt.js';
-import { createTestDatabase, type TestDatabase } from './database.js';
+import { createTestDatabase, startScratchPg, type TestDatabase } from './database.js';
 import { freePort } from './ports.js';
 import { TEST_JWT_SECRET, type Reply } from './service.js';
 
@@ -157,12 +157,10 @@ export async function useOneServerForThisFile(): Promise<void> {
   if (process.env.TEST_PG_ADMIN_URL !== undefined && filePg === null) return;
   if (filePgStarting !== null) return filePgStarting;
   filePgStarting = (async () => {
-    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-crash-pg-'));
-    liveDirs.add(dir);
-    await fs.chmod(dir, 0o755);
-    const pg = await startEmbeddedPg({ dir, port: await freePort(), log: () => undefined });
-    filePg = { pg, dir };
-    process.env.TEST_PG_ADMIN_URL = pg.url('postgres');
+    const scratch = await startScratchPg('transfer-crash-pg-');
+    liveDirs.add(scratch.dir);
+    filePg = scratch;
+    process.env.TEST_PG_ADMIN_URL = scratch.pg.url('postgres');
   })();
   return filePgStarting;
 }
