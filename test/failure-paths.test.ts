@@ -3,7 +3,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadConfig } from '../src/config.js';
-import { STATE_IDS } from '../src/domain/fsm.js';
 import { FaultPlan, faultyAdapters } from './support/faults.js';
 import { startLayers, type Layers } from './support/layers.js';
 import { balances, fundedUser, newTransfer, path, settle, total } from './support/ledger.js';
@@ -126,21 +125,23 @@ test('MON-001: TARGET_PENDING beyond the threshold raises one CRITICAL alert, no
   const t = newTransfer(user, 'FUNDING', 'USDT', COIN);
   await L.shard.submit(t);
   await settle(L, t.reqId, 'TARGET_PENDING');
-  const [entered] = await L.sql<
-    { at: Date }[]
-  >`SELECT at FROM transfer_state_history WHERE req_id = ${t.reqId} AND to_state = ${STATE_IDS.TARGET_PENDING} ORDER BY id LIMIT 1`;
+  // It entered TARGET_PENDING at its updated_at (the move's transaction time, which stays do not
+  // touch); the history row is written later in the same transaction, so it cannot be the start.
+  const [entered] = await L.sql<{ at: string }[]>`SELECT updated_at::text AS at FROM transfers_tb WHERE req_id = ${t.reqId}`;
   // Retries run every 20–200 ms, each one a chance for the watchdog to look: none may alert early.
   await new Promise((r) => setTimeout(r, TARGET_PENDING_ALERT_MS / 2));
   assert.equal(await alertsFor(t.reqId), [], 'not before the threshold');
   const deadline = Date.now() + 3_000;
   while ((await alertsFor(t.reqId)).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   assert.equal(await alertsFor(t.reqId), ['TARGET_PENDING_TOO_LONG']);
-  const [alert] = await L.sql<{ severity: string; created_at: Date }[]>`SELECT severity, created_at FROM alerts WHERE req_id = ${t.reqId}`;
+  // Compared in PostgreSQL, in microseconds: a millisecond early is early.
+  const [alert] = await L.sql<{ severity: string; waited: boolean; entered: string }[]>`
+    SELECT a.severity, a.created_at - t.updated_at >= make_interval(secs => ${TARGET_PENDING_ALERT_MS / 1000}) AS waited,
+           t.updated_at::text AS entered
+      FROM alerts AS a JOIN transfers_tb AS t ON t.req_id = a.req_id WHERE a.req_id = ${t.reqId}`;
   assert.is(alert?.severity, 'CRITICAL');
-  assert.ok(
-    alert !== undefined && entered !== undefined && alert.created_at.getTime() - entered.at.getTime() >= TARGET_PENDING_ALERT_MS,
-    'raised only once the threshold passed',
-  );
+  assert.is(alert?.entered, entered?.at, 'the retries left updated_at at the entry into TARGET_PENDING');
+  assert.ok(alert?.waited, 'raised only once the threshold passed');
   plan.clear();
   assert.is((await settle(L, t.reqId)).state, 'COMMITTED');
   assert.equal(await alertsFor(t.reqId), ['TARGET_PENDING_TOO_LONG'], 'raised once');

@@ -1,4 +1,5 @@
-// Proves the watchdog decides an IDEMPOTENCY_CONFLICT alert by the kind of the unknown outcome's cause, as the adapters give it, and raises none for any other cause.
+// Proves the watchdog decides an IDEMPOTENCY_CONFLICT alert by the kind of the unknown outcome's cause, as the adapters give it, and raises none for any other cause;
+// and that its time thresholds are never met early by a stored moment read in whole milliseconds.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -28,7 +29,7 @@ const transfer: TransferView = {
   updatedAt: new Date(NOW).toISOString(),
 };
 
-function watchdog(): { readonly dog: Watchdog; readonly raised: Alert[] } {
+function watchdog(now = NOW): { readonly dog: Watchdog; readonly raised: Alert[] } {
   const raised: Alert[] = [];
   const dog = new Watchdog({
     alerts: {
@@ -39,7 +40,7 @@ function watchdog(): { readonly dog: Watchdog; readonly raised: Alert[] } {
     },
     store: { targetPendingOlderThan: async () => [] },
     config: { targetPendingAlertMs: 60_000, refundFailuresAlertMax: 3, stuckRetriesMax: 100, stuckAgeMs: 3_600_000 },
-    now: () => NOW,
+    now: () => now,
   });
   return { dog, raised };
 }
@@ -85,6 +86,34 @@ test('a detail that merely names IDEMPOTENCY_CONFLICT decides nothing: only the 
   const { dog, raised } = watchdog();
   await dog.onStay(transfer, { kind: 'database_error', detail: 'IDEMPOTENCY_CONFLICT in a message' });
   assert.equal(raised, []);
+});
+
+// PostgreSQL keeps microseconds; a Date keeps milliseconds, cut. A transfer shown as updated at
+// 00:00:00.000 may have been updated at 00:00:00.000900: 60,000 ms shown is then 59,999.1 ms
+// waited, and an alert raised then would be early (seen once in CI as created_at − entered < 60 s).
+test('MON-001: TARGET_PENDING shown exactly at the threshold raises nothing; a millisecond past it raises TARGET_PENDING_TOO_LONG', async () => {
+  const at = watchdog(NOW + 60_000);
+  await at.dog.onStay(transfer, { kind: 'timeout', detail: 'no answer in 1000 ms' });
+  assert.equal(at.raised, [], 'the stored moment may be up to a millisecond later than shown');
+  const past = watchdog(NOW + 60_001);
+  await past.dog.onStay(transfer, { kind: 'timeout', detail: 'no answer in 1000 ms' });
+  assert.equal(
+    past.raised.map((a) => a.kind),
+    ['TARGET_PENDING_TOO_LONG'],
+  );
+});
+
+test('a transfer shown exactly stuckAgeMs old is not yet stuck; a millisecond later it is (TRANSFER_STUCK)', async () => {
+  const young = { ...transfer, state: 'SOURCE_DONE' as const };
+  const at = watchdog(NOW + 3_600_000);
+  await at.dog.onStay(young, { kind: 'timeout', detail: 'no answer in 1000 ms' });
+  assert.equal(at.raised, []);
+  const past = watchdog(NOW + 3_600_001);
+  await past.dog.onStay(young, { kind: 'timeout', detail: 'no answer in 1000 ms' });
+  assert.equal(
+    past.raised.map((a) => a.kind),
+    ['TRANSFER_STUCK'],
+  );
 });
 
 test.run();

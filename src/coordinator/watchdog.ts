@@ -3,7 +3,7 @@
 // alerts; it never moves a transfer, and the transfer's retries go on whatever it finds.
 
 import type { AlertSink } from '../alerts/alerts.js';
-import { isStuck, type StuckRule } from '../db/stuck.js';
+import { agedAtLeast, isStuck, type StuckRule } from '../db/stuck.js';
 import type { TransferStore } from '../db/transfers.js';
 import { causeText, type PendingCause } from '../domain/types.js';
 import type { TransferView } from './types.js';
@@ -41,7 +41,7 @@ export class Watchdog {
     const now = (this.deps.now ?? Date.now)();
     const base = { reqId: t.reqId, userId: t.userId };
     const details = { state: t.state, retry_count: t.retryCount, attempts: t.attempts, last_error: lastError };
-    if (t.state === 'TARGET_PENDING' && now - Date.parse(t.updatedAt) >= config.targetPendingAlertMs) {
+    if (t.state === 'TARGET_PENDING' && agedAtLeast(t.updatedAt, config.targetPendingAlertMs, now)) {
       await alerts.raise({
         ...base,
         kind: 'TARGET_PENDING_TOO_LONG',
