@@ -88,15 +88,17 @@ test('a detail that merely names IDEMPOTENCY_CONFLICT decides nothing: only the 
   assert.equal(raised, []);
 });
 
+const NO_ANSWER: PendingCause = { kind: 'timeout', detail: 'no answer in 1000 ms' };
+
 // PostgreSQL keeps microseconds; a Date keeps milliseconds, cut. A transfer shown as updated at
 // 00:00:00.000 may have been updated at 00:00:00.000900: 60,000 ms shown is then 59,999.1 ms
 // waited, and an alert raised then would be early (seen once in CI as created_at − entered < 60 s).
 test('MON-001: TARGET_PENDING shown exactly at the threshold raises nothing; a millisecond past it raises TARGET_PENDING_TOO_LONG', async () => {
   const at = watchdog(NOW + 60_000);
-  await at.dog.onStay(transfer, { kind: 'timeout', detail: 'no answer in 1000 ms' });
+  await at.dog.onStay(transfer, NO_ANSWER);
   assert.equal(at.raised, [], 'the stored moment may be up to a millisecond later than shown');
   const past = watchdog(NOW + 60_001);
-  await past.dog.onStay(transfer, { kind: 'timeout', detail: 'no answer in 1000 ms' });
+  await past.dog.onStay(transfer, NO_ANSWER);
   assert.equal(
     past.raised.map((a) => a.kind),
     ['TARGET_PENDING_TOO_LONG'],
@@ -106,10 +108,10 @@ test('MON-001: TARGET_PENDING shown exactly at the threshold raises nothing; a m
 test('a transfer shown exactly stuckAgeMs old is not yet stuck; a millisecond later it is (TRANSFER_STUCK)', async () => {
   const young = { ...transfer, state: 'SOURCE_DONE' as const };
   const at = watchdog(NOW + 3_600_000);
-  await at.dog.onStay(young, { kind: 'timeout', detail: 'no answer in 1000 ms' });
+  await at.dog.onStay(young, NO_ANSWER);
   assert.equal(at.raised, []);
   const past = watchdog(NOW + 3_600_001);
-  await past.dog.onStay(young, { kind: 'timeout', detail: 'no answer in 1000 ms' });
+  await past.dog.onStay(young, NO_ANSWER);
   assert.equal(
     past.raised.map((a) => a.kind),
     ['TRANSFER_STUCK'],

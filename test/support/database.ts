@@ -11,7 +11,7 @@ import { freePort } from './ports.js';
 
 export type TestDatabase = { readonly url: string; readonly drop: () => Promise<void> };
 
-/** An embedded server in a fresh temporary directory, on a free port; stop() removes both. */
+/** An embedded server in a fresh temporary directory, on a free port; stop() stops it and removes the directory, even when stopping fails. */
 export type ScratchPg = { readonly pg: EmbeddedPg; readonly dir: string; readonly stop: () => Promise<void> };
 
 export async function startScratchPg(prefix: string): Promise<ScratchPg> {
@@ -26,8 +26,11 @@ export async function startScratchPg(prefix: string): Promise<ScratchPg> {
     pg,
     dir,
     stop: async () => {
-      await pg.stop();
-      await fs.rm(dir, { recursive: true, force: true });
+      try {
+        await pg.stop();
+      } finally {
+        await fs.rm(dir, { recursive: true, force: true });
+      }
     },
   };
 }

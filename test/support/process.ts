@@ -18,7 +18,7 @@ import {
 } from '../../src/db/embedded-pg.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/jwt.js';
-import { createTestDatabase, startScratchPg, type TestDatabase } from './database.js';
+import { createTestDatabase, startScratchPg, type ScratchPg, type TestDatabase } from './database.js';
 import { freePort } from './ports.js';
 import { TEST_JWT_SECRET, type Reply } from './service.js';
 
@@ -106,7 +106,7 @@ const liveHarnesses = new Set<Harness>();
 const liveDirs = new Set<string>();
 /** Data directories of servers the harnesses (or their services) started: stopped at exit. */
 const livePgData = new Set<string>();
-let filePg: { readonly pg: EmbeddedPg; readonly dir: string } | null = null;
+let filePg: ScratchPg | null = null;
 let filePgStarting: Promise<void> | null = null;
 
 /** Last resort, synchronous only: no child outlives the test file, no temp dir is left. */
@@ -170,13 +170,12 @@ export async function cleanupAll(): Promise<void> {
   for (const h of [...liveHarnesses]) await h.cleanup().catch(() => undefined);
   for (const child of [...liveChildren]) child.kill('SIGKILL');
   if (filePg !== null) {
-    const { pg, dir } = filePg;
+    const scratch = filePg;
     filePg = null;
     filePgStarting = null;
     delete process.env.TEST_PG_ADMIN_URL;
-    await pg.stop().catch(() => undefined);
-    await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
-    liveDirs.delete(dir);
+    await scratch.stop().catch(() => undefined);
+    liveDirs.delete(scratch.dir);
   }
 }
 
