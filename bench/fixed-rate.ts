@@ -6,17 +6,23 @@
 //
 // autocannon's own `overallRate` is not used: it gives each connection a quota per second, sent
 // back to back at the start of each second, and times each request from when it actually left.
+// Like autocannon, the generator writes and frames HTTP/1.1 on its own keep-alive sockets
+// (bench/http1-wire.ts): Node's http client cost it twice the CPU, taken from the machine the
+// service is measured on.
 
-import http from 'node:http';
+import net from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { requestBytes, ResponseFramer } from './http1-wire.js';
 import { round1, type LatencyMs } from './load.js';
 
 /** Connections at most, the largest closed-loop level; beyond them a due request waits in the client, and the wait counts. */
 export const FIXED_RATE_SOCKETS_MAX = 256;
 /** A request with no answer this long after it was due is abandoned and counted as a timeout. */
-const REQUEST_TIMEOUT_MS = 10_000;
+export const FIXED_RATE_TIMEOUT_MS = 10_000;
 /** How often the scheduler wakes to send what has come due. */
 const TICK_MS = 1;
+/** How often requests are checked against their timeout. */
+const SWEEP_MS = 100;
 
 export type FixedRateRequest = { readonly path: string; readonly headers: Readonly<Record<string, string>>; readonly body: string };
 
@@ -28,6 +34,8 @@ export type FixedRateSpec = {
   readonly request: () => FixedRateRequest;
   /** Connections at most; FIXED_RATE_SOCKETS_MAX unless told. */
   readonly socketsMax?: number;
+  /** How long after its due time a request is given up; FIXED_RATE_TIMEOUT_MS unless told. */
+  readonly timeoutMs?: number;
 };
 
 export type FixedRateFigures = {
@@ -54,6 +62,9 @@ export type FixedRateFigures = {
 
 type Outcome = { kind: 'answered'; status: number } | { kind: 'timeout' } | { kind: 'error' };
 
+/** One keep-alive socket and the request it carries (-1 when idle). */
+type Connection = { readonly socket: net.Socket; readonly framer: ResponseFramer; request: number; closed: boolean };
+
 /** Value at quantile q of ascending `xs` (nearest rank). */
 function quantile(xs: Float64Array, q: number): number {
   if (xs.length === 0) return 0;
@@ -64,22 +75,34 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
   if (!(spec.ratePerSecond > 0) || !(spec.durationS > 0))
     throw new Error(`runFixedRate: rate and duration must be positive, got ${spec.ratePerSecond}/s for ${spec.durationS} s`);
   const target = new URL(spec.url);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: spec.socketsMax ?? FIXED_RATE_SOCKETS_MAX });
+  if (target.protocol !== 'http:') throw new Error(`runFixedRate: only http: URLs, got ${spec.url}`);
+  const port = Number(target.port || 80);
+  const socketsMax = spec.socketsMax ?? FIXED_RATE_SOCKETS_MAX;
+  const timeoutMs = spec.timeoutMs ?? FIXED_RATE_TIMEOUT_MS;
   const scheduled = Math.max(1, Math.round(spec.ratePerSecond * spec.durationS));
   const intervalMs = 1000 / spec.ratePerSecond;
-  // In flight at once is bounded by construction: rate × REQUEST_TIMEOUT_MS.
+  // In flight at once is bounded by construction: rate × timeoutMs.
   const latencies = new Float64Array(scheduled);
   const lags = new Float64Array(scheduled);
   const statusCodes: Record<string, number> = {};
+  const live = new Set<Connection>();
+  /** Connections with no request, the most recently used last (reused first, as Node's agent does). */
+  const idle: Connection[] = [];
+  /** Requests due while every connection was busy, in due order. */
+  const waiting: number[] = [];
+  /** Requests sent and not yet settled, with their connection: the sweeper times out each of them, whatever became of it. */
+  const sent = new Map<number, Connection>();
   let finished = 0;
   let errors = 0;
   let timeouts = 0;
   let answered2xx = 0;
   return new Promise((resolve) => {
     const start = performance.now();
-    const settle = (i: number, dueAt: number, outcome: Outcome): void => {
+    const dueAt = (i: number): number => start + i * intervalMs;
+    const settle = (i: number, outcome: Outcome): void => {
+      sent.delete(i);
       const now = performance.now();
-      latencies[i] = now - dueAt;
+      latencies[i] = now - dueAt(i);
       if (outcome.kind === 'answered') {
         statusCodes[String(outcome.status)] = (statusCodes[String(outcome.status)] ?? 0) + 1;
         if (outcome.status >= 200 && outcome.status < 300) answered2xx++;
@@ -90,46 +113,98 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
         errors++;
       }
       if (++finished === scheduled) {
-        agent.destroy();
+        clearInterval(sweeper);
+        for (const c of live) c.socket.destroy();
         resolve(summarise(spec, scheduled, latencies, lags, statusCodes, { errors, timeouts, answered2xx, elapsedMs: now - start }));
       }
     };
-    const send = (i: number): void => {
-      const dueAt = start + i * intervalMs;
-      lags[i] = Math.max(0, performance.now() - dueAt);
-      const r = spec.request();
-      let done = false;
-      const end = (outcome: Outcome): void => {
-        if (done) return;
-        done = true;
-        clearTimeout(timer);
-        settle(i, dueAt, outcome);
-      };
-      const req = http.request(
-        {
-          host: target.hostname,
-          port: target.port,
-          path: r.path,
-          method: 'POST',
-          agent,
-          headers: { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) },
-        },
-        (res) => {
-          res.resume();
-          res.once('end', () => end({ kind: 'answered', status: res.statusCode ?? 0 }));
-          res.once('error', () => end({ kind: 'error' }));
-        },
-      );
-      const timer = setTimeout(
-        () => {
-          end({ kind: 'timeout' });
-          req.destroy();
-        },
-        Math.max(0, dueAt + REQUEST_TIMEOUT_MS - performance.now()),
-      );
-      req.once('error', () => end({ kind: 'error' }));
-      req.end(r.body);
+    /** Drops a connection (a socket error, the server closing it, a bad response, a timeout), failing its request. */
+    const drop = (c: Connection, outcome: Outcome): void => {
+      if (c.closed) return;
+      c.closed = true;
+      live.delete(c);
+      const at = idle.indexOf(c);
+      if (at >= 0) idle.splice(at, 1);
+      c.socket.destroy();
+      const i = c.request;
+      c.request = -1;
+      if (i >= 0) settle(i, outcome);
+      // A request waiting for a connection may open a new one now.
+      while (live.size < socketsMax) {
+        const next = takeWaiting();
+        if (next === undefined) break;
+        carry(open(), next);
+      }
     };
+    const open = (): Connection => {
+      const socket = net.connect({ host: target.hostname, port });
+      socket.setNoDelay(true);
+      const c: Connection = { socket, framer: new ResponseFramer(), request: -1, closed: false };
+      live.add(c);
+      socket.on('data', (chunk: Buffer) => {
+        c.framer.push(chunk);
+        let end: ReturnType<ResponseFramer['next']>;
+        try {
+          end = c.framer.next();
+        } catch {
+          drop(c, { kind: 'error' });
+          return;
+        }
+        if (end === null) return;
+        const i = c.request;
+        if (i < 0) {
+          drop(c, { kind: 'error' });
+          return;
+        }
+        c.request = -1;
+        settle(i, { kind: 'answered', status: end.status });
+        if (end.close) drop(c, { kind: 'error' });
+        else release(c);
+      });
+      socket.on('error', () => drop(c, { kind: 'error' }));
+      socket.on('close', () => drop(c, { kind: 'error' }));
+      return c;
+    };
+    const carry = (c: Connection, i: number): void => {
+      const r = spec.request();
+      c.request = i;
+      sent.set(i, c);
+      c.socket.write(requestBytes(target.host, 'POST', r.path, r.headers, r.body));
+    };
+    /** The next request waiting for a connection, settling as timeouts those already past theirs. */
+    const takeWaiting = (): number | undefined => {
+      const late = performance.now() - timeoutMs;
+      for (let i = waiting.shift(); i !== undefined; i = waiting.shift()) {
+        if (dueAt(i) >= late) return i;
+        settle(i, { kind: 'timeout' });
+      }
+      return undefined;
+    };
+    const release = (c: Connection): void => {
+      const i = takeWaiting();
+      if (i === undefined) idle.push(c);
+      else carry(c, i);
+    };
+    const send = (i: number): void => {
+      lags[i] = Math.max(0, performance.now() - dueAt(i));
+      const c = idle.pop();
+      if (c !== undefined) carry(c, i);
+      else if (live.size < socketsMax) carry(open(), i);
+      else waiting.push(i);
+    };
+    const sweeper = setInterval(() => {
+      const late = performance.now() - timeoutMs;
+      while (waiting.length > 0 && dueAt(waiting[0] as number) < late) settle(waiting.shift() as number, { kind: 'timeout' });
+      for (const [i, c] of [...sent]) {
+        if (dueAt(i) >= late) continue;
+        if (c.request === i && !c.closed) {
+          drop(c, { kind: 'timeout' });
+        } else {
+          if (c.request === i) c.request = -1;
+          settle(i, { kind: 'timeout' });
+        }
+      }
+    }, SWEEP_MS);
     let next = 0;
     const tick = (): void => {
       const due = Math.min(scheduled, Math.floor((performance.now() - start) / intervalMs) + 1);

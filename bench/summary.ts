@@ -2,7 +2,7 @@
 // service beside its baselines at each concurrency, the open-loop run, what each committed
 // transfer cost, and what the profile says limits it.
 
-import { FIXED_RATE_SOCKETS_MAX, type FixedRateFigures } from './fixed-rate.js';
+import { FIXED_RATE_SOCKETS_MAX, FIXED_RATE_TIMEOUT_MS, type FixedRateFigures } from './fixed-rate.js';
 import { figuresOf, TARGETS, type BenchReport, type Part } from './report.js';
 
 const n = (x: number | null | undefined, digits = 1): string =>
@@ -92,8 +92,8 @@ function fixedRateLines(r: BenchReport): string[] {
     '',
     `${n(f.scheduled, 0)} requests, one every ${n(1000 / f.ratePerSecond, 2)} ms for ${f.offeredS} s, each sent when due whether or not the earlier ones were answered, over at most ${FIXED_RATE_SOCKETS_MAX} connections (a request due while all are busy waits in the client, and the wait counts). ` +
       'Each latency runs from the moment its request was due to its answer, so the waits a slow answer causes are counted; a closed loop (the table above) sends less when the service slows and hides them. ' +
-      `A request with no answer 10 s after it was due counts as a timeout, at 10 s. Answered 2xx/s and committed/s are over the ${f.durationS} s from the first due request to the last answer or timeout. ` +
-      "The send lag is how late the generator itself sent (it shares the CPUs); (b) is the same generator against a server that only answers, the floor under the service's row.",
+      `A request with no answer ${FIXED_RATE_TIMEOUT_MS / 1000} s after it was due counts as a timeout, at ${FIXED_RATE_TIMEOUT_MS / 1000} s. Answered 2xx/s and committed/s are over the ${f.durationS} s from the first due request to the last answer or timeout. ` +
+      "The generator writes HTTP/1.1 on its own keep-alive sockets, as autocannon does (Node's http client cost it twice the CPU). The send lag is how late it sent (it shares the CPUs); (b) is the same generator against a server that only answers, the floor under the service's row.",
     '',
   ];
 }

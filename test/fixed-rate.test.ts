@@ -17,7 +17,14 @@ async function server(delayMs: number): Promise<{ url: string; arrivals: number[
   });
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
   const port = (s.address() as AddressInfo).port;
-  return { url: `http://127.0.0.1:${port}`, arrivals, close: () => new Promise((resolve) => s.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    arrivals,
+    close: () => {
+      s.closeAllConnections();
+      return new Promise((resolve) => s.close(() => resolve()));
+    },
+  };
 }
 
 const request = () => ({ path: '/', headers: { 'content-type': 'application/json' }, body: '{}' });
@@ -59,6 +66,95 @@ test('a service slower than the rate: latency counts the wait from the due time,
     assert.ok(f.durationS >= 0.9, `the run lasted until the last answer, ${f.durationS} s`);
   } finally {
     await srv.close();
+  }
+});
+
+test('connections the server closes while idle are dropped, not reused, and every request is still answered', async () => {
+  // The server ends each connection 20 ms after answering on it; at 20/s a connection idles
+  // 50 ms between requests, so every reuse of a closed one would lose its request.
+  let connections = 0;
+  const s = http.createServer((req, res) => {
+    req.resume();
+    req.once('end', () => {
+      res.end('{}');
+      setTimeout(() => req.socket.end(), 20);
+    });
+  });
+  s.on('connection', () => connections++);
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    const f = await runFixedRate({ url, ratePerSecond: 20, durationS: 1, request, timeoutMs: 1_000 });
+    assert.is(f.answered2xx, 20);
+    assert.is(f.errors, 0);
+    assert.is(connections, 20, 'a new connection for each request');
+  } finally {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+test('chunked answers and answers that close their connection are read whole', async () => {
+  let n = 0;
+  const s = http.createServer((req, res) => {
+    req.resume();
+    req.once('end', () => {
+      n++;
+      if (n % 2 === 0) res.setHeader('connection', 'close');
+      res.write('{"part":');
+      res.end('1}');
+    });
+  });
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    const f = await runFixedRate({ url, ratePerSecond: 40, durationS: 0.5, request });
+    assert.is(f.answered2xx, 20);
+    assert.is(f.errors, 0);
+  } finally {
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+test('a connection reset mid-request is an error, an answer that never comes a timeout, and the run still ends', async () => {
+  let n = 0;
+  const s = http.createServer((req, res) => {
+    req.resume();
+    n++;
+    if (n === 2) req.socket.destroy();
+    else if (n === 1) req.once('end', () => res.end('{}'));
+    // the third is never answered
+  });
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    const f = await runFixedRate({ url, ratePerSecond: 10, durationS: 0.3, request, socketsMax: 1, timeoutMs: 1_000 });
+    assert.is(f.scheduled, 3);
+    assert.is(f.answered2xx, 1);
+    assert.is(f.timeouts, 1);
+    assert.is(f.errors, 2);
+    assert.ok(f.latencyMs.max >= 1_000, `a timeout counts its whole wait, max ${f.latencyMs.max} ms`);
+  } finally {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+test('requests waiting for a connection time out when their own due time is that far behind, not after they were sent', async () => {
+  // Nothing is ever answered and there is one connection: the two later requests wait in the
+  // client, and each is given up 1 s after its own due time (about 1.1 and 1.2 s in).
+  const s = http.createServer((req) => req.resume());
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    const started = performance.now();
+    const f = await runFixedRate({ url, ratePerSecond: 10, durationS: 0.3, request, socketsMax: 1, timeoutMs: 1_000 });
+    assert.is(f.timeouts, 3);
+    assert.ok(f.latencyMs.max < 1_500, `each given up 1 s after its due time, max ${f.latencyMs.max} ms`);
+    assert.ok(performance.now() - started < 2_000, 'the run ended once the last was due 1 s ago, not 3 s later');
+  } finally {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
   }
 });
 
