@@ -63,7 +63,7 @@ export type FixedRateFigures = {
 type Outcome = { kind: 'answered'; status: number } | { kind: 'timeout' } | { kind: 'error' };
 
 /** One keep-alive socket and the request it carries (-1 when idle). */
-type Connection = { readonly socket: net.Socket; readonly framer: ResponseFramer; request: number; closed: boolean };
+type Connection = { readonly socket: net.Socket; readonly framer: ResponseFramer; request: number };
 
 /** Value at quantile q of ascending `xs` (nearest rank). */
 function quantile(xs: Float64Array, q: number): number {
@@ -85,6 +85,7 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
   const latencies = new Float64Array(scheduled);
   const lags = new Float64Array(scheduled);
   const statusCodes: Record<string, number> = {};
+  /** Connections open and usable; a dropped one leaves for good. */
   const live = new Set<Connection>();
   /** Connections with no request, the most recently used last (reused first, as Node's agent does). */
   const idle: Connection[] = [];
@@ -120,9 +121,7 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
     };
     /** Drops a connection (a socket error, the server closing it, a bad response, a timeout), failing its request. */
     const drop = (c: Connection, outcome: Outcome): void => {
-      if (c.closed) return;
-      c.closed = true;
-      live.delete(c);
+      if (!live.delete(c)) return;
       const at = idle.indexOf(c);
       if (at >= 0) idle.splice(at, 1);
       c.socket.destroy();
@@ -139,7 +138,7 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
     const open = (): Connection => {
       const socket = net.connect({ host: target.hostname, port });
       socket.setNoDelay(true);
-      const c: Connection = { socket, framer: new ResponseFramer(), request: -1, closed: false };
+      const c: Connection = { socket, framer: new ResponseFramer(), request: -1 };
       live.add(c);
       socket.on('data', (chunk: Buffer) => {
         c.framer.push(chunk);
@@ -171,14 +170,15 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
       sent.set(i, c);
       c.socket.write(requestBytes(target.host, 'POST', r.path, r.headers, r.body));
     };
-    /** The next request waiting for a connection, settling as timeouts those already past theirs. */
-    const takeWaiting = (): number | undefined => {
+    /** Settles as timeouts the waiting requests already past theirs (the oldest wait first). */
+    const expireWaiting = (): void => {
       const late = performance.now() - timeoutMs;
-      for (let i = waiting.shift(); i !== undefined; i = waiting.shift()) {
-        if (dueAt(i) >= late) return i;
-        settle(i, { kind: 'timeout' });
-      }
-      return undefined;
+      while (waiting.length > 0 && dueAt(waiting[0] as number) < late) settle(waiting.shift() as number, { kind: 'timeout' });
+    };
+    /** The next request waiting for a connection that is not past its timeout. */
+    const takeWaiting = (): number | undefined => {
+      expireWaiting();
+      return waiting.shift();
     };
     const release = (c: Connection): void => {
       const i = takeWaiting();
@@ -193,16 +193,13 @@ export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
       else waiting.push(i);
     };
     const sweeper = setInterval(() => {
+      expireWaiting();
       const late = performance.now() - timeoutMs;
-      while (waiting.length > 0 && dueAt(waiting[0] as number) < late) settle(waiting.shift() as number, { kind: 'timeout' });
       for (const [i, c] of [...sent]) {
         if (dueAt(i) >= late) continue;
-        if (c.request === i && !c.closed) {
-          drop(c, { kind: 'timeout' });
-        } else {
-          if (c.request === i) c.request = -1;
-          settle(i, { kind: 'timeout' });
-        }
+        // Dropping a live connection settles its request; one on a connection already gone is settled here.
+        if (live.has(c)) drop(c, { kind: 'timeout' });
+        else settle(i, { kind: 'timeout' });
       }
     }, SWEEP_MS);
     let next = 0;

@@ -10,7 +10,8 @@ export function requestBytes(host: string, method: string, path: string, headers
   let head = `${method} ${path} HTTP/1.1\r\nhost: ${host}\r\n`;
   for (const [name, value] of Object.entries(headers)) {
     if (/[\r\n]/.test(name) || /[\r\n]/.test(value)) throw new Error(`requestBytes: header ${JSON.stringify(name)} holds a line break`);
-    if (name.toLowerCase() === 'content-length' || name.toLowerCase() === 'host') continue;
+    const lower = name.toLowerCase();
+    if (lower === 'content-length' || lower === 'host') continue;
     head += `${name}: ${value}\r\n`;
   }
   head += `content-length: ${bodyBytes.length}\r\n\r\n`;
