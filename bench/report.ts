@@ -10,6 +10,7 @@ import type { MemoryFigures } from './memory.js';
 import type { RecoveryReport } from './recovery.js';
 import type { FixedRateLevel, TransferLevel } from './transfer-load.js';
 import type { UbsThroughput } from './ubscore-throughput.js';
+import type { ChainLevel } from './chain-alone.js';
 import type { DiskUse } from './disk-use.js';
 
 /** A part of the run: measured, deliberately skipped (with why), or failed (with the error). */
@@ -112,6 +113,8 @@ export type BenchReport = {
   readonly pgCeiling: Part<readonly PgCeiling[]>;
   readonly httpCeiling: Part<HttpCeilings>;
   readonly ubscore: Part<UbsThroughput>;
+  /** (f): the transfer's three durable commits alone, at each level (bench/chain-alone.ts). */
+  readonly chain: Part<readonly ChainLevel[]>;
   readonly restart: Part<RestartFigures>;
   readonly recovery: Part<RecoveryReport>;
   readonly profile: Part<ProfileRun>;

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { benchRestart, httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './baselines.js';
+import { benchChain, type ChainLevel } from './chain-alone.js';
 import { cleanupAll } from './cleanup.js';
 import { measureDiskUse, type DiskUse } from './disk-use.js';
 import { monotonicUs, summariseProfiles } from './cpu-profile.js';
@@ -108,6 +109,7 @@ type ServicePhase = {
   memory: Part<MemoryRun>;
   conservation: Part<Conservation>;
   pgCeiling: Part<readonly PgCeiling[]>;
+  chain: Part<readonly ChainLevel[]>;
 };
 
 async function fixedRateRun(
@@ -161,7 +163,9 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
     log(`conservation: ${JSON.stringify(figuresOf(conservation))}`);
     log('(a) PostgreSQL ceiling on the same server, the service idle');
     const pgCeiling = await attempt('(a) PostgreSQL ceiling', log, () => pgCeilings(svc, opts.levels, opts.durationS, opts.users, log));
-    return { users, service, fixedRate, disk, memory, conservation, pgCeiling };
+    log("(f) the transfer's chain alone: the service's PostgreSQL writer and a UBSCore of its own, no HTTP, no coordinator thread");
+    const chain = await attempt('(f) chain alone', log, () => benchChain(svc, opts.levels, opts.durationS, opts.users, log));
+    return { users, service, fixedRate, disk, memory, conservation, pgCeiling, chain };
   } finally {
     log('stopping the service (SIGTERM: HTTP, coordinators, UBSCore, PostgreSQL)');
     await svc.stop();
@@ -335,6 +339,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       ...judged,
       disk: phase.disk,
       pgCeiling: phase.pgCeiling,
+      chain: phase.chain,
       httpCeiling,
       profile,
       targets,

@@ -3,7 +3,7 @@
 // transfer cost, and what the profile says limits it.
 
 import { FIXED_RATE_SOCKETS_MAX, FIXED_RATE_TIMEOUT_MS, type FixedRateFigures } from './fixed-rate.js';
-import { figuresOf, TARGETS, type BenchReport, type Part } from './report.js';
+import { figuresOf, ratio, TARGETS, type BenchReport, type Part } from './report.js';
 
 const n = (x: number | null | undefined, digits = 1): string =>
   x === null || x === undefined ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: digits });
@@ -66,6 +66,34 @@ function levelsTable(r: BenchReport): string[] {
       'Write transactions are transaction ids assigned (pg_current_xact_id). ' +
       `Statements are pg_stat_statements' calls by the service's role on its database with BEGIN/COMMIT left out, failed statements not counted (baseline (a) counts ${statementsOfA(r)} per transaction the same way); the benchmark's own queries run as another role. ` +
       "CPU is user + system time from /proc: every PostgreSQL process (the benchmark's few monitoring queries included), and the service process with all its threads.",
+    '',
+  ];
+}
+
+function chainTable(r: BenchReport): string[] {
+  const out = ["## The transfer's chain alone (f)", ''];
+  const chain = figuresOf(r.chain);
+  if (chain === null) return [...out, partNote('(f)', r.chain) ?? '', ''];
+  const rows = chain.map((c) => {
+    const level = r.levels.find((l) => l.connections === c.connections);
+    const a = level?.pg?.postgresJs.perSecond;
+    const service = level?.service.committedPerSecond;
+    return (
+      `| ${c.connections} | ${n(c.committedPerSecond)} | ${ratio(c.committedPerSecond, a) ?? '—'} × | ${n(service)} (${ratio(service ?? 0, c.committedPerSecond) ?? '—'} ×) | ` +
+      `${c.latencyMs.p50} / ${c.latencyMs.p99} | ${c.stageMs.create} / ${c.stageMs.ubscore} / ${c.stageMs.complete} | ${c.pgWriteTxnsPerCommitted ?? '—'} | ` +
+      `${n(c.postgresCpuMsPerCommitted, 3)} | ${n(c.chainCpuMsPerCommitted, 3)} | ${c.machineCores} |`
+    );
+  });
+  return [
+    ...out,
+    '| conn. | committed/s | over (a) | the service committed/s (over (f)) | latency p50 / p99 ms | mean waits: creating commit / UBSCore / completing commit ms | PG write txns per transfer | PG CPU ms per transfer | chain CPU ms per transfer | machine cores |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    "(f) makes the three durable commits a transfer waits for on the happy path with the service's own parts, and nothing else: its batched PostgreSQL writer (`transfer_apply` with the paths the driver sends) and a UBSCore thread of its own, " +
+      'driven from one thread by as many closed loops as the level has connections, half FUNDING→SPOT and half SPOT→FUNDING, in a database of its own on the same server after the service went idle. ' +
+      "There is no HTTP edge, no load generator, no coordinator thread and none of a shard's work (checks, limits, metrics, retries, the hops between threads): the service's committed/s over (f)'s is what those leave of the chain. " +
+      "Chain CPU is the benchmark process's (the loops, the writer's client side, UBSCore's thread and LMDB's writer).",
     '',
   ];
 }
@@ -222,6 +250,13 @@ function leverLines(r: BenchReport): string[] {
       `- The service's most frequent statements, per committed transfer (calls × statement, then server execution ms): ${each.join('; ')}.`,
     );
   }
+  const chain = figuresOf(r.chain)?.find((c) => c.connections === row.connections);
+  if (chain !== undefined)
+    out.push(
+      `- The chain alone (f) at ${row.connections} connections: ${n(chain.committedPerSecond)} committed/s (${ratio(chain.committedPerSecond, a?.perSecond) ?? '—'} × (a)), ` +
+        `PostgreSQL CPU ${n(chain.postgresCpuMsPerCommitted, 3)} ms and ${n(chain.chainCpuMsPerCommitted, 3)} ms of its own per transfer, ${chain.latencyMs.p50} ms p50; ` +
+        `the service did ${ratio(s.committedPerSecond, chain.committedPerSecond) ?? '—'} × of that, at ${s.latencyMs.p50} ms p50.`,
+    );
   out.push(`- Busiest modules in the profile: main thread ${topModules(r, 'main')}; a coordinator ${topModules(r, 'coordinator')}.`, '');
   return out;
 }
@@ -231,6 +266,7 @@ export function renderSummary(r: BenchReport): string {
     ...header(r),
     ...targetsTable(r),
     ...levelsTable(r),
+    ...chainTable(r),
     ...fixedRateLines(r),
     ...componentLines(r),
     ...profileLines(r),

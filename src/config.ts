@@ -421,4 +421,4 @@ const COORDINATORS_DEFAULT = 1;
  * wait for the other (100,000 stuck transfers: 11-12 s against 13-14 s, one shard). The HTTP
  * path's batches stay far below either.
  */
-const PG_BATCH_MAX_DEFAULT = 250;
+export const PG_BATCH_MAX_DEFAULT = 250;

@@ -1,4 +1,4 @@
-// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (statements counted so that baseline (a) shows exactly its two), conservation holds, and the JSON and summary land in the directory it is given.
+// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (the transfer's chain alone, (f), too) (statements counted so that baseline (a) shows exactly its two), conservation holds, and the JSON and summary land in the directory it is given.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -100,6 +100,16 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       pm.wal > 0 && pm.processed > 0 && pm.dataFile >= pm.wal + pm.processed,
       `WAL and processed set on disk: ${JSON.stringify(pm)}`,
     );
+    // (f): the chain alone committed, every transfer it counted is COMMITTED in its own database
+    // (the run fails otherwise), and each of its three waits and costs was measured.
+    assert.ok(report.chain.status === 'measured', '(f) the chain alone measured');
+    const chain = report.chain.figures[0];
+    assert.ok(chain !== undefined && chain.connections === 8 && chain.committed > 0 && chain.committedPerSecond > 0, '(f) committed');
+    assert.ok(chain.stageMs.create > 0 && chain.stageMs.ubscore > 0 && chain.stageMs.complete > 0, '(f) waits measured');
+    assert.ok(
+      (chain.pgWriteTxnsPerCommitted ?? 0) > 0 && (chain.postgresCpuMsPerCommitted ?? 0) > 0 && (chain.chainCpuMsPerCommitted ?? 0) > 0,
+      `(f) costs measured: ${JSON.stringify(chain)}`,
+    );
     assert.ok(report.conservation.status === 'measured', 'conservation checked');
     assert.is(report.conservation.figures.differences, 0);
     assert.ok(report.conservation.figures.ok);
@@ -112,6 +122,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     const summary = await fs.readFile(files.summary, 'utf8');
     assert.match(summary, '## Targets');
     assert.match(summary, '## Fixed rate (open loop)');
+    assert.match(summary, "## The transfer's chain alone (f)");
     assert.match(summary, 'MiB per million transfers: WAL');
   } finally {
     await fs.rm(outDir, { recursive: true, force: true });

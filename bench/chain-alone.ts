@@ -1,0 +1,296 @@
+// Baseline (f): a transfer's chain with nothing around it. The three durable commits a transfer
+// waits for on the happy path, made by the service's own parts: its batched PostgreSQL writer
+// (TransferWrites: transfer_apply, with the paths the driver sends, one statement and one commit
+// per batch) and a real UBSCore thread (group commit into its LMDB WAL), driven from one thread
+// by closed loops, half FUNDING→SPOT and half SPOT→FUNDING. No HTTP edge, no load generator, no
+// coordinator thread and none of a shard's work (checks, limits, metrics, retries, the hop to
+// and from the main thread). Set beside the service at the same level, it says what the edge and
+// the coordinator cost; set beside (a), what the chain itself allows on this machine.
+// It runs in a database of its own on the service's PostgreSQL, idle by then, with users of its
+// own in its own UBSCore, so the service's data and its conservation check are untouched.
+// Run alone: node dist/bench/chain-alone.js [levels, e.g. 16,64] [seconds per level]
+
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
+import type { NewTransfer } from '../src/coordinator/types.js';
+import { migrate } from '../src/db/migrations.js';
+import { openSql, type Sql } from '../src/db/sql.js';
+import { TransferWrites, type PathStep, type WriteItem } from '../src/db/transfer-writes.js';
+import type { TransferEvent, TransferStateName } from '../src/domain/fsm.js';
+import { newReqId } from '../src/http/req-ids.js';
+import { PG_BATCH_MAX_DEFAULT } from '../src/config.js';
+import { registerCleanup } from './cleanup.js';
+import { measureCpu } from './cpu-share.js';
+import { round1 } from './load.js';
+import { BENCH_ASSETS } from './seed.js';
+import { pgUrl, startBenchService, type BenchService } from './service-child.js';
+
+/** The service's defaults: PG_POOL_MAX connections for a coordinator, UBS_BATCH_MAX commands per WAL batch. */
+const CHAIN_PG_POOL_MAX = 8;
+const CHAIN_UBS_BATCH_MAX = 4_096;
+const CHAIN_DATABASE = 'bench_chain';
+/** An answer later than this is a failed run, not a slow one. */
+const CHAIN_CALL_TIMEOUT_MS = 30_000;
+const SEED_UNITS = 10n ** 18n;
+const AMOUNT_UNITS_MAX = 100_000;
+const SEED_CONCURRENCY = 256;
+
+export type ChainLevel = {
+  readonly connections: number;
+  readonly durationS: number;
+  readonly committed: number;
+  readonly committedPerSecond: number;
+  readonly latencyMs: { readonly p50: number; readonly p99: number; readonly mean: number };
+  /** Mean ms per transfer in each of the three waits: the creating commit, the UBSCore call, the completing commit. */
+  readonly stageMs: { readonly create: number; readonly ubscore: number; readonly complete: number };
+  /** PostgreSQL write transactions (transaction ids assigned) per committed transfer: each batch is one. */
+  readonly pgWriteTxnsPerCommitted: number | null;
+  readonly postgresCpuMsPerCommitted: number | null;
+  /** This process's CPU (the loops, the writer's client side, UBSCore's thread and LMDB's writer) per committed transfer. */
+  readonly chainCpuMsPerCommitted: number | null;
+  readonly machineCores: number;
+};
+
+type Stages = { create: number; ubscore: number; complete: number };
+
+const step = (event: TransferEvent, to: TransferStateName): PathStep => ({ event, to });
+
+/**
+ * The items the driver writes for each direction (src/coordinator/driver.ts: start, callTarget
+ * and callSource with a local target), and the UBSCore operation between them.
+ */
+function itemsOf(t: NewTransfer): { create: WriteItem; ubsOp: 'DEPOSIT' | 'WITHDRAW'; complete: WriteItem } {
+  const params = { reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount };
+  const failAtSource = [step('SOURCE_FAIL', 'FAILED')];
+  if (t.from === 'FUNDING')
+    return {
+      create: {
+        kind: 'create',
+        transfer: t,
+        op: 'WITHDRAW',
+        paths: { ok: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_CALL', 'TARGET_PENDING')], ko: failAtSource },
+        code: null,
+        checkFundingTarget: false,
+        dueNow: false,
+      },
+      ubsOp: 'DEPOSIT',
+      complete: {
+        kind: 'move',
+        params,
+        from: 'TARGET_PENDING',
+        op: null,
+        paths: { ok: [step('TARGET_OK', 'COMMITTED')], ko: [step('TARGET_FAIL', 'COMPENSATING')] },
+        code: null,
+      },
+    };
+  return {
+    create: {
+      kind: 'create',
+      transfer: t,
+      op: null,
+      paths: { ok: [step('SOURCE_CALL', 'SOURCE_PENDING')], ko: failAtSource },
+      code: null,
+      checkFundingTarget: true,
+      dueNow: false,
+    },
+    ubsOp: 'WITHDRAW',
+    complete: {
+      kind: 'move',
+      params,
+      from: 'SOURCE_PENDING',
+      op: 'DEPOSIT',
+      paths: {
+        ok: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_OK', 'COMMITTED')],
+        ko: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_FAIL', 'COMPENSATING')],
+      },
+      code: null,
+    },
+  };
+}
+
+async function currentXid(sql: Sql): Promise<number> {
+  const rows = await sql<{ xid: string }[]>`SELECT pg_current_xact_id()::text AS xid`;
+  return Number(rows[0]?.xid ?? 0);
+}
+
+async function committedCount(sql: Sql): Promise<number> {
+  const rows = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state = 40`;
+  return rows[0]?.n ?? 0;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+}
+
+/**
+ * Runs the chain at each level for `durationS` against `svc`'s PostgreSQL (a database of its own,
+ * dropped at the end) and a UBSCore of its own. Any answer but the happy path's fails the run:
+ * nothing here is expected to be refused.
+ */
+export async function benchChain(
+  svc: BenchService,
+  levels: readonly number[],
+  durationS: number,
+  users: number,
+  log: (line: string) => void,
+): Promise<ChainLevel[]> {
+  const walDir = await fs.mkdtemp(path.join(os.tmpdir(), 'bench-chain-'));
+  await svc.sql.unsafe(`DROP DATABASE IF EXISTS ${CHAIN_DATABASE} WITH (FORCE)`);
+  await svc.sql.unsafe(`CREATE DATABASE ${CHAIN_DATABASE}`);
+  const sql = openSql(pgUrl(svc.pgPort, svc.pgPassword, { database: CHAIN_DATABASE }), {
+    max: CHAIN_PG_POOL_MAX,
+    application: 'bench-chain',
+  });
+  const core = await startUbsCore({ walDir, batchMax: CHAIN_UBS_BATCH_MAX });
+  const ubs = new UbsClient(core.connect());
+  const cleanup = registerCleanup(async () => {
+    ubs.close();
+    await core.control.close().catch(() => undefined);
+    await core.worker.terminate();
+    await sql.end({ timeout: 5 });
+    await svc.sql.unsafe(`DROP DATABASE IF EXISTS ${CHAIN_DATABASE} WITH (FORCE)`).catch(() => undefined);
+    await fs.rm(walDir, { recursive: true, force: true });
+  });
+  try {
+    await migrate(sql);
+    // The assets as the service's database holds them (transfers_tb refers to them).
+    const assets = await svc.sql<Record<string, unknown>[]>`
+      SELECT symbol, precision, min_transfer_units, max_transfer_units, status, internal_transfer_enabled FROM assets`;
+    for (const a of assets) await sql`INSERT INTO assets ${sql(a)}`;
+    const userIds = Array.from({ length: users }, (_, i) => BigInt(i + 1));
+    const ids = userIds.join(',');
+    for (const asset of BENCH_ASSETS)
+      await sql`
+        INSERT INTO funding_balances (user_id, asset, available)
+        SELECT u::bigint, ${asset}, ${SEED_UNITS.toString()}::bigint FROM unnest(string_to_array(${ids}, ',')) AS u`;
+    const deposits = userIds.flatMap((userId) => BENCH_ASSETS.map((asset) => ({ userId, asset })));
+    let nextDeposit = 0;
+    await Promise.all(
+      Array.from({ length: SEED_CONCURRENCY }, async () => {
+        for (let i = nextDeposit++; i < deposits.length; i = nextDeposit++) {
+          const d = deposits[i] as { userId: bigint; asset: string };
+          const ref = `chain-seed-${d.userId}-${d.asset}`;
+          const answer = await ubs.send(
+            { kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref, userId: d.userId, asset: d.asset, amount: SEED_UNITS },
+            CHAIN_CALL_TIMEOUT_MS,
+          );
+          if (answer?.kind !== 'applied') throw new Error(`(f) seeding SPOT: ${JSON.stringify(answer)}`);
+        }
+      }),
+    );
+    const writes = new TransferWrites(sql, { batchMax: PG_BATCH_MAX_DEFAULT });
+    const transfer = async (stages: Stages): Promise<void> => {
+      const from = Math.random() < 0.5 ? 'FUNDING' : 'SPOT';
+      const t: NewTransfer = {
+        reqId: newReqId(),
+        userId: userIds[Math.floor(Math.random() * userIds.length)] as bigint,
+        from,
+        to: from === 'FUNDING' ? 'SPOT' : 'FUNDING',
+        asset: BENCH_ASSETS[Math.floor(Math.random() * BENCH_ASSETS.length)] as string,
+        amount: BigInt(1 + Math.floor(Math.random() * AMOUNT_UNITS_MAX)),
+        clientOrderId: null,
+      };
+      const { create, ubsOp, complete } = itemsOf(t);
+      const t0 = performance.now();
+      const created = await writes.write(create);
+      const expected = t.from === 'FUNDING' ? 'TARGET_PENDING' : 'SOURCE_PENDING';
+      if (created.kind !== 'moved' || created.state !== expected) throw new Error(`(f) creating: ${JSON.stringify(created)}`);
+      const t1 = performance.now();
+      const answer = await ubs.send(
+        { kind: 'transfer_op', op: ubsOp, reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount },
+        CHAIN_CALL_TIMEOUT_MS,
+      );
+      if (answer?.kind !== 'applied') throw new Error(`(f) UBSCore ${ubsOp}: ${JSON.stringify(answer)}`);
+      const t2 = performance.now();
+      const completed = await writes.write(complete);
+      if (completed.kind !== 'moved' || completed.state !== 'COMMITTED') throw new Error(`(f) completing: ${JSON.stringify(completed)}`);
+      stages.create += t1 - t0;
+      stages.ubscore += t2 - t1;
+      stages.complete += performance.now() - t2;
+    };
+    const out: ChainLevel[] = [];
+    for (const connections of levels) {
+      const stages: Stages = { create: 0, ubscore: 0, complete: 0 };
+      const latencies: number[] = [];
+      const before = await committedCount(sql);
+      const xidBefore = await currentXid(svc.sql);
+      const cpu = await measureCpu(svc.pid, svc.dataDir);
+      const usage = process.cpuUsage();
+      const started = performance.now();
+      const end = started + durationS * 1000;
+      await Promise.all(
+        Array.from({ length: connections }, async () => {
+          while (performance.now() < end) {
+            const t = performance.now();
+            await transfer(stages);
+            latencies.push(performance.now() - t);
+          }
+        }),
+      );
+      const elapsedS = (performance.now() - started) / 1000;
+      const own = process.cpuUsage(usage);
+      const shares = await cpu.stop();
+      const xidAfter = await currentXid(svc.sql);
+      const committed = latencies.length;
+      // Every transfer answered COMMITTED is one in the table, and no other became one.
+      const counted = (await committedCount(sql)) - before;
+      if (counted !== committed) throw new Error(`(f) ${committed} transfers answered COMMITTED, ${counted} in transfers_tb`);
+      latencies.sort((a, b) => a - b);
+      const per = (x: number, digits: number): number | null =>
+        committed > 0 ? Math.round((x / committed) * 10 ** digits) / 10 ** digits : null;
+      const level: ChainLevel = {
+        connections,
+        durationS: round1(elapsedS),
+        committed,
+        committedPerSecond: round1(committed / elapsedS),
+        latencyMs: {
+          p50: round1(percentile(latencies, 0.5)),
+          p99: round1(percentile(latencies, 0.99)),
+          mean: round1(latencies.reduce((s, x) => s + x, 0) / Math.max(committed, 1)),
+        },
+        stageMs: {
+          create: round1(stages.create / Math.max(committed, 1)),
+          ubscore: round1(stages.ubscore / Math.max(committed, 1)),
+          complete: round1(stages.complete / Math.max(committed, 1)),
+        },
+        // The second xid read is a transaction of its own.
+        pgWriteTxnsPerCommitted: per(xidAfter - xidBefore - 1, 2),
+        postgresCpuMsPerCommitted: per(shares.postgresCpuS * 1000, 3),
+        chainCpuMsPerCommitted: per((own.user + own.system) / 1000, 3),
+        machineCores: shares.machineCores,
+      };
+      log(
+        `  (f) chain alone at ${connections} connections: ${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} ms; ` +
+          `waits ${level.stageMs.create} / ${level.stageMs.ubscore} / ${level.stageMs.complete} ms; ${level.pgWriteTxnsPerCommitted} write txns, ` +
+          `PostgreSQL ${level.postgresCpuMsPerCommitted} ms CPU, chain ${level.chainCpuMsPerCommitted} ms CPU per transfer`,
+      );
+      out.push(level);
+    }
+    return out;
+  } finally {
+    await cleanup();
+  }
+}
+
+if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  const levels = (process.argv[2] ?? '16,64,256').split(',').map(Number);
+  const seconds = Number(process.argv[3] ?? 15);
+  const main = async (): Promise<void> => {
+    const svc = await startBenchService({});
+    try {
+      const out = await benchChain(svc, levels, seconds, 2_000, (line) => process.stderr.write(`${line}\n`));
+      process.stdout.write(`${JSON.stringify(out)}\n`);
+    } finally {
+      await svc.stop();
+    }
+  };
+  main().catch((e: unknown) => {
+    process.stderr.write(`chain bench failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+    process.exit(1);
+  });
+}
