@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
+import { startUbsCore, UbsClient, type UbsCoreHandle } from '../actors/ubscore-client.js';
 import type { NewTransfer } from '../src/coordinator/types.js';
 import { migrate } from '../src/db/migrations.js';
 import { openSql, type Sql } from '../src/db/sql.js';
@@ -140,141 +140,162 @@ export async function benchChain(
   log: (line: string) => void,
 ): Promise<ChainLevel[]> {
   const walDir = await fs.mkdtemp(path.join(os.tmpdir(), 'bench-chain-'));
-  await svc.sql.unsafe(`DROP DATABASE IF EXISTS ${CHAIN_DATABASE} WITH (FORCE)`);
-  await svc.sql.unsafe(`CREATE DATABASE ${CHAIN_DATABASE}`);
-  const sql = openSql(pgUrl(svc.pgPort, svc.pgPassword, { database: CHAIN_DATABASE }), {
-    max: CHAIN_PG_POOL_MAX,
-    application: 'bench-chain',
-  });
-  const core = await startUbsCore({ walDir, batchMax: CHAIN_UBS_BATCH_MAX });
-  const ubs = new UbsClient(core.connect());
+  // Each part is undone if it was started, whichever step failed.
+  let sql: Sql | null = null;
+  let core: UbsCoreHandle | null = null;
+  let ubs: UbsClient | null = null;
   const cleanup = registerCleanup(async () => {
-    ubs.close();
-    await core.control.close().catch(() => undefined);
-    await core.worker.terminate();
-    await sql.end({ timeout: 5 });
+    ubs?.close();
+    if (core !== null) {
+      await core.control.close().catch(() => undefined);
+      await core.worker.terminate();
+    }
+    await sql?.end({ timeout: 5 });
     await svc.sql.unsafe(`DROP DATABASE IF EXISTS ${CHAIN_DATABASE} WITH (FORCE)`).catch(() => undefined);
     await fs.rm(walDir, { recursive: true, force: true });
   });
   try {
-    await migrate(sql);
-    // The assets as the service's database holds them (transfers_tb refers to them).
-    const assets = await svc.sql<Record<string, unknown>[]>`
-      SELECT symbol, precision, min_transfer_units, max_transfer_units, status, internal_transfer_enabled FROM assets`;
-    for (const a of assets) await sql`INSERT INTO assets ${sql(a)}`;
-    const userIds = Array.from({ length: users }, (_, i) => BigInt(i + 1));
-    const ids = userIds.join(',');
-    for (const asset of BENCH_ASSETS)
-      await sql`
-        INSERT INTO funding_balances (user_id, asset, available)
-        SELECT u::bigint, ${asset}, ${SEED_UNITS.toString()}::bigint FROM unnest(string_to_array(${ids}, ',')) AS u`;
-    const deposits = userIds.flatMap((userId) => BENCH_ASSETS.map((asset) => ({ userId, asset })));
-    let nextDeposit = 0;
-    await Promise.all(
-      Array.from({ length: SEED_CONCURRENCY }, async () => {
-        for (let i = nextDeposit++; i < deposits.length; i = nextDeposit++) {
-          const d = deposits[i] as { userId: bigint; asset: string };
-          const ref = `chain-seed-${d.userId}-${d.asset}`;
-          const answer = await ubs.send(
-            { kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref, userId: d.userId, asset: d.asset, amount: SEED_UNITS },
-            CHAIN_CALL_TIMEOUT_MS,
-          );
-          if (answer?.kind !== 'applied') throw new Error(`(f) seeding SPOT: ${JSON.stringify(answer)}`);
-        }
-      }),
-    );
-    const writes = new TransferWrites(sql, { batchMax: PG_BATCH_MAX_DEFAULT });
-    const transfer = async (stages: Stages): Promise<void> => {
-      const from = Math.random() < 0.5 ? 'FUNDING' : 'SPOT';
-      const t: NewTransfer = {
-        reqId: newReqId(),
-        userId: userIds[Math.floor(Math.random() * userIds.length)] as bigint,
-        from,
-        to: from === 'FUNDING' ? 'SPOT' : 'FUNDING',
-        asset: BENCH_ASSETS[Math.floor(Math.random() * BENCH_ASSETS.length)] as string,
-        amount: BigInt(1 + Math.floor(Math.random() * AMOUNT_UNITS_MAX)),
-        clientOrderId: null,
-      };
-      const { create, ubsOp, complete } = itemsOf(t);
-      const t0 = performance.now();
-      const created = await writes.write(create);
-      const expected = t.from === 'FUNDING' ? 'TARGET_PENDING' : 'SOURCE_PENDING';
-      if (created.kind !== 'moved' || created.state !== expected) throw new Error(`(f) creating: ${JSON.stringify(created)}`);
-      const t1 = performance.now();
-      const answer = await ubs.send(
-        { kind: 'transfer_op', op: ubsOp, reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount },
-        CHAIN_CALL_TIMEOUT_MS,
-      );
-      if (answer?.kind !== 'applied') throw new Error(`(f) UBSCore ${ubsOp}: ${JSON.stringify(answer)}`);
-      const t2 = performance.now();
-      const completed = await writes.write(complete);
-      if (completed.kind !== 'moved' || completed.state !== 'COMMITTED') throw new Error(`(f) completing: ${JSON.stringify(completed)}`);
-      stages.create += t1 - t0;
-      stages.ubscore += t2 - t1;
-      stages.complete += performance.now() - t2;
-    };
-    const out: ChainLevel[] = [];
-    for (const connections of levels) {
-      const stages: Stages = { create: 0, ubscore: 0, complete: 0 };
-      const latencies: number[] = [];
-      const before = await committedCount(sql);
-      const xidBefore = await currentXid(svc.sql);
-      const cpu = await measureCpu(svc.pid, svc.dataDir);
-      const usage = process.cpuUsage();
-      const started = performance.now();
-      const end = started + durationS * 1000;
-      await Promise.all(
-        Array.from({ length: connections }, async () => {
-          while (performance.now() < end) {
-            const t = performance.now();
-            await transfer(stages);
-            latencies.push(performance.now() - t);
-          }
-        }),
-      );
-      const elapsedS = (performance.now() - started) / 1000;
-      const own = process.cpuUsage(usage);
-      const shares = await cpu.stop();
-      const xidAfter = await currentXid(svc.sql);
-      const committed = latencies.length;
-      // Every transfer answered COMMITTED is one in the table, and no other became one.
-      const counted = (await committedCount(sql)) - before;
-      if (counted !== committed) throw new Error(`(f) ${committed} transfers answered COMMITTED, ${counted} in transfers_tb`);
-      latencies.sort((a, b) => a - b);
-      const per = (x: number, digits: number): number | null =>
-        committed > 0 ? Math.round((x / committed) * 10 ** digits) / 10 ** digits : null;
-      const level: ChainLevel = {
-        connections,
-        durationS: round1(elapsedS),
-        committed,
-        committedPerSecond: round1(committed / elapsedS),
-        latencyMs: {
-          p50: round1(percentile(latencies, 0.5)),
-          p99: round1(percentile(latencies, 0.99)),
-          mean: round1(latencies.reduce((s, x) => s + x, 0) / Math.max(committed, 1)),
-        },
-        stageMs: {
-          create: round1(stages.create / Math.max(committed, 1)),
-          ubscore: round1(stages.ubscore / Math.max(committed, 1)),
-          complete: round1(stages.complete / Math.max(committed, 1)),
-        },
-        // The second xid read is a transaction of its own.
-        pgWriteTxnsPerCommitted: per(xidAfter - xidBefore - 1, 2),
-        postgresCpuMsPerCommitted: per(shares.postgresCpuS * 1000, 3),
-        chainCpuMsPerCommitted: per((own.user + own.system) / 1000, 3),
-        machineCores: shares.machineCores,
-      };
-      log(
-        `  (f) chain alone at ${connections} connections: ${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} ms; ` +
-          `waits ${level.stageMs.create} / ${level.stageMs.ubscore} / ${level.stageMs.complete} ms; ${level.pgWriteTxnsPerCommitted} write txns, ` +
-          `PostgreSQL ${level.postgresCpuMsPerCommitted} ms CPU, chain ${level.chainCpuMsPerCommitted} ms CPU per transfer`,
-      );
-      out.push(level);
-    }
-    return out;
+    await svc.sql.unsafe(`DROP DATABASE IF EXISTS ${CHAIN_DATABASE} WITH (FORCE)`);
+    await svc.sql.unsafe(`CREATE DATABASE ${CHAIN_DATABASE}`);
+    sql = openSql(pgUrl(svc.pgPort, svc.pgPassword, { database: CHAIN_DATABASE }), { max: CHAIN_PG_POOL_MAX, application: 'bench-chain' });
+    core = await startUbsCore({ walDir, batchMax: CHAIN_UBS_BATCH_MAX });
+    ubs = new UbsClient(core.connect());
+    const userIds = await seed(svc, sql, ubs, users);
+    return await runLevels(svc, sql, ubs, userIds, levels, durationS, log);
   } finally {
     await cleanup();
   }
+}
+
+/** Its own schema, the service's assets, and `users` users funded on both sides; answers their ids. */
+async function seed(svc: BenchService, sql: Sql, ubs: UbsClient, users: number): Promise<bigint[]> {
+  await migrate(sql);
+  // The assets as the service's database holds them (transfers_tb refers to them).
+  const assets = await svc.sql<Record<string, unknown>[]>`
+    SELECT symbol, precision, min_transfer_units, max_transfer_units, status, internal_transfer_enabled FROM assets`;
+  for (const a of assets) await sql`INSERT INTO assets ${sql(a)}`;
+  const userIds = Array.from({ length: users }, (_, i) => BigInt(i + 1));
+  const ids = userIds.join(',');
+  for (const asset of BENCH_ASSETS)
+    await sql`
+      INSERT INTO funding_balances (user_id, asset, available)
+      SELECT u::bigint, ${asset}, ${SEED_UNITS.toString()}::bigint FROM unnest(string_to_array(${ids}, ',')) AS u`;
+  const deposits = userIds.flatMap((userId) => BENCH_ASSETS.map((asset) => ({ userId, asset })));
+  let nextDeposit = 0;
+  await Promise.all(
+    Array.from({ length: SEED_CONCURRENCY }, async () => {
+      for (let i = nextDeposit++; i < deposits.length; i = nextDeposit++) {
+        const d = deposits[i] as { userId: bigint; asset: string };
+        const ref = `chain-seed-${d.userId}-${d.asset}`;
+        const answer = await ubs.send(
+          { kind: 'external_op', op: 'EXTERNAL_DEPOSIT', ref, userId: d.userId, asset: d.asset, amount: SEED_UNITS },
+          CHAIN_CALL_TIMEOUT_MS,
+        );
+        if (answer?.kind !== 'applied') throw new Error(`(f) seeding SPOT: ${JSON.stringify(answer)}`);
+      }
+    }),
+  );
+  return userIds;
+}
+
+async function runLevels(
+  svc: BenchService,
+  sql: Sql,
+  ubs: UbsClient,
+  userIds: readonly bigint[],
+  levels: readonly number[],
+  durationS: number,
+  log: (line: string) => void,
+): Promise<ChainLevel[]> {
+  const writes = new TransferWrites(sql, { batchMax: PG_BATCH_MAX_DEFAULT });
+  const transfer = async (stages: Stages): Promise<void> => {
+    const from = Math.random() < 0.5 ? 'FUNDING' : 'SPOT';
+    const t: NewTransfer = {
+      reqId: newReqId(),
+      userId: userIds[Math.floor(Math.random() * userIds.length)] as bigint,
+      from,
+      to: from === 'FUNDING' ? 'SPOT' : 'FUNDING',
+      asset: BENCH_ASSETS[Math.floor(Math.random() * BENCH_ASSETS.length)] as string,
+      amount: BigInt(1 + Math.floor(Math.random() * AMOUNT_UNITS_MAX)),
+      clientOrderId: null,
+    };
+    const { create, ubsOp, complete } = itemsOf(t);
+    const t0 = performance.now();
+    const created = await writes.write(create);
+    const expected = t.from === 'FUNDING' ? 'TARGET_PENDING' : 'SOURCE_PENDING';
+    if (created.kind !== 'moved' || created.state !== expected) throw new Error(`(f) creating: ${JSON.stringify(created)}`);
+    const t1 = performance.now();
+    const answer = await ubs.send(
+      { kind: 'transfer_op', op: ubsOp, reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount },
+      CHAIN_CALL_TIMEOUT_MS,
+    );
+    if (answer?.kind !== 'applied') throw new Error(`(f) UBSCore ${ubsOp}: ${JSON.stringify(answer)}`);
+    const t2 = performance.now();
+    const completed = await writes.write(complete);
+    if (completed.kind !== 'moved' || completed.state !== 'COMMITTED') throw new Error(`(f) completing: ${JSON.stringify(completed)}`);
+    stages.create += t1 - t0;
+    stages.ubscore += t2 - t1;
+    stages.complete += performance.now() - t2;
+  };
+  const out: ChainLevel[] = [];
+  for (const connections of levels) {
+    const stages: Stages = { create: 0, ubscore: 0, complete: 0 };
+    const latencies: number[] = [];
+    const before = await committedCount(sql);
+    const xidBefore = await currentXid(svc.sql);
+    const cpu = await measureCpu(svc.pid, svc.dataDir);
+    const usage = process.cpuUsage();
+    const started = performance.now();
+    const end = started + durationS * 1000;
+    await Promise.all(
+      Array.from({ length: connections }, async () => {
+        while (performance.now() < end) {
+          const t = performance.now();
+          await transfer(stages);
+          latencies.push(performance.now() - t);
+        }
+      }),
+    );
+    const elapsedS = (performance.now() - started) / 1000;
+    const own = process.cpuUsage(usage);
+    const shares = await cpu.stop();
+    const xidAfter = await currentXid(svc.sql);
+    const committed = latencies.length;
+    // Every transfer answered COMMITTED is one in the table, and no other became one.
+    const counted = (await committedCount(sql)) - before;
+    if (counted !== committed) throw new Error(`(f) ${committed} transfers answered COMMITTED, ${counted} in transfers_tb`);
+    latencies.sort((a, b) => a - b);
+    const per = (x: number, digits: number): number | null =>
+      committed > 0 ? Math.round((x / committed) * 10 ** digits) / 10 ** digits : null;
+    const level: ChainLevel = {
+      connections,
+      durationS: round1(elapsedS),
+      committed,
+      committedPerSecond: round1(committed / elapsedS),
+      latencyMs: {
+        p50: round1(percentile(latencies, 0.5)),
+        p99: round1(percentile(latencies, 0.99)),
+        mean: round1(latencies.reduce((s, x) => s + x, 0) / Math.max(committed, 1)),
+      },
+      stageMs: {
+        create: round1(stages.create / Math.max(committed, 1)),
+        ubscore: round1(stages.ubscore / Math.max(committed, 1)),
+        complete: round1(stages.complete / Math.max(committed, 1)),
+      },
+      // The second xid read is a transaction of its own.
+      pgWriteTxnsPerCommitted: per(xidAfter - xidBefore - 1, 2),
+      postgresCpuMsPerCommitted: per(shares.postgresCpuS * 1000, 3),
+      chainCpuMsPerCommitted: per((own.user + own.system) / 1000, 3),
+      machineCores: shares.machineCores,
+    };
+    log(
+      `  (f) chain alone at ${connections} connections: ${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} ms; ` +
+        `waits ${level.stageMs.create} / ${level.stageMs.ubscore} / ${level.stageMs.complete} ms; ${level.pgWriteTxnsPerCommitted} write txns, ` +
+        `PostgreSQL ${level.postgresCpuMsPerCommitted} ms CPU, chain ${level.chainCpuMsPerCommitted} ms CPU per transfer`,
+    );
+    out.push(level);
+  }
+  return out;
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
