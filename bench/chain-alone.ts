@@ -28,6 +28,7 @@ import { measureCpu } from './cpu-share.js';
 import { round1 } from './load.js';
 import { BENCH_ASSETS } from './seed.js';
 import { pgUrl, startBenchService, type BenchService } from './service-child.js';
+import { currentXid } from './transfer-load.js';
 
 /** The service's defaults: PG_POOL_MAX connections for a coordinator, UBS_BATCH_MAX commands per WAL batch. */
 const CHAIN_PG_POOL_MAX = 8;
@@ -110,11 +111,6 @@ function itemsOf(t: NewTransfer): { create: WriteItem; ubsOp: 'DEPOSIT' | 'WITHD
       code: null,
     },
   };
-}
-
-async function currentXid(sql: Sql): Promise<number> {
-  const rows = await sql<{ xid: string }[]>`SELECT pg_current_xact_id()::text AS xid`;
-  return Number(rows[0]?.xid ?? 0);
 }
 
 async function committedCount(sql: Sql): Promise<number> {
@@ -282,7 +278,7 @@ async function runLevels(
         ubscore: round1(stages.ubscore / Math.max(committed, 1)),
         complete: round1(stages.complete / Math.max(committed, 1)),
       },
-      // The second xid read is a transaction of its own.
+      // Each read of the id assigns one itself: the second read's is not the chain's.
       pgWriteTxnsPerCommitted: per(xidAfter - xidBefore - 1, 2),
       postgresCpuMsPerCommitted: per(shares.postgresCpuS * 1000, 3),
       chainCpuMsPerCommitted: per((own.user + own.system) / 1000, 3),

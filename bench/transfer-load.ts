@@ -176,7 +176,7 @@ async function settle(sql: Sql): Promise<number> {
 }
 
 /** Each call assigns one transaction id itself; against thousands per run that is noise. */
-async function currentXid(sql: Sql): Promise<number> {
+export async function currentXid(sql: Sql): Promise<number> {
   const rows = await sql<{ xid: string }[]>`SELECT pg_current_xact_id()::text AS xid`;
   return Number(rows[0]?.xid ?? 0);
 }
