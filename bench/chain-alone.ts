@@ -20,12 +20,12 @@ import type { NewTransfer } from '../src/coordinator/types.js';
 import { migrate } from '../src/db/migrations.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { TransferWrites, type PathStep, type WriteItem } from '../src/db/transfer-writes.js';
-import type { TransferEvent, TransferStateName } from '../src/domain/fsm.js';
+import { STATE_IDS, type TransferEvent, type TransferStateName } from '../src/domain/fsm.js';
 import { newReqId } from '../src/http/req-ids.js';
 import { PG_BATCH_MAX_DEFAULT } from '../src/config.js';
 import { registerCleanup } from './cleanup.js';
 import { measureCpu } from './cpu-share.js';
-import { round1 } from './load.js';
+import { quantile, round1 } from './load.js';
 import { BENCH_ASSETS } from './seed.js';
 import { pgUrl, startBenchService, type BenchService } from './service-child.js';
 import { currentXid } from './transfer-load.js';
@@ -114,13 +114,13 @@ function itemsOf(t: NewTransfer): { create: WriteItem; ubsOp: 'DEPOSIT' | 'WITHD
 }
 
 async function committedCount(sql: Sql): Promise<number> {
-  const rows = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state = 40`;
+  const rows = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state = ${STATE_IDS.COMMITTED}`;
   return rows[0]?.n ?? 0;
 }
 
-function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] ?? 0;
+/** Where a path leaves the transfer: its last step's state. */
+function endOf(item: WriteItem): TransferStateName | undefined {
+  return item.kind === 'op' ? undefined : item.paths.ok[item.paths.ok.length - 1]?.to;
 }
 
 /**
@@ -169,7 +169,7 @@ async function seed(svc: BenchService, sql: Sql, ubs: UbsClient, users: number):
   // The assets as the service's database holds them (transfers_tb refers to them).
   const assets = await svc.sql<Record<string, unknown>[]>`
     SELECT symbol, precision, min_transfer_units, max_transfer_units, status, internal_transfer_enabled FROM assets`;
-  for (const a of assets) await sql`INSERT INTO assets ${sql(a)}`;
+  await sql`INSERT INTO assets ${sql(assets)}`;
   const userIds = Array.from({ length: users }, (_, i) => BigInt(i + 1));
   const ids = userIds.join(',');
   for (const asset of BENCH_ASSETS)
@@ -218,8 +218,7 @@ async function runLevels(
     const { create, ubsOp, complete } = itemsOf(t);
     const t0 = performance.now();
     const created = await writes.write(create);
-    const expected = t.from === 'FUNDING' ? 'TARGET_PENDING' : 'SOURCE_PENDING';
-    if (created.kind !== 'moved' || created.state !== expected) throw new Error(`(f) creating: ${JSON.stringify(created)}`);
+    if (created.kind !== 'moved' || created.state !== endOf(create)) throw new Error(`(f) creating: ${JSON.stringify(created)}`);
     const t1 = performance.now();
     const answer = await ubs.send(
       { kind: 'transfer_op', op: ubsOp, reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount },
@@ -228,7 +227,7 @@ async function runLevels(
     if (answer?.kind !== 'applied') throw new Error(`(f) UBSCore ${ubsOp}: ${JSON.stringify(answer)}`);
     const t2 = performance.now();
     const completed = await writes.write(complete);
-    if (completed.kind !== 'moved' || completed.state !== 'COMMITTED') throw new Error(`(f) completing: ${JSON.stringify(completed)}`);
+    if (completed.kind !== 'moved' || completed.state !== endOf(complete)) throw new Error(`(f) completing: ${JSON.stringify(completed)}`);
     stages.create += t1 - t0;
     stages.ubscore += t2 - t1;
     stages.complete += performance.now() - t2;
@@ -240,7 +239,6 @@ async function runLevels(
     const before = await committedCount(sql);
     const xidBefore = await currentXid(svc.sql);
     const cpu = await measureCpu(svc.pid, svc.dataDir);
-    const usage = process.cpuUsage();
     const started = performance.now();
     const end = started + durationS * 1000;
     await Promise.all(
@@ -253,7 +251,6 @@ async function runLevels(
       }),
     );
     const elapsedS = (performance.now() - started) / 1000;
-    const own = process.cpuUsage(usage);
     const shares = await cpu.stop();
     const xidAfter = await currentXid(svc.sql);
     const committed = latencies.length;
@@ -263,25 +260,22 @@ async function runLevels(
     latencies.sort((a, b) => a - b);
     const per = (x: number, digits: number): number | null =>
       committed > 0 ? Math.round((x / committed) * 10 ** digits) / 10 ** digits : null;
+    const mean = (x: number): number => round1(x / Math.max(committed, 1));
     const level: ChainLevel = {
       connections,
       durationS: round1(elapsedS),
       committed,
       committedPerSecond: round1(committed / elapsedS),
       latencyMs: {
-        p50: round1(percentile(latencies, 0.5)),
-        p99: round1(percentile(latencies, 0.99)),
-        mean: round1(latencies.reduce((s, x) => s + x, 0) / Math.max(committed, 1)),
+        p50: round1(quantile(latencies, 0.5)),
+        p99: round1(quantile(latencies, 0.99)),
+        mean: mean(latencies.reduce((sum, x) => sum + x, 0)),
       },
-      stageMs: {
-        create: round1(stages.create / Math.max(committed, 1)),
-        ubscore: round1(stages.ubscore / Math.max(committed, 1)),
-        complete: round1(stages.complete / Math.max(committed, 1)),
-      },
+      stageMs: { create: mean(stages.create), ubscore: mean(stages.ubscore), complete: mean(stages.complete) },
       // Each read of the id assigns one itself: the second read's is not the chain's.
       pgWriteTxnsPerCommitted: per(xidAfter - xidBefore - 1, 2),
       postgresCpuMsPerCommitted: per(shares.postgresCpuS * 1000, 3),
-      chainCpuMsPerCommitted: per((own.user + own.system) / 1000, 3),
+      chainCpuMsPerCommitted: per(shares.loadGeneratorCpuS * 1000, 3),
       machineCores: shares.machineCores,
     };
     log(

@@ -17,6 +17,8 @@ export type CpuShares = {
   /** CPU seconds (user + system) over the window, unrounded by the wall time: the basis of per-transfer costs. */
   readonly serviceCpuS: number;
   readonly postgresCpuS: number;
+  /** The benchmark's own process, every thread of it (whatever runs the load, or (f)'s chain). */
+  readonly loadGeneratorCpuS: number;
   /** Every process on the machine, from /proc/stat: what is left after the three above is someone else's. */
   readonly machineCores: number;
   /**
@@ -116,6 +118,7 @@ export async function measureCpu(pid: number, dataDir: string): Promise<{ stop: 
         machineCores: cores(after.machine - before.machine),
         serviceCpuS: seconds(service),
         postgresCpuS: seconds(pg),
+        loadGeneratorCpuS: seconds(after.harness - before.harness),
         serviceThreads,
       };
     },

@@ -13,7 +13,7 @@
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { requestBytes, ResponseFramer } from './http1-wire.js';
-import { round1, type LatencyMs } from './load.js';
+import { quantile, round1, type LatencyMs } from './load.js';
 
 /** Connections at most, the largest closed-loop level; beyond them a due request waits in the client, and the wait counts. */
 export const FIXED_RATE_SOCKETS_MAX = 256;
@@ -64,12 +64,6 @@ type Outcome = { kind: 'answered'; status: number } | { kind: 'timeout' } | { ki
 
 /** One keep-alive socket and the request it carries (-1 when idle). */
 type Connection = { readonly socket: net.Socket; readonly framer: ResponseFramer; request: number };
-
-/** Value at quantile q of ascending `xs` (nearest rank). */
-function quantile(xs: Float64Array, q: number): number {
-  if (xs.length === 0) return 0;
-  return xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))] ?? 0;
-}
 
 export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
   if (!(spec.ratePerSecond > 0) || !(spec.durationS > 0))

@@ -59,3 +59,9 @@ function figures(spec: LoadSpec, r: autocannon.Result): LoadFigures {
 export function round1(x: number): number {
   return Math.round(x * 10) / 10;
 }
+
+/** Value at quantile q of ascending `xs` (nearest rank). */
+export function quantile(xs: ArrayLike<number>, q: number): number {
+  if (xs.length === 0) return 0;
+  return xs[Math.min(xs.length - 1, Math.max(0, Math.ceil(q * xs.length) - 1))] ?? 0;
+}
