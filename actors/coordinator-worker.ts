@@ -15,7 +15,7 @@ import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import type { MetricFamily, Registry } from '../src/metrics/registry.js';
 import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
-import { SUBMIT_BATCH_MAX } from '../src/limits.js';
+import { HALT_SETTLE_MS_MAX, SUBMIT_BATCH_MAX } from '../src/limits.js';
 import {
   unreachable,
   type CoordinatorControlApi,
@@ -59,7 +59,11 @@ async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
       return submitMany(task.transfers);
     case 'coord.drive': {
       const view = await shardOf().driveNow(task.reqId);
-      return { kind: 'coord.drove', reply: view === null ? { kind: 'refused', code: 'NOT_FOUND' } : { kind: 'transfer', view } };
+      if (view === null) return { kind: 'coord.drove', reply: { kind: 'refused', code: 'NOT_FOUND' } };
+      // Held in INIT by a halt (MON-003): the operator is told so, not shown an unmoved transfer.
+      if (view.state === 'INIT' && runningOf().halt.current !== null)
+        return { kind: 'coord.drove', reply: { kind: 'refused', code: 'SERVICE_HALTED' } };
+      return { kind: 'coord.drove', reply: { kind: 'transfer', view } };
     }
     default:
       return unreachable(task);
@@ -78,11 +82,16 @@ const control: CoordinatorControlApi = {
     }),
   haltChanged: (state) =>
     outcome('haltChanged', async () => {
-      runningOf().halt.set(state);
-      log.warn(state === null ? 'service resumed: new transfers accepted' : 'service halted: new transfers refused', {
-        shard: config.shard,
-        reason: state?.reason ?? null,
-      });
+      const { halt, shard } = runningOf();
+      // Answered once no move out of INIT is under way, so nothing leaves INIT after the halt's answer.
+      const unsettled = await halt.set(state, HALT_SETTLE_MS_MAX);
+      if (state === null) shard.resumed();
+      log.warn(
+        state === null
+          ? 'service resumed: new transfers accepted, transfers held in INIT driven'
+          : 'service halted: new transfers refused, transfers in INIT held',
+        { shard: config.shard, reason: state?.reason ?? null, moves_out_of_init_unsettled: unsettled },
+      );
       return { kind: 'done' };
     }),
   stop: () => outcome('stop', stop),
@@ -130,7 +139,14 @@ async function init(port: MessagePort, controlPort: MessagePort): Promise<Coordi
   // The stored halt is read before the first transfer is taken: a start while halted refuses.
   await halt.refresh(sql);
   const haltTimer = setInterval(() => {
-    halt.refresh(sql).catch((error: unknown) => log.error('could not re-read the stored halt', { error: String(error) }));
+    const was = halt.current;
+    halt.refresh(sql).then(
+      (now) => {
+        // A resume this thread missed: the transfers it held in INIT are driven now.
+        if (was !== null && now === null) shard.resumed();
+      },
+      (error: unknown) => log.error('could not re-read the stored halt', { error: String(error) }),
+    );
   }, config.scanIntervalMs);
   haltTimer.unref();
   shard.start();

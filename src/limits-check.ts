@@ -146,6 +146,7 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('STOP_DRAIN_MS', limit.STOP_DRAIN_MS),
   positive('CONTROL_TASKS_MAX', limit.CONTROL_TASKS_MAX),
   positive('COORDINATOR_CONTROL_MS_MAX', limit.COORDINATOR_CONTROL_MS_MAX),
+  positive('HALT_SETTLE_MS_MAX', limit.HALT_SETTLE_MS_MAX),
   positive('UBS_CONTROL_MS_MAX', limit.UBS_CONTROL_MS_MAX),
   positive('COORDINATOR_STOP_MS_MAX', limit.COORDINATOR_STOP_MS_MAX),
   positive('SUBMIT_BATCH_MAX', limit.SUBMIT_BATCH_MAX),
@@ -196,6 +197,8 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   atMost('OP_SEQS_BATCH_MAX', limit.OP_SEQS_BATCH_MAX, 'OP_SEQS_KEYS_MAX', limit.OP_SEQS_KEYS_MAX),
   atMost('SUBMIT_BATCH_MAX', limit.SUBMIT_BATCH_MAX, 'COORDINATOR_CONCURRENCY_TRANSFERS_MAX', limit.COORDINATOR_CONCURRENCY_TRANSFERS_MAX),
   atMost('SCAN_BATCH_MAX', limit.SCAN_BATCH_MAX, 'RETRY_TIMERS_MAX', limit.RETRY_TIMERS_MAX),
+  // A shard answers a halt after its moves out of INIT settle, before the main thread stops waiting.
+  atMost('HALT_SETTLE_MS_MAX', limit.HALT_SETTLE_MS_MAX, 'COORDINATOR_CONTROL_MS_MAX', limit.COORDINATOR_CONTROL_MS_MAX),
   // A shard's stop outlasts its drain, or every stop would end in a terminate.
   atMost('STOP_DRAIN_MS', limit.STOP_DRAIN_MS, 'COORDINATOR_STOP_MS_MAX', limit.COORDINATOR_STOP_MS_MAX),
   atMost('SET_BASED_ROWS_MIN', limit.SET_BASED_ROWS_MIN, 'PG_BATCH_ROWS_MAX', limit.PG_BATCH_ROWS_MAX),

@@ -189,6 +189,11 @@ export const STOP_DRAIN_MS = 5_000;
 export const CONTROL_TASKS_MAX = 16;
 /** The longest the main thread waits for a shard's answer to metrics, assets or halt (comlink has no timeout). */
 export const COORDINATOR_CONTROL_MS_MAX = 2_000;
+/**
+ * The longest a shard told of a halt waits for the moves out of INIT already under way (MON-003)
+ * before it answers; within COORDINATOR_CONTROL_MS_MAX, so the answer is not counted late.
+ */
+export const HALT_SETTLE_MS_MAX = 1_500;
 /** The longest the main thread waits for UBSCore's stats, metrics or /readyz's probe command. */
 export const UBS_CONTROL_MS_MAX = 2_000;
 /**

@@ -1,4 +1,4 @@
-// Proves client idempotency under a race, history paging that stays correct while transfers arrive, the three rate limits, and the body size limit.
+// Proves client idempotency under a race and at the daily limits (a repeat answers the original before any limit is charged; a different request under its id is 409 naming the original), history paging that stays correct while transfers arrive, the three rate limits, and the body size limit.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -105,6 +105,42 @@ test('limits: requests per second, transfers per day, amount per asset per day, 
     const eth2 = await transfer(limited, 503n, { from: 'FUNDING', to: 'SPOT', asset: 'ETH', amount: '3' });
     assert.equal([eth1.status, eth2.status, eth2.body.code], [200, 429, 'DAILY_AMOUNT_EXCEEDED']);
     assert.equal(await fundsOf(limited, 503n, 'ETH'), { funding: 97n * COIN, spot: 3n * COIN });
+  } finally {
+    await limited.stop();
+  }
+});
+
+test('spec 001 §1.5.7: a client_order_id repeated once the day\'s count or amount is used up answers 200 with the original transfer; another request under it is 409 naming the original req_id', async () => {
+  const limited = await startTestService({ RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '2' });
+  try {
+    await deposit(limited, 511n, 'FUNDING', 'USDT', '100', 'rep-seed');
+    const body = (coid: string, amount = '1') => ({ from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount, client_order_id: coid });
+    const first = await transfer(limited, 511n, body('day-1'));
+    const second = await transfer(limited, 511n, body('day-2'));
+    const third = await transfer(limited, 511n, body('day-3'));
+    assert.equal([first.status, second.status, third.status, third.body.code], [200, 200, 429, 'DAILY_LIMIT_EXCEEDED']);
+    const repeat = await transfer(limited, 511n, body('day-2'));
+    assert.equal([repeat.status, repeat.body.req_id, repeat.body.state], [200, second.body.req_id, 'COMMITTED'], JSON.stringify(repeat.body));
+    const other = await transfer(limited, 511n, body('day-1', '2'));
+    assert.equal([other.status, other.body.code, other.body.original_req_id], [409, 'DUPLICATE_REQUEST', first.body.req_id]);
+
+    const spec = {
+      precision: 8,
+      min_transfer_amount: '0.00000001',
+      max_transfer_amount: '1000',
+      status: 'ACTIVE',
+      internal_transfer_enabled: true,
+      daily_amount_limit: '5',
+    };
+    assert.is((await limited.call('PUT', '/admin/v1/assets/ETH', { token: limited.adminToken(), body: spec })).status, 200);
+    await deposit(limited, 512n, 'FUNDING', 'ETH', '100', 'rep-eth');
+    const eth = (coid: string) => ({ from: 'FUNDING', to: 'SPOT', asset: 'ETH', amount: '4', client_order_id: coid });
+    const eth1 = await transfer(limited, 512n, eth('eth-1'));
+    const eth2 = await transfer(limited, 512n, eth('eth-2'));
+    assert.equal([eth1.status, eth2.status, eth2.body.code], [200, 429, 'DAILY_AMOUNT_EXCEEDED']);
+    const ethRepeat = await transfer(limited, 512n, eth('eth-1'));
+    assert.equal([ethRepeat.status, ethRepeat.body.req_id], [200, eth1.body.req_id], JSON.stringify(ethRepeat.body));
+    assert.equal(await fundsOf(limited, 512n, 'ETH'), { funding: 96n * COIN, spot: 4n * COIN }, 'moved once');
   } finally {
     await limited.stop();
   }

@@ -29,7 +29,7 @@ test.after(async () => {
 
 async function submit(t: NewTransfer) {
   const reply = await L.shard.submit(t);
-  return reply.kind === 'transfer' ? reply.view.state : reply.code;
+  return reply.kind === 'transfer' ? reply.view.state : reply.kind === 'refused' ? reply.code : 'DUPLICATE_REQUEST';
 }
 
 test('daily limit: FAILED transfers give their place back; only transfers that moved funds count', async () => {

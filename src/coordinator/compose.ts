@@ -70,6 +70,7 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     amountLimits: config.dailyAmountLimits,
     amountPerDayUnitsMax: async (symbol) => (await assets.get(symbol))?.dailyAmountLimitUnits ?? null,
   });
+  const halt = new HaltFlag();
   const driver = new TransferDriver({
     store,
     adapters: opts.hooks?.wrapAdapters?.({ FUNDING: funding, SPOT: trading }) ?? { FUNDING: funding, SPOT: trading },
@@ -87,8 +88,8 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     },
     watch: (t, cause) => watchdog.onStay(t, cause),
     metrics,
+    gate: halt,
   });
-  const halt = new HaltFlag();
   const shard = new Shard({
     driver,
     halt,

@@ -8,7 +8,8 @@
 //   SPOT → FUNDING: create as INIT → SOURCE_PENDING; UBSCore debits;
 //                   credit + SOURCE_PENDING → SOURCE_DONE → COMMITTED.
 // Only an explicit business rejection moves a transfer to FAILED or COMPENSATING; every unknown
-// outcome stays where it is and is retried.
+// outcome stays where it is and is retried. While the service is halted (MON-003) no transfer
+// leaves INIT: the step answers `held` and writes nothing.
 
 import { isLocal, type AccountAdapter, type LocalAccountAdapter, type MovedOutcome, type OpRequest } from '../adapters/types.js';
 import type { PathStep, Paths } from '../db/transfer-writes.js';
@@ -19,6 +20,7 @@ import { causeText, type AccountKind, type FailureCode, type OpOutcome, type Pen
 import type { CrashPoint } from '../faults/crash-points.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
+import type { HaltFlag } from './halt-flag.js';
 import { countRetry, countTransition } from './transfer-metrics.js';
 import type { NewTransfer, TransferView } from './types.js';
 
@@ -26,6 +28,8 @@ export type StepResult =
   | { readonly kind: 'moved'; readonly view: TransferView }
   | { readonly kind: 'stayed'; readonly view: TransferView; readonly cause: PendingCause }
   | { readonly kind: 'terminal'; readonly view: TransferView }
+  /** MON-003: the service is halted and the transfer is in INIT; nothing was written or called. */
+  | { readonly kind: 'held'; readonly view: TransferView }
   | { readonly kind: 'not_found' };
 
 type DriverDeps = {
@@ -45,6 +49,8 @@ type DriverDeps = {
   readonly watch: (t: TransferView, cause: PendingCause) => Promise<void>;
   /** Counts each transition (spec 004's fsm_state_count{from,to}), each finished transfer and each retry. */
   readonly metrics: Registry;
+  /** The halt's gate (MON-003): a step out of INIT runs through it, and is held while halted. */
+  readonly gate: Pick<HaltFlag, 'through'>;
 };
 
 const step = (event: TransferEvent, to: TransferStateName): PathStep => ({ event, to });
@@ -98,12 +104,8 @@ export class TransferDriver {
     const t = known ?? (await this.deps.store.get(reqId));
     if (t === null) return { kind: 'not_found' };
     switch (t.state) {
-      case 'INIT': {
-        const rejected = await this.deps.precheck(t);
-        if (rejected !== null) return this.settle(t, FAIL_AT_SOURCE, rejected);
-        this.deps.crash('init_before_source_pending');
-        return this.callSource(t);
-      }
+      case 'INIT':
+        return this.deps.gate.through(() => this.leaveInit(t), { kind: 'held', view: t } as const);
       case 'SOURCE_PENDING':
         return this.callSource(t);
       case 'SOURCE_DONE':
@@ -118,6 +120,14 @@ export class TransferDriver {
       case 'ROLLED_BACK':
         return { kind: 'terminal', view: t };
     }
+  }
+
+  /** From INIT: a business rejection known before the source is called, else the source's call. */
+  private async leaveInit(t: TransferView): Promise<StepResult> {
+    const rejected = await this.deps.precheck(t);
+    if (rejected !== null) return this.settle(t, FAIL_AT_SOURCE, rejected);
+    this.deps.crash('init_before_source_pending');
+    return this.callSource(t);
   }
 
   /** Source paths from INIT or SOURCE_PENDING when the source shares the transaction: on to announcing the target. */

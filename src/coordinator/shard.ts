@@ -17,6 +17,8 @@ import type { CoordinatorConfig, NewTransfer, SubmitReply, TransferView } from '
 import { STOP_DRAIN_MS } from '../limits.js';
 import { within } from '../within.js';
 
+const HALTED = { kind: 'refused', code: 'SERVICE_HALTED' } as const;
+
 export class Shard {
   private readonly inProgress = new Set<string>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
@@ -24,6 +26,8 @@ export class Shard {
   private readonly stepFailures = new Map<string, number>();
   private scanTimer: NodeJS.Timeout | null = null;
   private scanning = false;
+  /** A resume came while a scan ran: one more pass from the start once it ends. */
+  private rescan = false;
   private stopped = false;
 
   constructor(
@@ -34,7 +38,7 @@ export class Shard {
       readonly config: CoordinatorConfig;
       readonly log: Logger;
       readonly watchdog: Watchdog;
-      /** MON-003: while set, new transfers are refused; drives, retries and the scan go on. */
+      /** MON-003: while set, new transfers are refused and none leaves INIT; the others go on. */
       readonly halt: HaltFlag;
       /** Daily limits (spec 001 §1.5.6); absent when switched off. */
       readonly limits?: DailyLimits;
@@ -42,15 +46,31 @@ export class Shard {
   ) {}
 
   /**
-   * Re-checks the request in spec 001 §1.5.8 order. A malformed request, or one for a suspended
-   * or non-transferable asset, is refused before any state exists. Otherwise the driver creates
-   * the transfer with its first step in the creating transaction, and it is driven until the
-   * deadline; a missing FUNDING target is recorded as FAILED, so the client still gets its req_id.
+   * Re-checks the request in spec 001 §1.5.8 order. A malformed request is refused before any
+   * state exists; a client_order_id already used answers the original transfer (or
+   * DUPLICATE_REQUEST naming it) before any limit is charged, halted or not. Otherwise the
+   * transfer is created through the halt's gate (MON-003), and driven until the deadline.
    */
-  async submit(t: NewTransfer): Promise<Extract<SubmitReply, { kind: 'transfer' | 'refused' }>> {
-    if (this.deps.halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
+  async submit(t: NewTransfer): Promise<Extract<SubmitReply, { kind: 'transfer' | 'refused' | 'duplicate' }>> {
     const invalid = checkNewTransfer(t);
     if (invalid !== null) return { kind: 'refused', code: invalid };
+    const repeat = await this.deps.store.repeatOf(t);
+    if (repeat !== null) return repeat.kind === 'existing' ? { kind: 'transfer', view: repeat.view } : repeat;
+    const created = await this.deps.halt.through(() => this.create(t), HALTED);
+    if (created.kind !== 'created') return created;
+    const view = await this.driveUntil(created.view.reqId, Date.now() + this.deps.config.happyPathDeadlineMs, created.view);
+    return { kind: 'transfer', view: view ?? created.view };
+  }
+
+  /**
+   * The asset's checks and the daily limits, then the creation with its first step. A missing
+   * FUNDING target is recorded as FAILED, so the client still gets its req_id.
+   */
+  private async create(
+    t: NewTransfer,
+  ): Promise<
+    { readonly kind: 'created'; readonly view: TransferView } | Extract<SubmitReply, { kind: 'transfer' | 'refused' | 'duplicate' }>
+  > {
     const asset = await this.deps.assets.get(t.asset);
     if (asset === null) return { kind: 'refused', code: 'INVALID_ASSET' };
     const closed = checkAssetOpen(asset);
@@ -64,21 +84,21 @@ export class Shard {
     // the safe side, and the transfer, if it exists, is found held when it leaves INIT. One that
     // ends FAILED or ROLLED_BACK gives its place back when the drive sees it final.
     const created = await this.deps.driver.start(t);
-    if (created.kind === 'duplicate') {
-      limits?.release(t);
-      return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
-    }
-    if (created.kind === 'existing') {
-      limits?.release(t);
-      return { kind: 'transfer', view: created.view };
-    }
-    const view = await this.driveUntil(created.view.reqId, Date.now() + this.deps.config.happyPathDeadlineMs, created.view);
-    return { kind: 'transfer', view: view ?? created.view };
+    if (created.kind === 'created') return created;
+    // A twin with the same client_order_id was created between the repeat check and this one.
+    limits?.release(t);
+    return created.kind === 'existing' ? { kind: 'transfer', view: created.view } : created;
   }
 
   /** Drives one transfer now (an operator's retry, or the scan). */
   async driveNow(reqId: string): Promise<TransferView | null> {
     return this.driveUntil(reqId, Date.now() + this.deps.config.happyPathDeadlineMs);
+  }
+
+  /** MON-003, resume: the transfers held in INIT are driven now, not at the next scan. */
+  resumed(): void {
+    if (this.scanning) this.rescan = true;
+    else void this.scan(0);
   }
 
   start(): void {
@@ -121,6 +141,8 @@ export class Shard {
         const result = await this.safeStep(reqId, known);
         if (result.kind !== 'error') this.stepFailures.delete(reqId);
         if (result.kind === 'not_found') return null;
+        // MON-003: held in INIT while halted; the resume's scan drives it, no timer holds it.
+        if (result.kind === 'held') return result.view;
         if (result.kind === 'terminal') {
           this.deps.limits?.settled(result.view);
           return result.view;
@@ -186,17 +208,27 @@ export class Shard {
     this.scanning = true;
     const started = Date.now();
     try {
-      const driven = await this.drivePass(staleMs);
+      const { driven, held } = await this.drivePass(staleMs);
       await this.deps.watchdog.sweep();
-      if (driven > 0) this.deps.log.info('recovery scan', { shard: this.deps.config.shard, transfers: driven, ms: Date.now() - started });
+      if (driven > 0)
+        this.deps.log.info('recovery scan', {
+          shard: this.deps.config.shard,
+          transfers: driven,
+          held_while_halted: held,
+          ms: Date.now() - started,
+        });
     } catch (error) {
       this.deps.log.error('recovery scan failed', { error: String(error) });
     } finally {
       this.scanning = false;
     }
+    if (this.rescan) {
+      this.rescan = false;
+      await this.scan(0);
+    }
   }
 
-  private async drivePass(staleMs: number): Promise<number> {
+  private async drivePass(staleMs: number): Promise<{ readonly driven: number; readonly held: number }> {
     const { shard, shards, scanBatchMax, scanConcurrencyMax } = this.deps.config;
     const passAt = await this.deps.store.clock();
     const pass = {
@@ -206,6 +238,7 @@ export class Shard {
       exhausted: false,
       failure: null as unknown,
       driven: 0,
+      held: 0,
     };
     let reading: Promise<void> | null = null;
     // One page read at a time; a failed read ends the pass, and the next pass starts over.
@@ -245,12 +278,13 @@ export class Shard {
         pass.driven += 1;
         // The page's row spares the drive its first read; a stale one only loses a CAS.
         const view = await this.drive(due.reqId, due);
-        if (view !== null && !isTerminal(view.state))
-          this.deps.log.warn('recovery left transfer unfinished', { req_id: due.reqId, state: view.state });
+        if (view === null || isTerminal(view.state)) continue;
+        if (view.state === 'INIT' && this.deps.halt.current !== null) pass.held += 1;
+        else this.deps.log.warn('recovery left transfer unfinished', { req_id: due.reqId, state: view.state });
       }
     };
     await Promise.all(Array.from({ length: scanConcurrencyMax }, lane));
     if (pass.failure !== null) throw pass.failure;
-    return pass.driven;
+    return { driven: pass.driven, held: pass.held };
   }
 }

@@ -15,7 +15,6 @@ type RefusalCode =
   | 'DAILY_LIMIT_EXCEEDED'
   | 'DAILY_AMOUNT_EXCEEDED'
   | 'RATE_LIMIT_EXCEEDED'
-  | 'DUPLICATE_REQUEST'
   /** MON-003: the service is halted; new transfers are refused, in-flight ones go on. */
   | 'SERVICE_HALTED';
 
@@ -56,6 +55,8 @@ export type TransferView = {
 export type SubmitReply =
   | { readonly kind: 'transfer'; readonly view: TransferView }
   | { readonly kind: 'refused'; readonly code: RefusalCode }
+  /** DUPLICATE_REQUEST: the client_order_id is held by another request, the transfer `originalReqId`. */
+  | { readonly kind: 'duplicate'; readonly originalReqId: string }
   | { readonly kind: 'busy' }
   | { readonly kind: 'error'; readonly message: string };
 

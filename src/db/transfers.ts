@@ -49,7 +49,8 @@ export type ListQuery = {
 export type CreateOutcome =
   | { readonly kind: 'created'; readonly view: TransferView }
   | { readonly kind: 'existing'; readonly view: TransferView }
-  | { readonly kind: 'duplicate' };
+  /** The client_order_id names another request: `originalReqId` is the transfer that holds it. */
+  | { readonly kind: 'duplicate'; readonly originalReqId: string };
 
 type CreateItem = Extract<WriteItem, { kind: 'create' }>;
 
@@ -105,10 +106,21 @@ export class TransferStore {
       // This very req_id: an earlier attempt committed though its answer was lost.
       const own = await this.get(t.reqId);
       if (own !== null) return { kind: 'created', view: own };
-      const existing = t.clientOrderId === null ? null : await this.byClientOrderId(t.userId, t.clientOrderId);
       // Found neither: the twin that held the client_order_id is gone; try again.
-      if (existing !== null) return sameRequest(existing, t) ? { kind: 'existing', view: existing } : { kind: 'duplicate' };
+      const repeat = await this.repeatOf(t);
+      if (repeat !== null) return repeat;
     }
+  }
+
+  /**
+   * A request whose client_order_id the user already used (spec 001 §1.5.7): the original
+   * transfer when the request is the same, DUPLICATE otherwise; null when the id is new.
+   */
+  async repeatOf(t: NewTransferRow): Promise<Exclude<CreateOutcome, { kind: 'created' }> | null> {
+    if (t.clientOrderId === null) return null;
+    const existing = await this.byClientOrderId(t.userId, t.clientOrderId);
+    if (existing === null) return null;
+    return sameRequest(existing, t) ? { kind: 'existing', view: existing } : { kind: 'duplicate', originalReqId: existing.reqId };
   }
 
   /** Creates the transfer in INIT; `dueNow` marks it due at once for the recovery scan. */

@@ -46,14 +46,17 @@ function movement(deps: AppDeps, kind: MovementKind) {
     if (asset === null) return fail(c, 'INVALID_ASSET');
     const amount = parseAmount(body.amount, asset.precision);
     if (!amount.ok) return fail(c, amount.code);
-    const outcome = await deps.external.apply({
-      kind,
-      ref: body.ref,
-      userId,
-      account: body.account,
-      asset: body.asset,
-      amount: amount.units,
-    });
+    const outcome = await deps.external.apply(
+      {
+        kind,
+        ref: body.ref,
+        userId,
+        account: body.account,
+        asset: body.asset,
+        amount: amount.units,
+      },
+      body.correction_reason ?? null,
+    );
     switch (outcome.kind) {
       case 'done':
         return c.json({

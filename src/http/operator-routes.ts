@@ -123,7 +123,7 @@ function halt(deps: AppDeps) {
   };
 }
 
-/** POST /transfers/:req_id/retry: drives one transfer now, on its shard. */
+/** POST /transfers/:req_id/retry: drives one transfer now, on its shard; one in INIT is refused while halted. */
 function retry(deps: AppDeps) {
   return async function retry(c: Context<AdminEnv, '/transfers/:req_id/retry'>): Promise<Response> {
     const reqId = c.req.param('req_id');
@@ -131,6 +131,8 @@ function retry(deps: AppDeps) {
     const view = await deps.transfers.get(reqId);
     if (view === null) return fail(c, 'NOT_FOUND');
     tagTransfer(c, reqId);
+    // MON-003: while halted nothing leaves INIT, the operator's retry included; resume releases it.
+    if (view.state === 'INIT' && deps.halt.current !== null) return fail(c, 'SERVICE_HALTED', { req_id: reqId, state: view.state });
     requestLog(c, deps.log).info('operator retry', { operator: c.get('operator'), req_id: reqId, state: view.state });
     const reply = await deps.drive(view.userId, reqId);
     if (reply.kind === 'busy') return fail(c, 'SERVICE_UNAVAILABLE');

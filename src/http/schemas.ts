@@ -5,7 +5,7 @@ import * as v from 'valibot';
 import { isErrorCode, type ErrorCode } from '../domain/errors.js';
 import { ACCOUNT_KINDS, ACCOUNT_STATUSES, FUTURE_ACCOUNT_KINDS, type AccountKind } from '../domain/types.js';
 import { isAssetSymbol, isClientOrderId, KEY, USER_ID_TEXT } from '../domain/checks.js';
-import { BACKUP_DIR_CHARS_MAX } from '../limits.js';
+import { BACKUP_DIR_CHARS_MAX, HALT_REASON_CHARS_MAX } from '../limits.js';
 
 const assetSymbol = v.pipe(
   v.string('INVALID_ASSET'),
@@ -64,6 +64,17 @@ export const DepositBody = v.strictObject(
     asset: assetSymbol,
     amount: amountText,
     ref: v.pipe(v.string('INVALID_REQUEST'), v.regex(KEY, 'INVALID_REQUEST')),
+    // MON-003: says the movement corrects the ledger; required while halted, in the audit trail.
+    correction_reason: v.optional(
+      v.pipe(
+        v.string('INVALID_REQUEST'),
+        v.minLength(1, 'INVALID_REQUEST'),
+        v.maxLength(HALT_REASON_CHARS_MAX, 'INVALID_REQUEST'),
+        v.description(
+          "Required while the service is halted: the movement is an operator's correction of the ledger, allowed during the halt and recorded with this reason and the operator in the audit trail. Refused with SERVICE_HALTED without it.",
+        ),
+      ),
+    ),
   },
   'INVALID_REQUEST',
 );

@@ -2,7 +2,8 @@
 // the first failing code; the coordinator re-checks all of it on its own.
 
 import { requestLog, tagTransfer } from './access-log.js';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
+import type { SubmitReply } from '../coordinator/types.js';
 import { newReqId } from './req-ids.js';
 import * as v from 'valibot';
 import { checkAmountRange, checkAssetOpen } from '../db/assets.js';
@@ -62,24 +63,9 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
       amount: amount.units,
       clientOrderId: body.client_order_id ?? null,
     });
-    switch (reply.kind) {
-      case 'refused':
-        return fail(c, reply.code);
-      case 'busy':
-        return fail(c, 'SERVICE_UNAVAILABLE', { req_id: reqId });
-      case 'error':
-        requestLog(c, deps.log).error('coordinator error', { user_id: claims.userId, req_id: reqId, error: reply.message });
-        return fail(c, 'SYSTEM_ERROR', { req_id: reqId });
-      case 'transfer':
-        if (reply.view.state === 'FAILED') {
-          return fail(c, reply.view.errorCode ?? 'SYSTEM_ERROR', {
-            req_id: reply.view.reqId,
-            state: 'FAILED',
-            transfer_id: reply.view.transferId,
-          });
-        }
-        return c.json(transferJson(reply.view, asset.precision), isTerminal(reply.view.state) ? 200 : 202);
-    }
+    if (reply.kind === 'error')
+      requestLog(c, deps.log).error('coordinator error', { user_id: claims.userId, req_id: reqId, error: reply.message });
+    return submitAnswer(c, reply, reqId, asset.precision);
   });
 
   routes.get('/internal_transfer', (c) => listHistory(c, deps));
@@ -110,4 +96,28 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
   });
 
   return routes;
+}
+
+/** The answer to a submitted transfer: the shard's reply, with the req_id wherever one exists. */
+function submitAnswer(c: Context, reply: SubmitReply, reqId: string, precision: number): Response {
+  switch (reply.kind) {
+    case 'refused':
+      return fail(c, reply.code);
+    case 'duplicate':
+      // Named, so a client that lost track of its first request can read it (GET by req_id).
+      return fail(c, 'DUPLICATE_REQUEST', { original_req_id: reply.originalReqId });
+    case 'busy':
+      return fail(c, 'SERVICE_UNAVAILABLE', { req_id: reqId });
+    case 'error':
+      return fail(c, 'SYSTEM_ERROR', { req_id: reqId });
+    case 'transfer':
+      if (reply.view.state === 'FAILED') {
+        return fail(c, reply.view.errorCode ?? 'SYSTEM_ERROR', {
+          req_id: reply.view.reqId,
+          state: 'FAILED',
+          transfer_id: reply.view.transferId,
+        });
+      }
+      return c.json(transferJson(reply.view, precision), isTerminal(reply.view.state) ? 200 : 202);
+  }
 }

@@ -4,7 +4,9 @@
 // is recorded PENDING first, then sent to UBSCore (idempotent by ref there too), then marked
 // DONE or REJECTED; a PENDING one is re-driven by a repeat or at the next start.
 // While the service is halted (MON-003) a new ref is refused with SERVICE_HALTED and nothing is
-// recorded; a ref already recorded is answered (a PENDING one driven) as ever: it is in flight.
+// recorded, unless the operator says it corrects the ledger (a correction, with its reason: the
+// README's remedy for a conservation difference); a ref already recorded is answered (a PENDING
+// one driven) as ever: it is in flight.
 
 import type { UbsSend } from '../adapters/trading.js';
 import type { Sql, Tx } from '../db/sql.js';
@@ -54,16 +56,30 @@ export class ExternalMovements {
     },
   ) {}
 
-  async apply(m: Movement): Promise<MovementOutcome> {
+  /** `correction`: the operator's reason when the movement corrects the ledger (allowed while halted). */
+  async apply(m: Movement, correction: string | null = null): Promise<MovementOutcome> {
     const existing = await this.find(m.ref);
     if (existing !== null) return this.repeat(existing, m);
-    if (this.deps.halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
-    if (m.account === 'FUNDING') return this.applyFunding(m);
+    const halt = this.deps.halt.current;
+    if (halt !== null) {
+      if (correction === null) return { kind: 'refused', code: 'SERVICE_HALTED' };
+      this.deps.log.critical('correcting movement while halted', {
+        ref: m.ref,
+        kind: m.kind,
+        user_id: m.userId,
+        account: m.account,
+        asset: m.asset,
+        amount: m.amount.toString(),
+        correction_reason: correction,
+        halt_reason: halt.reason,
+      });
+    }
+    if (m.account === 'FUNDING') return this.applyFunding(m, correction);
     const inserted = await this.deps.sql`
       INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state)
       VALUES (${m.ref}, ${m.kind}, ${m.userId}, 'SPOT', ${m.asset}, ${m.amount}, 'PENDING')
       ON CONFLICT (ref) DO NOTHING RETURNING ref`;
-    if (inserted.length === 0) return this.apply(m);
+    if (inserted.length === 0) return this.apply(m, correction);
     return this.driveSpot(m);
   }
 
@@ -75,7 +91,7 @@ export class ExternalMovements {
     return rows.length;
   }
 
-  private async applyFunding(m: Movement): Promise<MovementOutcome> {
+  private async applyFunding(m: Movement, correction: string | null): Promise<MovementOutcome> {
     try {
       // Null: another request recorded the same ref first; answer as its repeat.
       const outcome = await this.deps.sql.begin(async (tx): Promise<MovementOutcome | null> => {
@@ -98,7 +114,7 @@ export class ExternalMovements {
         }
         return { kind: 'done', duplicate: false };
       });
-      return outcome ?? (await this.apply(m));
+      return outcome ?? (await this.apply(m, correction));
     } catch (error) {
       if ((error as { code?: unknown }).code === NUMERIC_OUT_OF_RANGE) return { kind: 'refused', code: 'OVERFLOW' };
       throw error;

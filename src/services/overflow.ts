@@ -19,7 +19,7 @@ export async function recordForScan(
   const invalid = checkNewTransfer(t);
   if (invalid !== null) return { kind: 'refused', code: invalid };
   const created = await store.create(t, true);
-  if (created.kind === 'duplicate') return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
+  if (created.kind === 'duplicate') return created;
   if (created.kind === 'created')
     log.warn('coordinator mailbox full: transfer recorded for the recovery scan', { req_id: t.reqId, user_id: t.userId });
   return { kind: 'transfer', view: created.view };
