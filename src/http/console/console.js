@@ -126,7 +126,7 @@ function renderOverview(o) {
   fill('in-flight', o.in_flight.length === 0 ? [h('tr', {}, h('td', { colspan: 2 }, 'none'))] : o.in_flight.map((f) => h('tr', { 'data-asset': f.asset }, h('td', {}, f.asset), h('td', { class: 'num mono' }, f.amount))));
   renderCheck(o.last_check);
   $('resume-box').hidden = !o.halt.halted;
-  $('halt-reason').textContent = o.halt.halted ? `Halted since ${o.halt.since}: ${o.halt.reason}. New transfers are refused.` : '';
+  $('halt-reason').textContent = o.halt.halted ? `Halted since ${o.halt.since}: ${o.halt.reason}. New transfers are refused and transfers in INIT are held (their funds have not moved); those past INIT finish. Only corrections that carry a correction_reason move funds. Resume releases the held transfers.` : '';
 }
 
 function renderCheck(c) {
