@@ -110,7 +110,7 @@ test('limits: requests per second, transfers per day, amount per asset per day, 
   }
 });
 
-test('spec 001 §1.5.7: a client_order_id repeated once the day\'s count or amount is used up answers 200 with the original transfer; another request under it is 409 naming the original req_id', async () => {
+test("spec 001 §1.5.7: a client_order_id repeated once the day's count or amount is used up answers 200 with the original transfer; another request under it is 409 naming the original req_id", async () => {
   const limited = await startTestService({ RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '2' });
   try {
     await deposit(limited, 511n, 'FUNDING', 'USDT', '100', 'rep-seed');
@@ -120,7 +120,11 @@ test('spec 001 §1.5.7: a client_order_id repeated once the day\'s count or amou
     const third = await transfer(limited, 511n, body('day-3'));
     assert.equal([first.status, second.status, third.status, third.body.code], [200, 200, 429, 'DAILY_LIMIT_EXCEEDED']);
     const repeat = await transfer(limited, 511n, body('day-2'));
-    assert.equal([repeat.status, repeat.body.req_id, repeat.body.state], [200, second.body.req_id, 'COMMITTED'], JSON.stringify(repeat.body));
+    assert.equal(
+      [repeat.status, repeat.body.req_id, repeat.body.state],
+      [200, second.body.req_id, 'COMMITTED'],
+      JSON.stringify(repeat.body),
+    );
     const other = await transfer(limited, 511n, body('day-1', '2'));
     assert.equal([other.status, other.body.code, other.body.original_req_id], [409, 'DUPLICATE_REQUEST', first.body.req_id]);
 
