@@ -56,7 +56,8 @@ async function checkActiveList(sql: Sql): Promise<Violation[]> {
 async function checkBalances(s: DrillState, userId: bigint, asset: string): Promise<Violation[]> {
   const external = await s.sql<{ account: string; net: bigint }[]>`
     SELECT account, sum(CASE WHEN kind = 'DEPOSIT' THEN amount ELSE -amount END)::bigint AS net
-      FROM external_movements WHERE user_id = ${userId} AND asset = ${asset} AND state = 'DONE' GROUP BY account`;
+      FROM external_movements
+     WHERE user_id = ${userId} AND asset = ${asset} AND state = 'DONE' AND correction_reason IS NULL GROUP BY account`;
   const moved = await s.sql<{ source_type: number; total: bigint }[]>`
     SELECT source_type, sum(amount)::bigint AS total FROM transfers_tb
      WHERE user_id = ${userId} AND asset = ${asset} AND state = ${STATE_IDS.COMMITTED} GROUP BY source_type`;

@@ -120,14 +120,23 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
       await statesOf(svc, parked),
       parked.map(() => 'INIT'),
     );
-    // The README's remedy: a correction with its reason is allowed, and the audit trail names it.
-    const correction = await svc.call('POST', '/admin/v1/deposit', {
+    // The README's remedy: a balance changed behind the service is named by the check, refused a
+    // plain withdrawal while halted, and repaired by a correction, which the check then accepts.
+    await svc.sql`UPDATE funding_balances SET available = available + 200000000 WHERE user_id = 951 AND asset = 'USDT'`;
+    const found = await svc.call('GET', '/admin/v1/invariant', { token: admin });
+    assert.equal([found.body.ok, (found.body.differences as unknown[]).length], [false, 1]);
+    const repair = { user_id: '951', account: 'FUNDING', asset: 'USDT', amount: '2', ref: 'h-correct' };
+    const plain = await svc.call('POST', '/admin/v1/withdraw', { token: admin, body: { ...repair, ref: 'h-plain' } });
+    assert.equal([plain.status, plain.body.code], [503, 'SERVICE_HALTED'], 'without correction_reason, refused as ever');
+    const correction = await svc.call('POST', '/admin/v1/withdraw', {
       token: admin,
-      body: { user_id: '951', account: 'FUNDING', asset: 'USDT', amount: '2', ref: 'h-correct', correction_reason: 'restore the drill' },
+      body: { ...repair, correction_reason: 'restore the drill' },
     });
     assert.equal([correction.status, correction.body.state], [200, 'DONE'], JSON.stringify(correction.body));
+    const checked = await svc.call('GET', '/admin/v1/invariant', { token: admin });
+    assert.equal([checked.body.ok, checked.body.differences], [true, []], 'the correction repaired the balance');
     const audited = await svc.sql<{ parameters: Record<string, unknown>; operator: string }[]>`
-      SELECT parameters, operator FROM admin_audit WHERE action = 'deposit' AND target->>'ref' = 'h-correct'`;
+      SELECT parameters, operator FROM admin_audit WHERE action = 'withdraw' AND target->>'ref' = 'h-correct'`;
     assert.is(audited[0]?.parameters.correction_reason, 'restore the drill', 'the reason is in the audit trail');
     assert.ok((audited[0]?.operator ?? '') !== '', 'with the operator');
     assert.is((await svc.call('GET', '/readyz')).status, 503, 'still halted after the correction');
@@ -141,6 +150,8 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
     const after = await transfer(svc, 951n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
     assert.ok(after.status === 200 || after.status === 202, JSON.stringify(after.body));
     await deposit(svc, 951n, 'FUNDING', 'USDT', '1', 'h-d-f');
+    const final = await svc.call('GET', '/admin/v1/invariant', { token: admin });
+    assert.equal([final.body.ok, final.body.differences], [true, []], 'conservation holds after resume');
   } finally {
     await svc.stop();
   }

@@ -8,6 +8,8 @@
 // A transfer or movement finished by a transaction that began before T0 had all its SPOT effects
 // answered before that transaction began, so before P: the balances hold them. T0 and every
 // updated_at come from the same clock, so no grace window is needed, and none is used.
+// Corrections (external_movements.correction_reason) are not money entering or leaving: they
+// repair a balance to what the other movements prove, so the expected figures leave them out.
 
 import type { UbsSend } from '../adapters/trading.js';
 import type { Sql } from '../db/sql.js';
@@ -73,9 +75,10 @@ async function readPostgres(sql: Sql, t0: Date): Promise<PgCut> {
     >`SELECT user_id, asset, available FROM funding_balances`;
     const ext = await tx<{ user_id: bigint; asset: string; net: bigint }[]>`
       SELECT user_id, asset, sum(CASE WHEN kind = 'DEPOSIT' THEN amount ELSE -amount END)::bigint AS net
-        FROM external_movements WHERE account = 'FUNDING' AND state = 'DONE' GROUP BY user_id, asset`;
+        FROM external_movements WHERE account = 'FUNDING' AND state = 'DONE' AND correction_reason IS NULL GROUP BY user_id, asset`;
     const spot = await tx<{ ref: string; user_id: bigint; asset: string; kind: string; amount: bigint; state: string; updated_at: Date }[]>`
-      SELECT ref, user_id, asset, kind, amount, state, updated_at FROM external_movements WHERE account = 'SPOT' AND state <> 'REJECTED'`;
+      SELECT ref, user_id, asset, kind, amount, state, updated_at FROM external_movements
+       WHERE account = 'SPOT' AND state <> 'REJECTED' AND correction_reason IS NULL`;
     const rows = await tx<
       { req_id: string; user_id: bigint; asset: string; amount: bigint; source_type: number; state: number; ops: string | null }[]
     >`

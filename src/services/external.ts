@@ -3,10 +3,12 @@
 // the conservation check sums. A FUNDING movement is one PostgreSQL transaction. A SPOT movement
 // is recorded PENDING first, then sent to UBSCore (idempotent by ref there too), then marked
 // DONE or REJECTED; a PENDING one is re-driven by a repeat or at the next start.
-// While the service is halted (MON-003) a new ref is refused with SERVICE_HALTED and nothing is
-// recorded, unless the operator says it corrects the ledger (a correction, with its reason: the
-// README's remedy for a conservation difference); a ref already recorded is answered (a PENDING
-// one driven) as ever: it is in flight.
+// A correction (the operator's reason given) is the remedy for a conservation difference: it moves
+// the balance like any movement and is kept in the ledger with its reason, and the conservation
+// check does not count it as money entering or leaving (migration 0009): it brings a balance back
+// to what the real movements prove. While the service is halted (MON-003) a new ref is refused
+// with SERVICE_HALTED and nothing is recorded, unless it is a correction; a ref already recorded
+// is answered (a PENDING one driven) as ever: it is in flight.
 
 import type { UbsSend } from '../adapters/trading.js';
 import type { Sql, Tx } from '../db/sql.js';
@@ -41,6 +43,7 @@ type MovementRow = {
   kind: MovementKind;
   state: string;
   code: string | null;
+  correction_reason: string | null;
 };
 
 const NUMERIC_OUT_OF_RANGE = '22003';
@@ -59,7 +62,7 @@ export class ExternalMovements {
   /** `correction`: the operator's reason when the movement corrects the ledger (allowed while halted). */
   async apply(m: Movement, correction: string | null = null): Promise<MovementOutcome> {
     const existing = await this.find(m.ref);
-    if (existing !== null) return this.repeat(existing, m);
+    if (existing !== null) return this.repeat(existing, m, correction);
     const halt = this.deps.halt.current;
     if (halt !== null) {
       if (correction === null) return { kind: 'refused', code: 'SERVICE_HALTED' };
@@ -76,8 +79,8 @@ export class ExternalMovements {
     }
     if (m.account === 'FUNDING') return this.applyFunding(m, correction);
     const inserted = await this.deps.sql`
-      INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state)
-      VALUES (${m.ref}, ${m.kind}, ${m.userId}, 'SPOT', ${m.asset}, ${m.amount}, 'PENDING')
+      INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state, correction_reason)
+      VALUES (${m.ref}, ${m.kind}, ${m.userId}, 'SPOT', ${m.asset}, ${m.amount}, 'PENDING', ${correction})
       ON CONFLICT (ref) DO NOTHING RETURNING ref`;
     if (inserted.length === 0) return this.apply(m, correction);
     return this.driveSpot(m);
@@ -96,8 +99,8 @@ export class ExternalMovements {
       // Null: another request recorded the same ref first; answer as its repeat.
       const outcome = await this.deps.sql.begin(async (tx): Promise<MovementOutcome | null> => {
         const rows = await tx`
-          INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state)
-          VALUES (${m.ref}, ${m.kind}, ${m.userId}, 'FUNDING', ${m.asset}, ${m.amount}, 'DONE')
+          INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state, correction_reason)
+          VALUES (${m.ref}, ${m.kind}, ${m.userId}, 'FUNDING', ${m.asset}, ${m.amount}, 'DONE', ${correction})
           ON CONFLICT (ref) DO NOTHING RETURNING ref`;
         if (rows.length === 0) return null;
         if (m.kind === 'DEPOSIT') {
@@ -153,9 +156,15 @@ export class ExternalMovements {
     return rows[0] ?? null;
   }
 
-  private async repeat(row: MovementRow, m: Movement): Promise<MovementOutcome> {
+  private async repeat(row: MovementRow, m: Movement, correction: string | null): Promise<MovementOutcome> {
+    // A correction and an ordinary movement are different requests, whatever their reasons say.
     const same =
-      row.kind === m.kind && row.user_id === m.userId && row.account === m.account && row.asset === m.asset && row.amount === m.amount;
+      row.kind === m.kind &&
+      row.user_id === m.userId &&
+      row.account === m.account &&
+      row.asset === m.asset &&
+      row.amount === m.amount &&
+      (row.correction_reason === null) === (correction === null);
     if (!same) return { kind: 'refused', code: 'DUPLICATE_REQUEST' };
     if (row.state === 'DONE') return { kind: 'done', duplicate: true };
     if (row.state === 'REJECTED')
