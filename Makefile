@@ -14,9 +14,11 @@ run: build
 test: build lint
 	node dist/test/run.js $(FILTER)
 
-## make lint: Biome checks the formatting and the lint rules, import boundaries and room sizes included (biome.json); writes nothing
-lint: $(INSTALL_STAMP)
+## make lint: Biome checks the formatting and the lint rules, import boundaries and room sizes included (biome.json), then Redocly's recommended rules (redocly.yaml) check the OpenAPI document the code serves (written to .tmp/openapi.json), offline
+lint: build
 	node_modules/.bin/biome ci --error-on-warnings
+	node dist/src/openapi-cli.js .tmp/openapi.json
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_NOTIFICATIONS=true node_modules/.bin/redocly lint --config redocly.yaml .tmp/openapi.json
 
 ## make format: Biome formats the tree and applies its safe lint fixes
 format: $(INSTALL_STAMP)

@@ -1,7 +1,11 @@
-// Proves client idempotency under a race and at the daily limits (a repeat answers the original before any limit is charged; a different request under its id is 409 naming the original), history paging that stays correct while transfers arrive, the three rate limits, and the body size limit.
+// Proves client idempotency under a race and at the daily limits (a repeat answers the original before any limit is
+// charged; a different request under its id is 409 naming the original), history paging that stays correct while
+// transfers arrive, the state filter (PENDING as clients are shown it), the three rate limits, and the body size limit.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { STATE_IDS, type TransferStateName } from '../src/domain/fsm.js';
+import { newReqId } from '../src/http/req-ids.js';
 import { deposit, fundsOf, transfer } from './support/funds.js';
 import { startTestService, type TestService } from './support/service.js';
 
@@ -62,6 +66,52 @@ test('history: newest first, paged by cursor, stable while new transfers arrive,
     const r = await svc.call('GET', `/api/v1/internal_transfer?${bad}`, { token: svc.userToken(402) });
     assert.is(r.status, 400, bad);
   }
+});
+
+/**
+ * An unfinished FUNDING→SPOT transfer written behind the service: not in transfers_active, so no
+ * scan drives it, and with no FUNDING operation applied, so the conservation check sees nothing
+ * in flight (INIT and SOURCE_PENDING are not funds in flight).
+ */
+async function parked(userId: bigint, state: TransferStateName): Promise<string> {
+  const reqId = newReqId();
+  await svc.sql`INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state)
+                VALUES (${reqId}, ${userId}, 'USDT', 100000000, 1, 1, 2, ${STATE_IDS[state]})`;
+  return reqId;
+}
+
+test('history: state=PENDING lists every unfinished transfer, as clients are shown them; a state of the machine lists itself', async () => {
+  await deposit(svc, 404n, 'FUNDING', 'USDT', '10', 'pending-seed');
+  const committed = String((await transfer(svc, 404n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' })).body.req_id);
+  const init = await parked(404n, 'INIT');
+  const sourcePending = await parked(404n, 'SOURCE_PENDING');
+  const list = async (query: string) => {
+    const r = await svc.call('GET', `/api/v1/internal_transfer?${query}`, { token: svc.userToken(404) });
+    assert.is(r.status, 200, `${query}: ${JSON.stringify(r.body)}`);
+    return r.body.items as { req_id: string; state: string; internal_state: string }[];
+  };
+  const pending = await list('state=PENDING');
+  assert.equal(
+    pending.map((t) => [t.req_id, t.state, t.internal_state]),
+    [
+      [sourcePending, 'PENDING', 'SOURCE_PENDING'],
+      [init, 'PENDING', 'INIT'],
+    ],
+  );
+  assert.equal(
+    (await list('state=COMMITTED')).map((t) => t.req_id),
+    [committed],
+  );
+  assert.equal(
+    (await list('state=SOURCE_PENDING')).map((t) => t.req_id),
+    [sourcePending],
+  );
+  assert.equal(
+    (await list('state=PENDING&limit=1')).map((t) => t.req_id),
+    [sourcePending],
+  );
+  const lower = await svc.call('GET', '/api/v1/internal_transfer?state=pending', { token: svc.userToken(404) });
+  assert.is(lower.status, 400, 'state names are upper case, as the answers show them');
 });
 
 test('an oversized body is 413 PAYLOAD_TOO_LARGE; a non-JSON body is 400 INVALID_REQUEST', async () => {

@@ -1,6 +1,7 @@
 // Proves the npm conventions a newcomer relies on: `npm start` builds first (prestart) and then
 // serves, so it works straight after `npm ci` on a fresh checkout; `npm test` builds first too
-// (pretest); and `engines` names the Node lines the README says are supported, the one running
+// (pretest) and runs the lint of `make lint` (Biome, then Redocly on the served document) before
+// the suite; and `engines` names the Node lines the README says are supported, the one running
 // this suite among them.
 
 import { spawn } from 'node:child_process';
@@ -25,10 +26,18 @@ async function packageJson(): Promise<Package> {
 test.before(useOneServerForThisFile);
 test.after(cleanupAll);
 
-test('npm start and npm test build first; engines names the supported Node lines, this one among them', async () => {
+test('npm start and npm test build first, npm test lints as make lint does; engines names the supported Node lines', async () => {
   const pkg = await packageJson();
   assert.is(pkg.scripts.prestart, 'npm run build');
   assert.is(pkg.scripts.pretest, 'npm run build');
+  assert.match(pkg.scripts.test ?? '', /^npm run lint && node dist\/test\/run\.js$/);
+  const makefile = await fs.readFile(path.join(PROJECT_ROOT, 'Makefile'), 'utf8');
+  const makeLint = /^lint: .*\n((?:\t.*\n)+)/m.exec(makefile)?.[1] ?? '';
+  const steps = makeLint
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => l.trim().replace('node_modules/.bin/', ''));
+  assert.is(pkg.scripts.lint, steps.join(' && '), 'npm run lint is the steps of make lint');
   assert.match(pkg.scripts.build ?? '', /^tsc -p tsconfig\.json$/);
   const lines = pkg.engines.node.split('||').map((r) => Number(/\^(\d+)\./.exec(r.trim())?.[1]));
   assert.equal(lines, [20, 22, 24], 'the LTS lines of the README');

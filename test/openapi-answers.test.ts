@@ -135,6 +135,7 @@ test('client routes answer as documented', async () => {
     url: `/api/v1/internal_transfer?limit=1&cursor=${String(first.next_cursor)}&from_time=0&to_time=2100-01-01T00:00:00Z`,
     status: 200,
   });
+  await step({ method: 'GET', path: '/api/v1/internal_transfer', url: '/api/v1/internal_transfer?state=PENDING', status: 200 });
   await step({ method: 'GET', path: '/api/v1/internal_transfer', url: '/api/v1/internal_transfer?state=NOPE', status: 400 });
   await step({ method: 'GET', path: '/api/v1/balances', status: 200 });
   await step({

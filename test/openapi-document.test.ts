@@ -1,11 +1,21 @@
 // Proves that the OpenAPI document the code builds is valid OpenAPI 3.1 that a client generator
-// can rely on (ids, tags, security, resolving $refs, true examples, codes by status), and that
-// each check catches the defect it is for.
+// or a validating proxy can rely on (ids, tags, security, resolving $refs, true examples, codes
+// by status, a 400 wherever input is checked, servers and a licence, Redocly's recommended rules
+// with no problem), and that each check catches the defect it is for.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openApiDocument } from '../src/http/openapi.js';
-import { exampleProblems, operationProblems, operationsOf, refProblems, specProblems } from './support/openapi-check.js';
+import {
+  exampleProblems,
+  inputProblems,
+  operationProblems,
+  operationsOf,
+  refProblems,
+  specProblems,
+  topProblems,
+} from './support/openapi-check.js';
+import { redoclyProblems } from './support/redocly.js';
 
 type Json = Record<string, unknown>;
 const fresh = (): Json => openApiDocument();
@@ -19,6 +29,29 @@ test('every operation has a camelCase operationId, a declared tag, and bearer se
   const doc = fresh();
   assert.equal(operationProblems(doc), []);
   assert.ok(operationsOf(doc).length >= 23, 'every operation is listed');
+});
+
+test('every operation that checks a body, a query or a path documents its 400 with the error schema', () => {
+  const doc = fresh();
+  assert.equal(inputProblems(doc), []);
+  const checked = operationsOf(doc).filter(({ op }) => op.requestBody !== undefined || op.parameters !== undefined);
+  assert.ok(checked.length >= 14, `only ${checked.length} operations check input`);
+});
+
+test('the document names its servers and its licence', () => {
+  assert.equal(topProblems(fresh()), []);
+});
+
+test("Redocly's recommended rules (redocly.yaml, as make lint runs them) find nothing, offline", async () => {
+  assert.equal(await redoclyProblems(fresh()), []);
+});
+
+test('a 500 of a transfer documents the req_id it carries once the transfer was given one', () => {
+  const doc = fresh();
+  const error = ((doc.components as Json).schemas as Record<string, Json>).ErrorAnswer as Json;
+  assert.match(String(((error.properties as Json).req_id as Json).description), '500 included');
+  const failed = (op(doc, '/api/v1/internal_transfer', 'post').responses as Record<string, Json>)['500'] as Json;
+  assert.ok(typeof (((failed.content as Json)['application/json'] as Json).example as Json).req_id === 'string');
 });
 
 test('every $ref resolves, and the shared answers are components', () => {
@@ -42,6 +75,7 @@ test('query parameters carry the bounds the routes enforce', () => {
   const schemaOf = (name: string) => params.find((p) => p.name === name)?.schema as Json;
   assert.equal(schemaOf('limit'), { type: 'integer', minimum: 1, maximum: 100, default: 20 });
   assert.ok((schemaOf('state').enum as string[]).includes('TARGET_PENDING'));
+  assert.ok((schemaOf('state').enum as string[]).includes('PENDING'), 'PENDING, the state clients are shown');
   assert.is(((schemaOf('from_time').oneOf as Json[])[0] as Json).format, 'date-time');
 });
 
@@ -79,6 +113,19 @@ test('an example that does not match its schema, and a dangling $ref, are report
   const dangling = fresh();
   ((dangling.components as Json).schemas as Json).Oops = { $ref: '#/components/schemas/Nope' };
   assert.match(refProblems(dangling).join('\n'), 'Nope does not resolve');
+});
+
+test('an operation checking its input without a 400, no servers and no licence are reported, by us and by Redocly', async () => {
+  const doc = fresh();
+  const responses = op(doc, '/admin/v1/assets/{symbol}', 'put').responses as Record<string, Json>;
+  delete responses['400'];
+  delete doc.servers;
+  delete (doc.info as Json).license;
+  assert.equal(inputProblems(doc), ['PUT /admin/v1/assets/{symbol}: checks its input, but no 400 with ErrorAnswer']);
+  assert.equal(topProblems(doc), ['no servers', 'no licence with a name and an identifier or url']);
+  const redocly = (await redoclyProblems(doc)).join('\n');
+  assert.match(redocly, 'no-empty-servers');
+  assert.match(redocly, 'info-license');
 });
 
 test('a document that is not OpenAPI 3.1 is reported', async () => {

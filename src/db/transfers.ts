@@ -40,7 +40,8 @@ export type ListQuery = {
   readonly userId: bigint;
   readonly beforeId: bigint | null;
   readonly asset: string | null;
-  readonly state: TransferStateName | null;
+  /** Only transfers in one of these states (a client's PENDING is every unfinished one). */
+  readonly state: readonly TransferStateName[] | null;
   readonly fromTime: Date | null;
   readonly toTime: Date | null;
   readonly limit: number;
@@ -202,7 +203,7 @@ export class TransferStore {
        WHERE user_id = ${q.userId}
          ${q.beforeId === null ? this.sql`` : this.sql`AND transfer_id < ${q.beforeId}`}
          ${q.asset === null ? this.sql`` : this.sql`AND asset = ${q.asset}`}
-         ${q.state === null ? this.sql`` : this.sql`AND state = ${STATE_IDS[q.state]}`}
+         ${q.state === null ? this.sql`` : this.sql`AND state = ANY (${this.sql.array(q.state.map((name) => STATE_IDS[name]))}::smallint[])`}
          ${q.fromTime === null ? this.sql`` : this.sql`AND created_at >= ${q.fromTime}`}
          ${q.toTime === null ? this.sql`` : this.sql`AND created_at < ${q.toTime}`}
        ORDER BY transfer_id DESC

@@ -42,7 +42,12 @@ export function requestLog(c: Context, log: Logger): Logger {
   return id === undefined ? log : log.child({ request_id: id });
 }
 
-/** Names the transfer a request is about, for its access-log line. */
+/** Names the transfer a request is about, for its access-log line and for any answer after it (a 500 included). */
 export function tagTransfer(c: Context, reqId: string): void {
   (c as unknown as Context<Tagged>).set('reqId', reqId);
+}
+
+/** The req_id tagTransfer gave this request, if any. */
+export function taggedTransfer(c: Context): string | undefined {
+  return (c as unknown as Context<Tagged>).var.reqId;
 }

@@ -84,7 +84,14 @@ export const AccountStatus = v.object({
 export const ErrorAnswer = v.object({
   code: v.pipe(v.picklist(ERROR_CODES), v.description('The error code; the status follows from it (see x-error-codes)')),
   message: v.string(),
-  req_id: v.optional(reqId),
+  req_id: v.optional(
+    v.pipe(
+      reqId,
+      v.description(
+        "The transfer's req_id, on every answer after it was given one, 500 included: GET /api/v1/internal_transfer/{req_id} tells what became of it",
+      ),
+    ),
+  ),
   state: v.optional(v.pipe(stateName, v.description('FAILED when a recorded transfer was refused by the accounts'))),
   transfer_id: v.optional(v.string()),
   ref: v.optional(v.string()),

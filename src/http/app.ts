@@ -9,7 +9,7 @@ import { errorBody, fail } from './errors.js';
 import { mountConsole } from './console-page.js';
 import { mountDocs } from './openapi.js';
 import { ownerGate } from './owner-gate.js';
-import { accessLog, requestLog } from './access-log.js';
+import { accessLog, requestLog, taggedTransfer } from './access-log.js';
 import { onTimed, requestTiming } from './request-timing.js';
 import type { AppDeps } from './deps.js';
 import { transferRoutes } from './transfer-routes.js';
@@ -84,7 +84,11 @@ function baseApp(deps: AppDeps): Hono {
   app.notFound((c) => fail(c, 'NOT_FOUND'));
   app.onError((error, c) => {
     requestLog(c, deps.log).error('unhandled error in a route', { path: c.req.path, err: error });
-    return c.json(errorBody('SYSTEM_ERROR'), 500);
+    // A transfer given its req_id may exist even though its route threw (the mailbox was full and
+    // recording it failed): the answer names it, so a client without client_order_id can ask
+    // what became of it instead of paying twice.
+    const reqId = taggedTransfer(c);
+    return c.json(errorBody('SYSTEM_ERROR', reqId === undefined ? {} : { req_id: reqId }), 500);
   });
   return app;
 }

@@ -10,7 +10,7 @@ import type { AuthEnv } from './auth.js';
 import { keysetCursor } from './cursor.js';
 import { fail } from './errors.js';
 import { cursorText, firstCode, pageLimitText } from './schemas.js';
-import { transferJson } from './views.js';
+import { CLIENT_PENDING, PENDING_STATES, transferJson } from './views.js';
 import { HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX } from '../limits.js';
 
 export const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/;
@@ -26,7 +26,7 @@ const timeText = v.pipe(
 const HistoryQuery = v.strictObject(
   {
     asset: v.optional(v.pipe(v.string('INVALID_ASSET'), v.regex(ASSET_SYMBOL, 'INVALID_ASSET'))),
-    state: v.optional(v.picklist(STATE_NAMES as TransferStateName[], 'INVALID_REQUEST')),
+    state: v.optional(v.picklist([...STATE_NAMES, CLIENT_PENDING], 'INVALID_REQUEST')),
     from_time: v.optional(timeText),
     to_time: v.optional(timeText),
     limit: v.optional(pageLimitText(HISTORY_LIMIT_MAX)),
@@ -34,6 +34,15 @@ const HistoryQuery = v.strictObject(
   },
   'INVALID_REQUEST',
 );
+
+/**
+ * The states a `state` filter names: PENDING, what a client is shown for an unfinished transfer,
+ * is every state that is not final; a state of the machine is itself.
+ */
+function statesOf(state: TransferStateName | typeof CLIENT_PENDING | undefined): readonly TransferStateName[] | null {
+  if (state === undefined) return null;
+  return state === CLIENT_PENDING ? PENDING_STATES : [state];
+}
 
 function parseTime(s: string): Date {
   return /^\d+$/.test(s) ? new Date(Number(s)) : new Date(s);
@@ -48,7 +57,7 @@ export async function listHistory(c: Context<AuthEnv>, deps: AppDeps): Promise<R
     userId: c.get('claims').userId,
     beforeId: q.cursor === undefined ? null : cursors.decode(q.cursor),
     asset: q.asset ?? null,
-    state: q.state ?? null,
+    state: statesOf(q.state),
     fromTime: q.from_time === undefined ? null : parseTime(q.from_time),
     toTime: q.to_time === undefined ? null : parseTime(q.to_time),
     limit: limit + 1,

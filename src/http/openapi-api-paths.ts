@@ -25,7 +25,7 @@ export const apiPaths: Record<string, Json> = {
         '202': json('TransferAnswer', 'Still moving (state PENDING); poll GET /api/v1/internal_transfer/{req_id}', ex.transferPending),
       },
       codes: TRANSFER_CODES,
-      errorExamples: { '422': ex.transferFailed },
+      errorExamples: { '422': ex.transferFailed, '500': ex.transferError },
     }),
     get: operation({
       id: 'listTransfers',

@@ -33,6 +33,9 @@ export const transferFailed = {
   transfer_id: '3',
 };
 
+/** An exception after the transfer was given its req_id: the answer still names it. */
+export const transferError = { ...errorBody('SYSTEM_ERROR'), req_id: '01M85SM5XA0K591ZJ2QMYPCNHA' };
+
 export const transferDetail = {
   ...transferAnswer,
   error_code: null,

@@ -5,6 +5,7 @@ import { ASSET_SYMBOL, KEY, ULID, USER_ID_TEXT } from '../domain/checks.js';
 import { STATE_NAMES } from '../domain/fsm.js';
 import { CURSOR } from './cursor.js';
 import { EPOCH_MS, ISO_TIME } from './history.js';
+import { CLIENT_PENDING, PENDING_STATES } from './views.js';
 import {
   AUDIT_LIMIT_DEFAULT,
   AUDIT_LIMIT_MAX,
@@ -73,7 +74,12 @@ export const symbolPath = path(
 
 export const historyParams: Json[] = [
   query('asset', { type: 'string', pattern: ASSET_SYMBOL.source }, 'Only transfers of this asset', 'USDT'),
-  query('state', { type: 'string', enum: [...STATE_NAMES] }, 'Only transfers in this state of the machine', 'COMMITTED'),
+  query(
+    'state',
+    { type: 'string', enum: [...STATE_NAMES, CLIENT_PENDING] },
+    `Only transfers in this state: ${CLIENT_PENDING}, the state an answer shows for an unfinished transfer, is every state that is not final (${PENDING_STATES.join(', ')}); a state of the machine (internal_state) is that state alone`,
+    CLIENT_PENDING,
+  ),
   time('from_time', 'Created at or after (inclusive): ISO 8601 with a zone, or epoch milliseconds'),
   time('to_time', 'Created before (exclusive): ISO 8601 with a zone, or epoch milliseconds'),
   limit(HISTORY_LIMIT_MAX, HISTORY_LIMIT_DEFAULT),

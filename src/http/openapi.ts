@@ -21,15 +21,21 @@ const TAGS = [
   { name: 'docs', description: 'This document and its page, public' },
 ];
 
+/** package.json is private and names no licence: none is granted (an SPDX LicenseRef of our own). */
+const LICENSE = { name: 'Proprietary: private, no licence is granted', identifier: 'LicenseRef-Proprietary' };
+
 export function openApiDocument(): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: {
       title: 'Internal transfers: FUNDING ⇄ SPOT',
       version: '1.0.0',
+      license: LICENSE,
       description:
         'Amounts are decimal strings in the asset\'s units, never JSON numbers. Every error answer is {"code","message"}, plus req_id and state when a transfer exists; the status follows from the code (x-error-codes).',
     },
+    // Relative: the document is served by the service it describes, on whatever host and port.
+    servers: [{ url: '/', description: 'The service that serves this document' }],
     tags: TAGS,
     paths: { ...apiPaths, ...adminPaths },
     components: { schemas: componentSchemas(), securitySchemes },

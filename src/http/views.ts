@@ -2,7 +2,7 @@
 
 import type { TransferView } from '../coordinator/types.js';
 import type { HistoryEntry } from '../db/transfers.js';
-import { isTerminal } from '../domain/fsm.js';
+import { isTerminal, STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import { formatAmount } from '../domain/money.js';
 
 const MESSAGE_BY_STATE: Readonly<Record<string, string>> = {
@@ -10,6 +10,12 @@ const MESSAGE_BY_STATE: Readonly<Record<string, string>> = {
   FAILED: 'Transfer failed; no funds moved',
   ROLLED_BACK: 'Transfer rolled back; funds returned to the source',
 };
+
+/** What a client is shown for every state that is not final (spec 001 §8.1). */
+export const CLIENT_PENDING = 'PENDING';
+
+/** The states a client sees as PENDING: every one that is not final. */
+export const PENDING_STATES: readonly TransferStateName[] = STATE_NAMES.filter((name) => !isTerminal(name));
 
 /**
  * Spec 001 §8.1: `state` is a final state or "PENDING"; where the transfer is in the machine is
@@ -23,7 +29,7 @@ export function transferJson(view: TransferView, precision: number): Record<stri
     to: view.to,
     asset: view.asset,
     amount: formatAmount(view.amount, precision),
-    state: isTerminal(view.state) ? view.state : 'PENDING',
+    state: isTerminal(view.state) ? view.state : CLIENT_PENDING,
     internal_state: view.state,
     message: MESSAGE_BY_STATE[view.state] ?? (isTerminal(view.state) ? view.state : 'Transfer is processing'),
     created_at: view.createdAt,

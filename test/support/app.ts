@@ -34,7 +34,8 @@ export function keptLog(): { readonly log: Logger; readonly lines: LogLine[] } {
   return { log: logWith({}), lines };
 }
 
-export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean } = {}): StubApps {
+/** `deps` replaces stubs of the same name, for a route test that needs a service to answer or to fail. */
+export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean; deps?: Partial<AppDeps> } = {}): StubApps {
   const { log, lines } = keptLog();
   const unused = () => {
     throw new Error('not stubbed: this route test should not reach it');
@@ -67,6 +68,7 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean 
     log,
     isReady: () => true,
     drain: new Drain(),
+    ...opts.deps,
   } as unknown as AppDeps;
   return { ...createApps(deps, { separateAdmin: opts.separateAdmin ?? false }), lines };
 }

@@ -1,7 +1,8 @@
 // Checks an OpenAPI document the way a client generator relies on it: valid OpenAPI 3.1, an
 // operationId and a declared tag on every operation, bearer security exactly on /api and /admin,
 // every $ref resolving, every example valid against its schema, and every error status listing
-// only codes of that status. Each check returns the problems found as readable lines.
+// only codes of that status, a 400 with the error schema on every operation that checks its input,
+// and servers and a licence at the top. Each check returns the problems found as readable lines.
 
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
@@ -72,6 +73,36 @@ function codeEnumOf(response: Json): string[] | null {
   const narrow = (error?.allOf as Json[] | undefined)?.[1] as Json | undefined;
   const codes = ((narrow?.properties as Json | undefined)?.code as Json | undefined)?.enum;
   return Array.isArray(codes) ? (codes as string[]) : null;
+}
+
+/**
+ * Every operation that checks a body, a query or a path documents its 400 with the error schema,
+ * where a validating proxy or a client generator looks for the answer to a bad request.
+ */
+export function inputProblems(doc: Json): string[] {
+  const problems: string[] = [];
+  for (const { method, path, op } of operationsOf(doc)) {
+    const checks = op.requestBody !== undefined || ((op.parameters as Json[] | undefined) ?? []).length > 0;
+    if (!checks) continue;
+    const bad = (op.responses as Record<string, Json>)['400'];
+    const schema = ((bad?.content as Json | undefined)?.['application/json'] as Json | undefined)?.schema as Json | undefined;
+    const error = ((schema?.anyOf as Json[] | undefined)?.at(-1) ?? schema) as Json | undefined;
+    const base = ((error?.allOf as Json[] | undefined)?.[0] as Json | undefined)?.$ref;
+    if (base !== '#/components/schemas/ErrorAnswer')
+      problems.push(`${method.toUpperCase()} ${path}: checks its input, but no 400 with ErrorAnswer`);
+  }
+  return problems;
+}
+
+/** The document names its servers and its licence (Redocly's recommended rules ask for both). */
+export function topProblems(doc: Json): string[] {
+  const problems: string[] = [];
+  const servers = doc.servers as { url?: unknown }[] | undefined;
+  if (!Array.isArray(servers) || servers.length === 0 || !servers.every((s) => typeof s.url === 'string')) problems.push('no servers');
+  const license = (doc.info as Json | undefined)?.license as Json | undefined;
+  if (typeof license?.name !== 'string' || (typeof license.identifier !== 'string' && typeof license.url !== 'string'))
+    problems.push('no licence with a name and an identifier or url');
+  return problems;
 }
 
 export function refProblems(doc: Json): string[] {
