@@ -177,6 +177,10 @@ test("spec 001 §1.5.7: a client_order_id repeated once the day's count or amoun
     );
     const other = await transfer(limited, 511n, body('day-1', '2'));
     assert.equal([other.status, other.body.code, other.body.original_req_id], [409, 'DUPLICATE_REQUEST', first.body.req_id]);
+    // Every answer after a req_id was minted names it, refusals included (nothing is recorded under it).
+    for (const r of [third, other]) assert.match(String(r.body.req_id), /^[0-9A-HJKMNP-TV-Z]{26}$/);
+    assert.ok(other.body.req_id !== first.body.req_id);
+    assert.is((await limited.call('GET', `/api/v1/internal_transfer/${third.body.req_id}`, { token: limited.userToken(511) })).status, 404);
 
     const spec = {
       precision: 8,

@@ -92,6 +92,12 @@ export const ErrorAnswer = v.object({
       ),
     ),
   ),
+  original_req_id: v.optional(
+    v.pipe(
+      reqId,
+      v.description('DUPLICATE_REQUEST: the transfer that already holds this client_order_id (nothing was recorded under req_id)'),
+    ),
+  ),
   state: v.optional(v.pipe(stateName, v.description('FAILED when a recorded transfer was refused by the accounts'))),
   transfer_id: v.optional(v.string()),
   ref: v.optional(v.string()),

@@ -102,10 +102,11 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
 function submitAnswer(c: Context, reply: SubmitReply, reqId: string, precision: number): Response {
   switch (reply.kind) {
     case 'refused':
-      return fail(c, reply.code);
+      // Nothing was recorded under it: GET by req_id answers NOT_FOUND, which is the truth.
+      return fail(c, reply.code, { req_id: reqId });
     case 'duplicate':
       // Named, so a client that lost track of its first request can read it (GET by req_id).
-      return fail(c, 'DUPLICATE_REQUEST', { original_req_id: reply.originalReqId });
+      return fail(c, 'DUPLICATE_REQUEST', { req_id: reqId, original_req_id: reply.originalReqId });
     case 'busy':
       return fail(c, 'SERVICE_UNAVAILABLE', { req_id: reqId });
     case 'error':
