@@ -1,8 +1,9 @@
-// Proves the failure paths of the FSM (FSM-003..006), the alerts on them with their thresholds pinned (MON-001: TARGET_PENDING over 60 s by default, not before; MON-002: 3 refund failures, not 2, not 4) and that funds never vanish between source and target (FND-002), each ending with exact conservation.
+// Proves the failure paths of the FSM (FSM-003..006), the alerts on them with their thresholds pinned (MON-001: TARGET_PENDING over 60 s by default, not before, a SPOT → FUNDING transfer whose credit is unknown included; MON-002: 3 refund failures, not 2, not 4) and that funds never vanish between source and target (FND-002), each ending with exact conservation.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadConfig } from '../src/config.js';
+import { collectSnapshot } from '../src/metrics/unfinished.js';
 import { FaultPlan, faultyAdapters } from './support/faults.js';
 import { startLayers, type Layers } from './support/layers.js';
 import { balances, fundedUser, newTransfer, path, settle, total } from './support/ledger.js';
@@ -119,32 +120,65 @@ test("MON-001 / MON-002: the thresholds are the spec's by default: TARGET_PENDIN
   assert.is(defaults.refundFailuresAlertMax, 3);
 });
 
+/** Waits for the transfer, now TARGET_PENDING and retrying, to raise MON-001's one CRITICAL alert: never before the threshold. */
+async function alertedAfterThreshold(reqId: string): Promise<void> {
+  // It entered TARGET_PENDING at its updated_at (the move's transaction time, which stays do not
+  // touch); the history row is written later in the same transaction, so it cannot be the start.
+  const [entered] = await L.sql<{ at: string }[]>`SELECT updated_at::text AS at FROM transfers_tb WHERE req_id = ${reqId}`;
+  // Retries run every 20–200 ms, each one a chance for the watchdog to look: none may alert early.
+  await new Promise((r) => setTimeout(r, TARGET_PENDING_ALERT_MS / 2));
+  assert.equal(await alertsFor(reqId), [], 'not before the threshold');
+  const deadline = Date.now() + 3_000;
+  while ((await alertsFor(reqId)).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(await alertsFor(reqId), ['TARGET_PENDING_TOO_LONG']);
+  // Compared in PostgreSQL, in microseconds: a millisecond early is early.
+  const [alert] = await L.sql<{ severity: string; waited: boolean; entered: string }[]>`
+    SELECT a.severity, a.created_at - t.updated_at >= make_interval(secs => ${TARGET_PENDING_ALERT_MS / 1000}) AS waited,
+           t.updated_at::text AS entered
+      FROM alerts AS a JOIN transfers_tb AS t ON t.req_id = a.req_id WHERE a.req_id = ${reqId}`;
+  assert.is(alert?.severity, 'CRITICAL');
+  assert.is(alert?.entered, entered?.at, 'the retries left updated_at at the entry into TARGET_PENDING');
+  assert.ok(alert?.waited, 'raised only once the threshold passed');
+}
+
+/** USDT in flight as GET /metrics (transfer_in_flight_amount_units) and the console's "funds in flight" read it. */
+async function usdtInFlight(): Promise<bigint> {
+  return (await collectSnapshot({ sql: L.sql, ubs: async () => null })).inFlight.get('USDT') ?? 0n;
+}
+
 test('MON-001: TARGET_PENDING beyond the threshold raises one CRITICAL alert, not before it, while retries go on', async () => {
   const user = await fundedUser(L);
   plan.set('SPOT', 'DEPOSIT', { kind: 'timeout' });
   const t = newTransfer(user, 'FUNDING', 'USDT', COIN);
   await L.shard.submit(t);
   await settle(L, t.reqId, 'TARGET_PENDING');
-  // It entered TARGET_PENDING at its updated_at (the move's transaction time, which stays do not
-  // touch); the history row is written later in the same transaction, so it cannot be the start.
-  const [entered] = await L.sql<{ at: string }[]>`SELECT updated_at::text AS at FROM transfers_tb WHERE req_id = ${t.reqId}`;
-  // Retries run every 20–200 ms, each one a chance for the watchdog to look: none may alert early.
-  await new Promise((r) => setTimeout(r, TARGET_PENDING_ALERT_MS / 2));
-  assert.equal(await alertsFor(t.reqId), [], 'not before the threshold');
-  const deadline = Date.now() + 3_000;
-  while ((await alertsFor(t.reqId)).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  assert.equal(await alertsFor(t.reqId), ['TARGET_PENDING_TOO_LONG']);
-  // Compared in PostgreSQL, in microseconds: a millisecond early is early.
-  const [alert] = await L.sql<{ severity: string; waited: boolean; entered: string }[]>`
-    SELECT a.severity, a.created_at - t.updated_at >= make_interval(secs => ${TARGET_PENDING_ALERT_MS / 1000}) AS waited,
-           t.updated_at::text AS entered
-      FROM alerts AS a JOIN transfers_tb AS t ON t.req_id = a.req_id WHERE a.req_id = ${t.reqId}`;
-  assert.is(alert?.severity, 'CRITICAL');
-  assert.is(alert?.entered, entered?.at, 'the retries left updated_at at the entry into TARGET_PENDING');
-  assert.ok(alert?.waited, 'raised only once the threshold passed');
+  await alertedAfterThreshold(t.reqId);
   plan.clear();
   assert.is((await settle(L, t.reqId)).state, 'COMMITTED');
   assert.equal(await alertsFor(t.reqId), ['TARGET_PENDING_TOO_LONG'], 'raised once');
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('MON-001: SPOT → FUNDING whose FUNDING credit is unknown is recorded TARGET_PENDING (funds left SPOT): CRITICAL log, in flight, alerted after the threshold', async () => {
+  const user = await fundedUser(L);
+  const before = await usdtInFlight();
+  const debits = plan.count('SPOT', 'WITHDRAW');
+  plan.set('FUNDING', 'DEPOSIT', { kind: 'timeout' });
+  const t = newTransfer(user, 'SPOT', 'USDT', COIN);
+  await L.shard.submit(t);
+  await settle(L, t.reqId, 'TARGET_PENDING');
+  assert.equal(await path(L, t.reqId), ['INIT', 'SOURCE_PENDING', 'SOURCE_DONE', 'TARGET_PENDING']);
+  assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 9n * COIN }, 'the SPOT debit is durable');
+  assert.is(await total(L, user, 'USDT'), 20n * COIN, 'in flight counts');
+  assert.is(await usdtInFlight(), before + COIN, 'the in-flight gauge and the console count it');
+  const critical = L.logged.filter((l) => l.includes(t.reqId) && /"level":"critical"/.test(l) && /"state":"TARGET_PENDING"/.test(l));
+  assert.ok(critical.length > 0, 'the unknown credit is logged CRITICAL');
+  await alertedAfterThreshold(t.reqId);
+  assert.is(plan.count('SPOT', 'WITHDRAW') - debits, 1, 'the retries ask FUNDING alone: the debit is known');
+  plan.clear();
+  assert.is((await settle(L, t.reqId)).state, 'COMMITTED');
+  assert.equal(await balances(L, user, 'USDT'), { funding: 11n * COIN, spot: 9n * COIN });
+  assert.is(await usdtInFlight(), before);
   assert.is(await total(L, user, 'USDT'), 20n * COIN);
 });
 

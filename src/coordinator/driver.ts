@@ -7,6 +7,8 @@
 //                   TARGET_PENDING → COMMITTED.
 //   SPOT → FUNDING: create as INIT → SOURCE_PENDING; UBSCore debits;
 //                   credit + SOURCE_PENDING → SOURCE_DONE → COMMITTED.
+//                   (Only when that credit's outcome is unknown: SOURCE_PENDING → SOURCE_DONE →
+//                   TARGET_PENDING, a third commit, so the funds that left SPOT are watched.)
 // Only an explicit business rejection moves a transfer to FAILED or COMPENSATING; every unknown
 // outcome stays where it is and is retried. While the service is halted (MON-003) no transfer
 // leaves INIT: the step answers `held` and writes nothing.
@@ -159,7 +161,7 @@ export class TransferDriver {
           ok: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_OK', 'COMMITTED')],
           ko: [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_FAIL', 'COMPENSATING')],
         };
-        return this.viaLocal(t, target, 'DEPOSIT', paths, 'SOURCE_RETRY');
+        return this.viaLocal(t, target, 'DEPOSIT', paths, 'SOURCE_RETRY', (cause) => this.creditUnknown(t, cause));
       }
       case 'FAILED':
         return this.settle(t, FAIL_AT_SOURCE, outcome.code);
@@ -205,9 +207,27 @@ export class TransferDriver {
   }
 
   /**
+   * SPOT → FUNDING: UBSCore answered the debit, and the transaction that credits FUNDING and
+   * moves to COMMITTED has an unknown outcome. The funds have left SPOT, so that is recorded
+   * first, SOURCE_PENDING → SOURCE_DONE → TARGET_PENDING (spec 000 §3.2 steps 7b-10b), and the
+   * credit is then retried from TARGET_PENDING, where the MON-001 alert and its sweep, the
+   * CRITICAL log line, the funds-in-flight gauge and the console already look: exactly the
+   * transfers whose debit is known, none whose debit may not have happened. The extra commit is
+   * paid on this failure path only; the happy path keeps its two. A SOURCE_PENDING transfer
+   * never recorded so (a crash, or this move failing too) asks UBSCore again on its next step,
+   * which answers the same debit idempotently. A credit that did commit unseen wins the
+   * compare-and-swap, and the re-read reports it.
+   */
+  private async creditUnknown(t: TransferView, cause: PendingCause): Promise<StepResult> {
+    const moved = await this.move(t, [step('SOURCE_OK', 'SOURCE_DONE'), step('TARGET_CALL', 'TARGET_PENDING')]);
+    return moved === null ? this.reread(t) : this.stay(moved, 'TARGET_RETRY', cause);
+  }
+
+  /**
    * A local operation and the moves it decides, in one transaction. An answer without a move
    * (refused input, an unknown outcome) is handled like a remote adapter's: a definitive answer
-   * is recorded by a compare-and-swap, an unknown one stays and is retried.
+   * is recorded by a compare-and-swap, an unknown one goes to `onUnknown` (by default: stay with
+   * `stayEvent` and retry).
    */
   private async viaLocal(
     t: TransferView,
@@ -215,6 +235,7 @@ export class TransferDriver {
     op: TransferOp,
     paths: Paths,
     stayEvent: TransferEvent,
+    onUnknown: (cause: PendingCause) => Promise<StepResult> = (cause) => this.stay(t, stayEvent, cause),
   ): Promise<StepResult> {
     const moved: MovedOutcome = await adapter.applyWithMove(op, opRequest(t), { create: null, from: t.state, paths });
     this.deps.crash(
@@ -241,18 +262,23 @@ export class TransferDriver {
       case 'exists':
         return this.reread(t);
       case 'unmoved':
-        return this.onOutcome(t, moved.outcome, paths, stayEvent);
+        return this.onOutcome(t, moved.outcome, paths, onUnknown);
     }
   }
 
-  private onOutcome(t: TransferView, outcome: OpOutcome, paths: Paths, stayEvent: TransferEvent): Promise<StepResult> {
+  private onOutcome(
+    t: TransferView,
+    outcome: OpOutcome,
+    paths: Paths,
+    onUnknown: (cause: PendingCause) => Promise<StepResult>,
+  ): Promise<StepResult> {
     switch (outcome.kind) {
       case 'SUCCESS':
         return this.settle(t, paths.ok);
       case 'FAILED':
-        return paths.ko.length > 0 ? this.settle(t, paths.ko, outcome.code) : this.stay(t, stayEvent, refundRefused(outcome.code));
+        return paths.ko.length > 0 ? this.settle(t, paths.ko, outcome.code) : onUnknown(refundRefused(outcome.code));
       case 'PENDING':
-        return this.stay(t, stayEvent, outcome.cause);
+        return onUnknown(outcome.cause);
     }
   }
 

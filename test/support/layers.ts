@@ -16,8 +16,12 @@ import { createTestDatabase } from './database.js';
 export type Layers = ShardParts & {
   readonly sql: Sql;
   readonly ubs: UbsClient;
+  /** The first LOGGED_MAX lines the layers logged (error and critical), for tests that look for one. */
+  readonly logged: readonly string[];
   readonly stop: () => Promise<void>;
 };
+
+const LOGGED_MAX = 10_000;
 
 export const LAYER_CONFIG: CoordinatorConfig = {
   shard: 0,
@@ -53,8 +57,18 @@ export async function startLayers(config: Partial<CoordinatorConfig> = {}, hooks
   const walDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-layers-wal-'));
   const core = await startUbsCore({ walDir, batchMax: 1024 });
   const ubs = new UbsClient(core.connect(), {});
-  // Critical lines are always written; tests that provoke them on purpose keep them quiet.
-  const log = createLogger({ level: 'error', name: 'test', write: process.env.LOG_LEVEL === 'debug' ? undefined : () => undefined });
+  // Lines are kept for the tests, not written (they provoke error and critical lines on purpose)
+  // unless LOG_LEVEL=debug.
+  const logged: string[] = [];
+  const echo = process.env.LOG_LEVEL === 'debug';
+  const log = createLogger({
+    level: 'error',
+    name: 'test',
+    write: (line) => {
+      if (logged.length < LOGGED_MAX) logged.push(line);
+      if (echo) process.stderr.write(`${line}\n`);
+    },
+  });
   const parts = composeShard({
     sql,
     ubs: (cmd, ms) => ubs.send(cmd, ms),
@@ -66,6 +80,7 @@ export async function startLayers(config: Partial<CoordinatorConfig> = {}, hooks
     ...parts,
     sql,
     ubs,
+    logged,
     stop: async () => {
       await parts.shard.stop();
       ubs.close();
