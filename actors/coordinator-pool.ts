@@ -9,12 +9,13 @@ import { shardOfUser } from '../src/domain/shard.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { type Remote, wrap } from 'comlink';
 import { Piscina } from 'piscina';
+import type { FinishedCounts } from '../src/alerts/failure-window.js';
 import type { CoordinatorShards, CoordinatorStartOptions } from '../src/coordinator/shards.js';
 import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
 import type { HaltState } from '../src/db/halt-state.js';
 import type { Logger } from '../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
-import { finishedFrom } from '../src/metrics/finished.js';
+import { finishedFrom, systemFailedFrom } from '../src/metrics/finished.js';
 import { LastKnownFamilies } from '../src/metrics/last-known.js';
 import { TransferMailbox } from './coordinator-mailbox.js';
 import type {
@@ -139,19 +140,16 @@ export class CoordinatorPools implements CoordinatorShards {
   }
 
   /**
-   * Transfers the shards moved into a final state since they started, and of those FAILED or
-   * ROLLED_BACK (spec 002's failure rate); null when a shard did not answer.
+   * Transfers the shards moved into a final state since they started, and of those the ones a
+   * failure of the service met (spec 002's failure rate, never the users' own refusals); null
+   * when a shard did not answer.
    */
-  async finishedCounts(): Promise<{ finished: number; failed: number } | null> {
+  async finishedCounts(): Promise<FinishedCounts | null> {
     const scrapes = await this.metrics();
     if (scrapes.some((s) => !s.fresh)) return null;
-    let finished = 0;
-    let failed = 0;
-    for (const [state, n] of finishedFrom(scrapes.flatMap((s) => s.families))) {
-      finished += n;
-      if (state !== 'COMMITTED') failed += n;
-    }
-    return { finished, failed };
+    const families = scrapes.flatMap((s) => s.families);
+    const sum = (totals: Map<string, number>) => [...totals.values()].reduce((a, n) => a + n, 0);
+    return { finished: sum(finishedFrom(families)), systemFailed: sum(systemFailedFrom(families)) };
   }
 
   /**

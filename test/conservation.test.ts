@@ -1,4 +1,4 @@
-// Proves the fund conservation check: exact on every judgement of a transfer between the two cuts and by its state, silent under concurrent load (INV-001), catching a final state whose effects are wrong at the first check after the fault (INV-002, INV-003), and halting new transfers when a balance changes behind the service's back in PostgreSQL or in UBSCore (MON-003).
+// Proves the fund conservation check: exact on every judgement of a transfer between the two cuts and by its state, silent under concurrent load (INV-001), catching a final state whose effects are wrong at the first check after the fault (INV-002, INV-003), and halting new transfers when a balance changes behind the service's back in PostgreSQL or in UBSCore, with an alert for every check that finds differences not yet alerted (MON-003).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -219,6 +219,42 @@ test('MON-003: SPOT funds UBSCore holds without a ledger entry are found, and th
   const stored = await svc.sql`SELECT value FROM service_state WHERE key = 'halt'`;
   assert.is(stored.length, 1, 'the halt is stored, so a restart keeps it');
   await svc.sql`INSERT INTO external_movements (ref, kind, user_id, account, asset, amount, state) VALUES ('mon3-s', 'DEPOSIT', 1222, 'SPOT', 'USDT', 500000000, 'DONE')`;
+  assert.is((await invariant()).body.ok, true);
+  await svc.call('POST', '/admin/v1/resume', { token: svc.adminToken() });
+});
+
+test('MON-003: every failing check alerts, halted or not, once per set of differences: a second difference during the halt is raised, a standing one is not', async () => {
+  const alerts = async () =>
+    (
+      await svc.sql<{ details: { differences: { key: string }[] } }[]>`
+      SELECT details FROM alerts WHERE kind = 'CONSERVATION_VIOLATION' ORDER BY id`
+    ).map((a) => a.details.differences.map((d) => d.key));
+  const poke = (userId: number, units: number) =>
+    svc.sql`UPDATE funding_balances SET available = available + ${units} WHERE user_id = ${userId} AND asset = 'USDT'`;
+  await deposit(svc, 1223n, 'FUNDING', 'USDT', '10', 'mon3-a');
+  await deposit(svc, 1224n, 'FUNDING', 'USDT', '10', 'mon3-b');
+  const before = (await alerts()).length;
+  const raised = async () => (await alerts()).slice(before);
+  await poke(1223, 1);
+  assert.is((await invariant()).body.halted, true);
+  assert.is((await invariant()).body.ok, false);
+  assert.equal(await raised(), [['1223/USDT']], 'the halting check alerts; the same difference again does not');
+  await poke(1224, 1);
+  assert.is((await invariant()).body.ok, false);
+  await invariant();
+  assert.equal(await raised(), [['1223/USDT'], ['1223/USDT', '1224/USDT']], 'a second difference while halted is a new alert, once');
+  await poke(1223, 1);
+  await invariant();
+  assert.is((await raised()).length, 3, 'a difference that grew is a new alert');
+  await poke(1223, -2);
+  await poke(1224, -1);
+  assert.is((await invariant()).body.ok, true);
+  await poke(1223, 2);
+  await poke(1224, 1);
+  await invariant();
+  assert.equal((await raised())[3], ['1223/USDT', '1224/USDT'], 'after a passing check the same differences alert again');
+  await poke(1223, -2);
+  await poke(1224, -1);
   assert.is((await invariant()).body.ok, true);
   await svc.call('POST', '/admin/v1/resume', { token: svc.adminToken() });
 });

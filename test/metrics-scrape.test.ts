@@ -98,7 +98,7 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
     const [shard0, shard1] = shards as [Registry, Registry];
     const createdAt = new Date(Date.now() - 2_000).toISOString();
     const count = (r: Registry, from: TransferStateName, to: TransferStateName, n: number): void => {
-      for (let i = 0; i < n; i++) countTransition(r, { createdAt }, from, to);
+      for (let i = 0; i < n; i++) countTransition(r, { createdAt, retryCount: 0, errorCode: null }, from, to);
     };
     count(shard0, 'TARGET_PENDING', 'COMMITTED', 4);
     count(shard1, 'SOURCE_DONE', 'COMMITTED', 2);

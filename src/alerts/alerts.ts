@@ -25,7 +25,7 @@ export const ALERT_KINDS = {
   TRANSFERS_RETRYING: 'WARNING',
   /** Spec 002 dead_letter_alert: transfers escalated to an operator (never given up). */
   DEAD_LETTERS: 'CRITICAL',
-  /** Spec 002 high_failure_rate: failed / finished in the window above ALERT_FAILURE_RATE_PERCENT. */
+  /** Spec 002 high_failure_rate: failures of the service (not refusals) / finished in the window above ALERT_FAILURE_RATE_PERCENT. */
   HIGH_FAILURE_RATE: 'ERROR',
   /** Spec 002 avg_retry_count, "watch": the unfinished transfers' mean retries above ALERT_AVG_RETRIES_MAX. */
   HIGH_AVG_RETRIES: 'INFO',

@@ -5,7 +5,8 @@
 
 import { SAMPLES_MAX } from '../limits.js';
 
-export type FinishedCounts = { readonly finished: number; readonly failed: number };
+/** Transfers moved into a final state, and of those the ones a failure of the service met (never a user's own refusal). */
+export type FinishedCounts = { readonly finished: number; readonly systemFailed: number };
 
 type Sample = FinishedCounts & { readonly at: number };
 
@@ -18,12 +19,12 @@ export class FailureWindow {
   add(at: number, counts: FinishedCounts): FinishedCounts {
     const newest = this.samples[this.samples.length - 1];
     // A counter that went down is a restarted counter: start the window again.
-    if (newest !== undefined && (counts.finished < newest.finished || counts.failed < newest.failed)) this.samples = [];
+    if (newest !== undefined && (counts.finished < newest.finished || counts.systemFailed < newest.systemFailed)) this.samples = [];
     this.samples.push({ at, ...counts });
     // Keep one sample at or before the window's start, as its baseline.
     while (this.samples.length > 1 && (this.samples[1] as Sample).at <= at - this.windowMs) this.samples.shift();
     if (this.samples.length > SAMPLES_MAX) this.samples.shift();
     const base = this.samples[0] as Sample;
-    return { finished: counts.finished - base.finished, failed: counts.failed - base.failed };
+    return { finished: counts.finished - base.finished, systemFailed: counts.systemFailed - base.systemFailed };
   }
 }

@@ -31,12 +31,12 @@ export class AlertMonitor {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<Judgement[]> | null = null;
   private readonly window: FailureWindow;
-  private failures: FinishedCounts = { finished: 0, failed: 0 };
+  private failures: FinishedCounts = { finished: 0, systemFailed: 0 };
 
   constructor(private readonly deps: MonitorDeps) {
     this.window = new FailureWindow(deps.failureWindowMs);
     // The coordinators' counters start at zero with the process, before this monitor.
-    this.window.add(Date.now(), { finished: 0, failed: 0 });
+    this.window.add(Date.now(), { finished: 0, systemFailed: 0 });
   }
 
   start(intervalMs: number): void {
@@ -62,7 +62,7 @@ export class AlertMonitor {
   async conditions(): Promise<Condition[]> {
     const rows = await this.deps.sql<{ kind: string; firing: boolean; value: number; changed_at: Date }[]>`SELECT * FROM alert_conditions`;
     const byKind = new Map(rows.map((r) => [r.kind, r]));
-    const none = { finished: 0, failed: 0, backlog: 0, sampled: 0, retrying: 0, escalated: 0, retriesSum: 0 };
+    const none = { finished: 0, systemFailed: 0, backlog: 0, sampled: 0, retrying: 0, escalated: 0, retriesSum: 0 };
     return judge(none, this.deps.thresholds).map((j) => {
       const row = byKind.get(j.kind);
       return { ...j, firing: row?.firing ?? false, value: row?.value ?? 0, message: '', since: row?.changed_at.toISOString() ?? null };

@@ -13,9 +13,14 @@ export type Measures = {
   readonly escalated: number;
   /** Their retry counts summed: avg_retry_count = retriesSum / sampled. */
   readonly retriesSum: number;
-  /** Transfers that reached a final state within the window, and of those FAILED or ROLLED_BACK. */
+  /** Transfers that reached a final state within the window. */
   readonly finished: number;
-  readonly failed: number;
+  /**
+   * Of those, the ones a failure of the service met: an unknown outcome retried on the way, or an
+   * end FAILED or ROLLED_BACK that is not the user's own refusal (transfer-metrics.ts,
+   * metSystemFailure). A burst of INSUFFICIENT_BALANCE or ACCOUNT_FROZEN is not one.
+   */
+  readonly systemFailed: number;
 };
 
 export type Thresholds = {
@@ -39,7 +44,7 @@ export type Judgement = {
 };
 
 export function judge(m: Measures, t: Thresholds): Judgement[] {
-  const failurePercent = m.finished === 0 ? 0 : (m.failed * 100) / m.finished;
+  const failurePercent = m.finished === 0 ? 0 : (m.systemFailed * 100) / m.finished;
   const avgRetries = m.sampled === 0 ? 0 : m.retriesSum / m.sampled;
   return [
     rule('TRANSFER_BACKLOG', m.backlog > t.backlogMax, m.backlog, t.backlogMax, `${m.backlog} unfinished transfers, above ${t.backlogMax}`),
@@ -59,10 +64,10 @@ export function judge(m: Measures, t: Thresholds): Judgement[] {
     ),
     rule(
       'HIGH_FAILURE_RATE',
-      m.failed * 100 > m.finished * t.failureRatePercent,
+      m.systemFailed * 100 > m.finished * t.failureRatePercent,
       failurePercent,
       t.failureRatePercent,
-      `${m.failed} of ${m.finished} transfers finished in the window failed or rolled back, above ${t.failureRatePercent}%`,
+      `${m.systemFailed} of ${m.finished} transfers finished in the window met a failure of the service (an unknown outcome, or an end that is not the user's own refusal), above ${t.failureRatePercent}%`,
     ),
     rule(
       'HIGH_AVG_RETRIES',

@@ -248,7 +248,7 @@ export class TransferDriver {
     switch (moved.kind) {
       case 'moved': {
         const path = moved.outcome.kind === 'FAILED' ? paths.ko : paths.ok;
-        this.countPath(t, path);
+        this.countPath(t, path, moved.result.code);
         const view: TransferView = {
           ...t,
           state: moved.result.state,
@@ -292,17 +292,17 @@ export class TransferDriver {
   private async move(t: TransferView, path: readonly PathStep[], code: ErrorCode | null = null): Promise<TransferView | null> {
     const updatedAt = await this.deps.store.move(t, path, code);
     if (updatedAt === null) return null;
-    this.countPath(t, path);
+    this.countPath(t, path, code);
     const to = path[path.length - 1]?.to ?? t.state;
     return { ...t, state: to, errorCode: code ?? t.errorCode, attempts: 0, updatedAt: updatedAt.toISOString() };
   }
 
   /** Counts each transition of a committed path (spec 004's fsm_state_count{from,to}); logs them at debug. */
-  private countPath(t: TransferView, path: readonly PathStep[]): void {
+  private countPath(t: TransferView, path: readonly PathStep[], code: ErrorCode | null = null): void {
     const from = t.state;
     let at = from;
     for (const s of path) {
-      countTransition(this.deps.metrics, t, at, s.to);
+      countTransition(this.deps.metrics, t, at, s.to, code);
       at = s.to;
     }
     if (this.deps.log.enabled('debug'))

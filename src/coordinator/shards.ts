@@ -2,6 +2,7 @@
 // src, so that the service composes them without knowing that each shard runs on its own thread
 // (actors/coordinator-pool.ts implements it).
 
+import type { FinishedCounts } from '../alerts/failure-window.js';
 import type { HaltState } from '../db/halt-state.js';
 import type { Logger } from '../log.js';
 import type { ShardScrape } from '../metrics/aggregate.js';
@@ -14,8 +15,8 @@ export type CoordinatorShards = {
   drive(userId: bigint, reqId: string): Promise<SubmitReply>;
   /** Every shard's registry and mailbox depth; a shard that does not answer gives its last families, marked not fresh. */
   metrics(): Promise<ShardScrape[]>;
-  /** Transfers finished since start, and of those FAILED or ROLLED_BACK; null when a shard did not answer. */
-  finishedCounts(): Promise<{ finished: number; failed: number } | null>;
+  /** Transfers finished since start, and of those the ones a failure of the service met; null when a shard did not answer. */
+  finishedCounts(): Promise<FinishedCounts | null>;
   /** Makes every shard forget its cached assets; resolves once all have. */
   assetsChanged(): Promise<void>;
   /** Tells every shard the service was halted or resumed; resolves once all have taken it. */

@@ -39,6 +39,21 @@ export const ERROR_CODES: readonly ErrorCode[] = [...VALIDATION_CODES, ...BUSINE
 const ERROR_CODE_SET: ReadonlySet<string> = new Set(ERROR_CODES);
 const FAILURE_CODE_SET: ReadonlySet<string> = new Set([...VALIDATION_CODES, ...BUSINESS_CODES]);
 
+/**
+ * The codes of a user's own refusals: a request out of bounds, the user's own state (a balance too
+ * low, an account frozen, disabled or missing) or the asset's settings an operator chose. Every
+ * other code ending a transfer is a failure of the service: CONSTRAINT_VIOLATION is the ledger
+ * refusing a row the service's own checks let through.
+ */
+const REFUSAL_CODE_SET: ReadonlySet<string> = new Set(
+  [...VALIDATION_CODES, ...BUSINESS_CODES].filter((code) => code !== 'CONSTRAINT_VIOLATION'),
+);
+
+/** Whether a transfer that ended FAILED or ROLLED_BACK with `code` was refused for the user's own reasons. */
+export function isRefusal(code: ErrorCode | null): boolean {
+  return code !== null && REFUSAL_CODE_SET.has(code);
+}
+
 export function isErrorCode(code: string): code is ErrorCode {
   return ERROR_CODE_SET.has(code);
 }

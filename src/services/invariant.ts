@@ -1,9 +1,14 @@
 // Runs the conservation check periodically and on demand, and halts new transfers on the first
-// difference (MON-003) with a CRITICAL alert.
+// difference (MON-003). Every failing check alerts (CRITICAL), halted or not, unless it found
+// exactly the differences the last alert reported: a standing difference is logged at each check
+// but does not flood the alerts table and the webhook, while a new one found during the halt is
+// raised on its own.
 
+import { createHash } from 'node:crypto';
 import type { UbsSend } from '../adapters/trading.js';
 import type { AlertSink } from '../alerts/alerts.js';
 import type { Sql } from '../db/sql.js';
+import type { Difference } from '../invariant/conservation.js';
 import { runConservationCheck, type InvariantReport } from '../invariant/checker.js';
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
@@ -14,6 +19,12 @@ export class InvariantService {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<InvariantReport> | null = null;
   private last: InvariantReport | null = null;
+  /**
+   * The digest of the differences last alerted, forgotten when a check passes. In memory: after
+   * a restart the first failing check alerts once more, which tells the operator the difference
+   * outlived the restart.
+   */
+  private alerted: string | null = null;
 
   constructor(
     private readonly deps: {
@@ -66,6 +77,7 @@ export class InvariantService {
       report.differences.length,
     );
     if (report.differences.length === 0) {
+      this.alerted = null;
       this.deps.log.info('conservation check passed', {
         accounts: report.accounts,
         transfers: report.transfersExamined,
@@ -73,16 +85,46 @@ export class InvariantService {
       });
       return report;
     }
-    const reason = `conservation violated on ${report.differences.length} account(s)`;
-    if (await this.deps.halt.halt(reason)) {
-      await this.deps.alerts.raise({
-        kind: 'CONSERVATION_VIOLATION',
-        reqId: null,
-        userId: null,
-        message: `${reason}: new transfers halted until an operator resumes`,
-        details: { differences: report.differences.slice(0, DIFFERENCES_IN_ALERT_MAX), wal_seq: report.walSeq },
-      });
-    }
+    await this.onViolation(report);
     return report;
   }
+
+  /**
+   * Halts (once) and alerts, unless these differences are the ones last alerted and the service
+   * was already halted: a halt made by this check is always raised, even after an operator
+   * resumed over a standing difference.
+   */
+  private async onViolation(report: InvariantReport): Promise<void> {
+    const reason = `conservation violated on ${report.differences.length} account(s)`;
+    const halted = await this.deps.halt.halt(reason);
+    const digest = digestOf(report.differences);
+    if (!halted && digest === this.alerted) {
+      this.deps.log.warn('conservation check still finds the differences already alerted', {
+        differences: report.differences.length,
+        wal_seq: report.walSeq,
+      });
+      return;
+    }
+    await this.deps.alerts.raise({
+      kind: 'CONSERVATION_VIOLATION',
+      reqId: null,
+      userId: null,
+      message: halted
+        ? `${reason}: new transfers halted until an operator resumes`
+        : `${reason}: new transfers stay halted until an operator resumes`,
+      details: { differences: report.differences.slice(0, DIFFERENCES_IN_ALERT_MAX), wal_seq: report.walSeq },
+    });
+    // Remembered only once raised: an alert lost to a failing database is raised by the next check.
+    this.alerted = digest;
+  }
+}
+
+/**
+ * The differences as one value, whatever order the check listed them in: each account or
+ * transfer with how far off it is, so a standing difference stays the same value while the
+ * balances around it move, and a second one, or a larger one, is a new value.
+ */
+function digestOf(differences: readonly Difference[]): string {
+  const lines = differences.map((d) => `${d.key}\t${d.actual - d.expected}\t${d.detail}`).sort();
+  return createHash('sha256').update(lines.join('\n')).digest('hex');
 }
