@@ -5,8 +5,11 @@ import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
 import { composeShard } from '../src/coordinator/compose.js';
 import type { CrashPoint } from '../src/faults/crash-points.js';
+import type { NewTransfer } from '../src/coordinator/types.js';
+import type { Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import { FaultPlan, faultyAdapters } from './support/faults.js';
+import { Overlap } from './support/overlap.js';
 import { LAYER_CONFIG, startLayers, type Layers } from './support/layers.js';
 import { balances, fundedUser, newTransfer, newUserId, path, seed, settle, total } from './support/ledger.js';
 
@@ -27,8 +30,12 @@ test.before.each(() => plan.clear());
 
 /** A second, independent driver on the same database and UBSCore: another coordinator. */
 function secondShard(hooks = {}) {
+  return shardOn(L.sql, hooks);
+}
+
+function shardOn(sql: Sql, hooks = {}) {
   return composeShard({
-    sql: L.sql,
+    sql,
     ubs: (cmd, ms) => L.ubs.send(cmd, ms),
     config: { ...LAYER_CONFIG, retryBaseMs: 20, retryCapMs: 200 },
     log: quiet,
@@ -93,28 +100,32 @@ test('CON-003: transfers racing external SPOT withdrawals never spend more than 
   assert.is(await total(L, user, 'USDT'), 10n * COIN - BigInt(withdrawn) * 2n * COIN);
 });
 
-test('CON-004: two transactions racing on one FUNDING balance row never both spend it (a balance read without its lock would)', async () => {
-  // Two stores, each with its own batcher and connections: two transactions, not one batch
-  // decided in memory. Each pair withdraws the whole balance at the same instant.
-  const other = secondShard();
-  const pairs = 12;
-  const users = await Promise.all(Array.from({ length: pairs }, () => fundedUser(L, 5n * COIN, 0n)));
-  const outcomes = await Promise.all(
-    users.map((user) =>
-      Promise.all([
-        L.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN }),
-        other.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN }),
-      ]),
-    ),
-  );
-  for (const [i, pair] of outcomes.entries()) {
-    const kinds = pair.map((o) => (o.kind === 'FAILED' ? o.code : o.kind)).sort();
-    assert.equal(kinds, ['INSUFFICIENT_BALANCE', 'SUCCESS'], `pair ${i}: ${JSON.stringify(pair)}`);
-    const user = users[i] as bigint;
-    assert.equal(await balances(L, user, 'USDT'), { funding: 0n, spot: 0n });
+test('CON-004: two transactions open at once on one FUNDING balance row never both spend it (a balance read without its lock would)', async () => {
+  // Two shards, each with its own batcher: two transactions, not one batch decided in memory.
+  // Each withdraws the whole balance through the coordinator's own path (the debit in the
+  // creating transaction), and the overlap makes the second decide while the first's debit is
+  // written and uncommitted: only the locks on the user and the balance row keep it from spending
+  // the balance again.
+  for (let pair = 0; pair < 3; pair++) {
+    const user = await fundedUser(L, 5n * COIN, 0n);
+    const overlap = new Overlap(L.sql);
+    const shards = ['A', 'B'].map((name) => shardOn(overlap.wrap(L.sql, name)));
+    const transfers = shards.map(() => newTransfer(user, 'FUNDING', 'USDT', 5n * COIN));
+    const created = await Promise.all(shards.map((s, i) => s.driver.start(transfers[i] as NewTransfer)));
+    const views = created.map((c) => {
+      if (c.kind !== 'created') throw new Error(`pair ${pair}: not created: ${c.kind}`);
+      return c.view;
+    });
+    assert.equal(views.map((v) => `${v.state} ${v.errorCode ?? ''}`.trim()).sort(), ['FAILED INSUFFICIENT_BALANCE', 'TARGET_PENDING']);
+    // The overlap happened: one side's call waited on a lock the other held, its debit uncommitted.
+    assert.is(overlap.seen.filter((s) => s.includes('waiting on Lock')).length, 1, `pair ${pair}: ${overlap.seen.join('; ')}`);
     const debits =
       await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE user_id = ${user} AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
-    assert.is(debits[0]?.n, 1, `pair ${i}: one applied withdraw`);
+    assert.is(debits[0]?.n, 1, `pair ${pair}: one applied withdraw`);
+    for (const v of views)
+      assert.is((await L.driver.step(v.reqId)).kind, 'terminal', 'the debited one commits, the refused one stays FAILED');
+    assert.equal(await balances(L, user, 'USDT'), { funding: 0n, spot: 5n * COIN });
+    assert.is(await total(L, user, 'USDT'), 5n * COIN);
   }
 });
 
