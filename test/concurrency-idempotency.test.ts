@@ -5,8 +5,14 @@ import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
 import { composeShard } from '../src/coordinator/compose.js';
 import type { CrashPoint } from '../src/faults/crash-points.js';
+import type { StepResult } from '../src/coordinator/driver.js';
+import type { NewTransfer, TransferView } from '../src/coordinator/types.js';
+import { STATE_IDS, type TransferStateName } from '../src/domain/fsm.js';
+import type { TransferOp } from '../src/domain/types.js';
+import type { Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import { FaultPlan, faultyAdapters } from './support/faults.js';
+import { Overlap } from './support/overlap.js';
 import { LAYER_CONFIG, startLayers, type Layers } from './support/layers.js';
 import { balances, fundedUser, newTransfer, newUserId, path, seed, settle, total } from './support/ledger.js';
 
@@ -27,8 +33,12 @@ test.before.each(() => plan.clear());
 
 /** A second, independent driver on the same database and UBSCore: another coordinator. */
 function secondShard(hooks = {}) {
+  return shardOn(L.sql, hooks);
+}
+
+function shardOn(sql: Sql, hooks = {}) {
   return composeShard({
-    sql: L.sql,
+    sql,
     ubs: (cmd, ms) => L.ubs.send(cmd, ms),
     config: { ...LAYER_CONFIG, retryBaseMs: 20, retryCapMs: 200 },
     log: quiet,
@@ -93,51 +103,105 @@ test('CON-003: transfers racing external SPOT withdrawals never spend more than 
   assert.is(await total(L, user, 'USDT'), 10n * COIN - BigInt(withdrawn) * 2n * COIN);
 });
 
-test('CON-004: two transactions racing on one FUNDING balance row never both spend it (a balance read without its lock would)', async () => {
-  // Two stores, each with its own batcher and connections: two transactions, not one batch
-  // decided in memory. Each pair withdraws the whole balance at the same instant.
-  const other = secondShard();
-  const pairs = 12;
-  const users = await Promise.all(Array.from({ length: pairs }, () => fundedUser(L, 5n * COIN, 0n)));
-  const outcomes = await Promise.all(
-    users.map((user) =>
-      Promise.all([
-        L.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN }),
-        other.funding.withdraw({ reqId: ulid(), userId: user, asset: 'USDT', amount: 5n * COIN }),
-      ]),
-    ),
-  );
-  for (const [i, pair] of outcomes.entries()) {
-    const kinds = pair.map((o) => (o.kind === 'FAILED' ? o.code : o.kind)).sort();
-    assert.equal(kinds, ['INSUFFICIENT_BALANCE', 'SUCCESS'], `pair ${i}: ${JSON.stringify(pair)}`);
-    const user = users[i] as bigint;
-    assert.equal(await balances(L, user, 'USDT'), { funding: 0n, spot: 0n });
+test('CON-004: two transactions open at once on one FUNDING balance row never both spend it (a balance read without its lock would)', async () => {
+  // Two shards, each with its own batcher: two transactions, not one batch decided in memory.
+  // Each withdraws the whole balance through the coordinator's own path (the debit in the
+  // creating transaction), and the overlap makes the second decide while the first's debit is
+  // written and uncommitted: only the locks on the user and the balance row keep it from spending
+  // the balance again.
+  for (let pair = 0; pair < 3; pair++) {
+    const user = await fundedUser(L, 5n * COIN, 0n);
+    const overlap = new Overlap(L.sql);
+    const shards = ['A', 'B'].map((name) => shardOn(overlap.wrap(L.sql, name)));
+    const transfers = shards.map(() => newTransfer(user, 'FUNDING', 'USDT', 5n * COIN));
+    const created = await Promise.all(shards.map((s, i) => s.driver.start(transfers[i] as NewTransfer)));
+    const views = created.map((c) => {
+      if (c.kind !== 'created') throw new Error(`pair ${pair}: not created: ${c.kind}`);
+      return c.view;
+    });
+    assert.equal(views.map((v) => `${v.state} ${v.errorCode ?? ''}`.trim()).sort(), ['FAILED INSUFFICIENT_BALANCE', 'TARGET_PENDING']);
+    // The overlap happened: one side's call waited on a lock the other held, its debit uncommitted.
+    assert.is(overlap.seen.filter((s) => s.includes('waiting on Lock')).length, 1, `pair ${pair}: ${overlap.seen.join('; ')}`);
     const debits =
       await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE user_id = ${user} AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
-    assert.is(debits[0]?.n, 1, `pair ${i}: one applied withdraw`);
+    assert.is(debits[0]?.n, 1, `pair ${pair}: one applied withdraw`);
+    for (const v of views)
+      assert.is((await L.driver.step(v.reqId)).kind, 'terminal', 'the debited one commits, the refused one stays FAILED');
+    assert.equal(await balances(L, user, 'USDT'), { funding: 0n, spot: 5n * COIN });
+    assert.is(await total(L, user, 'USDT'), 5n * COIN);
   }
 });
 
-// IDP-001..003: the same (req_id, operation) twice answers SUCCESS both times and moves funds
-// once. Each step is followed by the balance, so an operation applied twice (11 − 2, 9 + 2, …)
-// fails at that step, whichever operation it is; a withdraw, a refund and a deposit never share
-// a req_id, so no mix of them can hide another.
-for (const side of ['FUNDING', 'SPOT'] as const) {
-  const adapterOf = () => (side === 'FUNDING' ? L.funding : L.trading);
-  const balanceOf = async (user: bigint) => {
-    const b = await balances(L, user, 'USDT');
-    return side === 'FUNDING' ? b.funding : b.spot;
-  };
+// IDP-001..003 on the FUNDING side, through the coordinator's own path: the driver applies a
+// FUNDING operation with `applyWithMove`, in one transaction with the moves it decides (never
+// with FundingAdapter.withdraw/deposit/refund). The same (req_id, op) is asked again in two ways:
+// by a drive holding a stale view (a retry after a lost reply, a second coordinator), which the
+// move's compare-and-swap stops before anything is applied; and, in turn and at once, by drives
+// of a transfer put back behind the service into the state the operation starts from, which the
+// compare-and-swap lets through, so only the (req_id, op) record answers: the ok path again
+// (SUCCESS, not a refusal), nothing applied twice.
+async function askedAgain(t: TransferView, op: TransferOp, done: TransferStateName, funding: () => Promise<bigint>): Promise<void> {
+  const other = secondShard();
+  const stateOf = (r: StepResult) => (r.kind === 'not_found' ? 'not_found' : r.view.state);
+  assert.is(stateOf(await L.driver.step(t.reqId, t)), done, `${op}: the first drive`);
+  const after = await funding();
+  assert.is(stateOf(await L.driver.step(t.reqId, t)), done, `${op}: a stale drive answers the transfer as it is`);
+  assert.is(await funding(), after, `${op}: a stale drive applies nothing`);
+  for (const atOnce of [false, true]) {
+    await L.sql`UPDATE transfers_tb SET state = ${STATE_IDS[t.state]} WHERE req_id = ${t.reqId}`;
+    const drives = atOnce ? [L.driver.step(t.reqId), other.driver.step(t.reqId)] : [L.driver.step(t.reqId)];
+    assert.equal((await Promise.all(drives)).map(stateOf), atOnce ? [done, done] : [done], `${op}: the ok path again`);
+    assert.is(await funding(), after, `${op}: applied once (${atOnce ? 'at once' : 'in turn'})`);
+  }
+  assert.is(await applied(t.reqId, op), 1);
+}
 
-  test(`IDP-001: ${side} withdraw twice with one req_id, in turn and at once: SUCCESS each time, deducted once`, async () => {
+const fundingOf = (user: bigint) => async () => (await balances(L, user, 'USDT')).funding;
+
+test('IDP-001: a FUNDING withdraw asked again through the driver answers SUCCESS, deducted once', async () => {
+  const user = await fundedUser(L);
+  const t = await L.store.insert(newTransfer(user, 'FUNDING', 'USDT', COIN));
+  assert.ok(t !== null && t.state === 'INIT');
+  await askedAgain(t, 'WITHDRAW', 'TARGET_PENDING', fundingOf(user));
+  assert.is((await L.driver.step(t.reqId)).kind, 'terminal');
+  assert.equal(await balances(L, user, 'USDT'), { funding: 9n * COIN, spot: 11n * COIN });
+});
+
+test('IDP-002: a FUNDING deposit asked again through the driver answers SUCCESS, credited once', async () => {
+  const user = await fundedUser(L);
+  const created = await L.driver.start(newTransfer(user, 'SPOT', 'USDT', COIN));
+  assert.ok(created.kind === 'created' && created.view.state === 'SOURCE_PENDING');
+  await askedAgain(created.view, 'DEPOSIT', 'COMMITTED', fundingOf(user));
+  assert.equal(await balances(L, user, 'USDT'), { funding: 11n * COIN, spot: 9n * COIN });
+});
+
+test('IDP-003: a FUNDING refund asked again through the driver answers SUCCESS, credited once', async () => {
+  const user = await fundedUser(L);
+  plan.set('SPOT', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
+  const created = await L.driver.start(newTransfer(user, 'FUNDING', 'USDT', COIN));
+  assert.ok(created.kind === 'created' && created.view.state === 'TARGET_PENDING');
+  const refused = await L.driver.step(created.view.reqId, created.view);
+  assert.ok(refused.kind === 'moved' && refused.view.state === 'COMPENSATING');
+  await askedAgain(refused.view, 'REFUND', 'ROLLED_BACK', fundingOf(user));
+  assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
+});
+
+// IDP-001..003 on the SPOT side: the coordinator calls the Trading adapter's own operations, so
+// they are asked twice directly. Each step is followed by the balance, so an operation applied
+// twice (11 − 2, 9 + 2, …) fails at that step, whichever operation it is; a withdraw, a refund
+// and a deposit never share a req_id, so no mix of them can hide another.
+{
+  const balanceOf = async (user: bigint) => (await balances(L, user, 'USDT')).spot;
+
+  test('IDP-001: SPOT withdraw twice with one req_id, in turn and at once: SUCCESS each time, deducted once', async () => {
     const user = await fundedUser(L);
     const before = await balanceOf(user);
     const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
-    assert.is((await adapterOf().withdraw(req)).kind, 'SUCCESS');
-    assert.is((await adapterOf().withdraw(req)).kind, 'SUCCESS', 'the second call answers SUCCESS');
+    assert.is((await L.trading.withdraw(req)).kind, 'SUCCESS');
+    assert.is((await L.trading.withdraw(req)).kind, 'SUCCESS', 'the second call answers SUCCESS');
     assert.is(await balanceOf(user), before - COIN, 'deducted once');
     const twin = { ...req, reqId: ulid() };
-    const both = await Promise.all([adapterOf().withdraw(twin), adapterOf().withdraw(twin), adapterOf().withdraw(twin)]);
+    const both = await Promise.all([L.trading.withdraw(twin), L.trading.withdraw(twin), L.trading.withdraw(twin)]);
     assert.equal(
       both.map((o) => o.kind),
       ['SUCCESS', 'SUCCESS', 'SUCCESS'],
@@ -145,15 +209,15 @@ for (const side of ['FUNDING', 'SPOT'] as const) {
     assert.is(await balanceOf(user), before - 2n * COIN, 'concurrent calls deducted once');
   });
 
-  test(`IDP-002: ${side} deposit twice with one req_id, in turn and at once: SUCCESS each time, credited once`, async () => {
+  test('IDP-002: SPOT deposit twice with one req_id, in turn and at once: SUCCESS each time, credited once', async () => {
     const user = await fundedUser(L);
     const before = await balanceOf(user);
     const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
-    assert.is((await adapterOf().deposit(req)).kind, 'SUCCESS');
-    assert.is((await adapterOf().deposit(req)).kind, 'SUCCESS', 'the second call answers SUCCESS');
+    assert.is((await L.trading.deposit(req)).kind, 'SUCCESS');
+    assert.is((await L.trading.deposit(req)).kind, 'SUCCESS', 'the second call answers SUCCESS');
     assert.is(await balanceOf(user), before + COIN, 'credited once');
     const twin = { ...req, reqId: ulid() };
-    const both = await Promise.all([adapterOf().deposit(twin), adapterOf().deposit(twin)]);
+    const both = await Promise.all([L.trading.deposit(twin), L.trading.deposit(twin)]);
     assert.equal(
       both.map((o) => o.kind),
       ['SUCCESS', 'SUCCESS'],
@@ -161,16 +225,16 @@ for (const side of ['FUNDING', 'SPOT'] as const) {
     assert.is(await balanceOf(user), before + 2n * COIN, 'concurrent calls credited once');
   });
 
-  test(`IDP-003: ${side} refund twice with one req_id, in turn and at once: SUCCESS each time, credited once`, async () => {
+  test('IDP-003: SPOT refund twice with one req_id, in turn and at once: SUCCESS each time, credited once', async () => {
     const user = await fundedUser(L);
     const before = await balanceOf(user);
     for (const concurrent of [false, true]) {
       const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
-      assert.is((await adapterOf().withdraw(req)).kind, 'SUCCESS');
+      assert.is((await L.trading.withdraw(req)).kind, 'SUCCESS');
       assert.is(await balanceOf(user), before - COIN);
       const refunds = concurrent
-        ? await Promise.all([adapterOf().refund(req), adapterOf().refund(req)])
-        : [await adapterOf().refund(req), await adapterOf().refund(req)];
+        ? await Promise.all([L.trading.refund(req), L.trading.refund(req)])
+        : [await L.trading.refund(req), await L.trading.refund(req)];
       assert.equal(
         refunds.map((o) => o.kind),
         ['SUCCESS', 'SUCCESS'],

@@ -1,4 +1,4 @@
-// Proves the fund conservation check: exact on every judgement of a transfer between the two cuts and by its state, silent under concurrent load (INV-001), catching a final state whose effects are wrong at the first check after the fault (INV-002, INV-003), and halting new transfers when a balance changes behind the service's back in PostgreSQL or in UBSCore, with an alert for every check that finds differences not yet alerted (MON-003).
+// Proves funds are conserved by every final state (INV-001, and INV-002 / INV-003: a failed or rolled-back transfer leaves the total as before and its source as it was) and the fund conservation check: exact on every judgement of a transfer between the two cuts and by its state, silent under concurrent load, catching a final state whose effects are wrong at the first check after the fault and halting new transfers, as when a balance changes behind the service's back in PostgreSQL or in UBSCore, with an alert for every check that finds differences not yet alerted (MON-003).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -6,7 +6,7 @@ import type { TransferStateName } from '../src/domain/fsm.js';
 import { STATE_IDS } from '../src/domain/fsm.js';
 import { checkConservation, keyOf, type TransferFacts } from '../src/invariant/conservation.js';
 import { newReqId } from '../src/http/req-ids.js';
-import { deposit, transfer } from './support/funds.js';
+import { deposit, fundsOf, transfer } from './support/funds.js';
 import { startTestService, type TestService } from './support/service.js';
 
 const K = keyOf(1n, 'USDT');
@@ -36,8 +36,8 @@ test('table: each combination of state and effects across the two cuts is settle
     [facts(true, 'TARGET_PENDING', '', 'd'), 100n, 10n, 2, 'F→S credit without debit'],
     [facts(true, 'ROLLED_BACK', 'wr', 'd'), 100n, 10n, 2, 'F→S credited and refunded'],
     // By state: each of these balances out if taken as in flight, so only the state can tell.
-    [facts(true, 'COMMITTED', 'w', ''), 90n, 0n, 2, 'INV-002: F→S COMMITTED without its SPOT credit'],
-    [facts(true, 'ROLLED_BACK', 'w', ''), 90n, 0n, 2, 'INV-003: F→S ROLLED_BACK without its FUNDING refund'],
+    [facts(true, 'COMMITTED', 'w', ''), 90n, 0n, 2, 'F→S COMMITTED without its SPOT credit'],
+    [facts(true, 'ROLLED_BACK', 'w', ''), 90n, 0n, 2, 'F→S ROLLED_BACK without its FUNDING refund'],
     [facts(true, 'FAILED', 'w', ''), 90n, 0n, 2, 'F→S FAILED with a FUNDING debit'],
     [facts(true, 'COMPENSATING', 'w', '', 'd'), 90n, 0n, 2, 'F→S COMPENSATING though SPOT credited after P'],
     [facts(false, 'SOURCE_PENDING', '', ''), 0n, 100n, 0, 'S→F not started'],
@@ -49,8 +49,8 @@ test('table: each combination of state and effects across the two cuts is settle
     [facts(false, 'ROLLED_BACK', '', 'w', 'wr'), 0n, 90n, 0, 'S→F rolled back, refund after P: in flight at P'],
     [facts(false, 'FAILED', '', ''), 0n, 100n, 0, 'S→F failed'],
     [facts(false, 'SOURCE_PENDING', 'w', 'w'), 0n, 90n, 2, 'wrong-direction operation (and its account)'],
-    [facts(false, 'ROLLED_BACK', '', 'w'), 0n, 90n, 2, 'INV-003: S→F ROLLED_BACK without its SPOT refund'],
-    [facts(false, 'COMMITTED', '', 'w'), 0n, 90n, 2, 'INV-002: S→F COMMITTED without its FUNDING credit'],
+    [facts(false, 'ROLLED_BACK', '', 'w'), 0n, 90n, 2, 'S→F ROLLED_BACK without its SPOT refund'],
+    [facts(false, 'COMMITTED', '', 'w'), 0n, 90n, 2, 'S→F COMMITTED without its FUNDING credit'],
     [facts(false, 'FAILED', '', 'w'), 0n, 90n, 2, 'S→F FAILED with a SPOT debit'],
   ];
   for (const [t, funding, spot, differences, name] of rows) {
@@ -97,6 +97,67 @@ test('INV-001: after committed, failed and rolled-back transfers the check finds
   assert.is(r.body.accounts_checked, 2, 'one (user, asset) pair per user');
 });
 
+type Direction = { readonly from: 'FUNDING' | 'SPOT'; readonly to: 'FUNDING' | 'SPOT' };
+const F_TO_S: Direction = { from: 'FUNDING', to: 'SPOT' };
+const S_TO_F: Direction = { from: 'SPOT', to: 'FUNDING' };
+
+/**
+ * Makes a transfer the service ends in `state`, and holds the user's funds to INV-002 / INV-003:
+ * both balances exactly as before (the total, and the source unchanged or fully restored), and the
+ * conservation check finds nothing.
+ */
+async function endsAsBefore(userId: bigint, d: Direction, amount: string, state: TransferStateName, code: string): Promise<void> {
+  const before = await fundsOf(svc, userId, 'USDT');
+  const r = await transfer(svc, userId, { ...d, asset: 'USDT', amount });
+  assert.is(r.body.state, state, JSON.stringify(r.body));
+  const reqId = r.body.req_id as string;
+  const stored = await svc.sql<{ error_code: string }[]>`SELECT error_code FROM transfers_tb WHERE req_id = ${reqId}`;
+  assert.is(stored[0]?.error_code, code, 'the refusal that ended it');
+  assert.equal(await fundsOf(svc, userId, 'USDT'), before, `${d.from}→${d.to} ${state}: both balances as before`);
+  const ops = await svc.sql<
+    { op: string }[]
+  >`SELECT op FROM funding_operations WHERE req_id = ${reqId} AND outcome = 'APPLIED' ORDER BY op`;
+  const expected = state === 'FAILED' ? [] : d.from === 'FUNDING' ? ['REFUND', 'WITHDRAW'] : [];
+  assert.equal(
+    ops.map((o) => o.op),
+    expected,
+    'FUNDING effects: none when failed; a debit and its refund when rolled back',
+  );
+  const check = await invariant();
+  assert.equal([check.body.ok, check.body.differences], [true, []], JSON.stringify(check.body));
+}
+
+test('INV-002: a transfer failed at its source or target account leaves the total as before and its source unchanged', async () => {
+  await deposit(svc, 1241n, 'FUNDING', 'USDT', '10', 'inv2-f');
+  await deposit(svc, 1241n, 'SPOT', 'USDT', '10', 'inv2-s');
+  await endsAsBefore(1241n, F_TO_S, '10.5', 'FAILED', 'INSUFFICIENT_BALANCE');
+  await endsAsBefore(1241n, S_TO_F, '10.5', 'FAILED', 'INSUFFICIENT_BALANCE');
+  // No FUNDING account for the asset: refused before the SPOT debit.
+  await deposit(svc, 1242n, 'SPOT', 'USDT', '10', 'inv2-s-only');
+  await endsAsBefore(1242n, S_TO_F, '4', 'FAILED', 'TARGET_ACCOUNT_NOT_FOUND');
+  // A frozen source with the funds to pay: only the refusal keeps them where they are.
+  for (const account of ['FUNDING', 'SPOT']) {
+    const r = await svc.call('POST', '/admin/v1/account_status', {
+      token: svc.adminToken(),
+      body: { user_id: '1241', account, asset: 'USDT', status: 'FROZEN' },
+    });
+    assert.is(r.status, 200, JSON.stringify(r.body));
+  }
+  await endsAsBefore(1241n, F_TO_S, '4', 'FAILED', 'ACCOUNT_FROZEN');
+  await endsAsBefore(1241n, S_TO_F, '4', 'FAILED', 'ACCOUNT_FROZEN');
+});
+
+test('INV-003: a transfer rolled back after its source was debited leaves the total as before and its source fully restored', async () => {
+  // A target whose balance is at its limit refuses the credit explicitly (OVERFLOW), after the
+  // source was debited: the transfer is compensated. Each side in turn is the full one.
+  for (let i = 0; i < 5; i++) await deposit(svc, 1243n, 'SPOT', 'USDT', '18446744073.70955161', `inv3-big-s-${i}`);
+  await deposit(svc, 1243n, 'FUNDING', 'USDT', '1', 'inv3-f');
+  await endsAsBefore(1243n, F_TO_S, '0.0000001', 'ROLLED_BACK', 'OVERFLOW');
+  for (let i = 0; i < 5; i++) await deposit(svc, 1244n, 'FUNDING', 'USDT', '18446744073.70955161', `inv3-big-f-${i}`);
+  await deposit(svc, 1244n, 'SPOT', 'USDT', '1', 'inv3-s');
+  await endsAsBefore(1244n, S_TO_F, '0.0000001', 'ROLLED_BACK', 'OVERFLOW');
+});
+
 /**
  * A transfer written behind the service in a final state with the FUNDING side exactly as that
  * state's path leaves it up to the fault: the funds it lacks then look like funds in flight, so
@@ -119,9 +180,9 @@ async function injectFinal(userId: bigint, state: TransferStateName, ops: readon
 }
 
 const faults: Array<[string, bigint, TransferStateName, ('WITHDRAW' | 'REFUND')[]]> = [
-  ['INV-002: a COMMITTED transfer missing its SPOT credit', 1231n, 'COMMITTED', ['WITHDRAW']],
-  ['INV-003: a ROLLED_BACK transfer missing its FUNDING refund', 1232n, 'ROLLED_BACK', ['WITHDRAW']],
-  ['INV-003: a FAILED transfer that debited FUNDING', 1233n, 'FAILED', ['WITHDRAW']],
+  ['MON-003: a COMMITTED transfer missing its SPOT credit', 1231n, 'COMMITTED', ['WITHDRAW']],
+  ['MON-003: a ROLLED_BACK transfer missing its FUNDING refund', 1232n, 'ROLLED_BACK', ['WITHDRAW']],
+  ['MON-003: a FAILED transfer that debited FUNDING', 1233n, 'FAILED', ['WITHDRAW']],
 ];
 for (const [name, userId, state, ops] of faults) {
   test(`${name} is a difference at the first check after it, and halts`, async () => {
