@@ -151,6 +151,10 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('COORDINATOR_STOP_MS_MAX', limit.COORDINATOR_STOP_MS_MAX),
   positive('SUBMIT_BATCH_MAX', limit.SUBMIT_BATCH_MAX),
   positive('PENDING_RESUME_MAX', limit.PENDING_RESUME_MAX),
+  positive('SIGNAL_REPEAT_WINDOW_MS', limit.SIGNAL_REPEAT_WINDOW_MS),
+  positive('DRAIN_SETTLE_MS', limit.DRAIN_SETTLE_MS),
+  positive('STOP_NOW_TIMEOUT_S', limit.STOP_NOW_TIMEOUT_S),
+  positive('END_NOW_FALLBACK_MS', limit.END_NOW_FALLBACK_MS),
   positive('UBS_CLOSE_TIMEOUT_MS', limit.UBS_CLOSE_TIMEOUT_MS),
   positive('READYZ_PG_PROBE_TIMEOUT_MS', limit.READYZ_PG_PROBE_TIMEOUT_MS),
   positive('ALERT_ROWS_MAX', limit.ALERT_ROWS_MAX),
@@ -199,6 +203,9 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   atMost('SCAN_BATCH_MAX', limit.SCAN_BATCH_MAX, 'RETRY_TIMERS_MAX', limit.RETRY_TIMERS_MAX),
   // A shard answers a halt after its moves out of INIT settle, before the main thread stops waiting.
   atMost('HALT_SETTLE_MS_MAX', limit.HALT_SETTLE_MS_MAX, 'COORDINATOR_CONTROL_MS_MAX', limit.COORDINATOR_CONTROL_MS_MAX),
+  // A relayed signal is told from a second request before the shortest stop deadline.
+  atMost('SIGNAL_REPEAT_WINDOW_MS', limit.SIGNAL_REPEAT_WINDOW_MS, 'SHUTDOWN_TIMEOUT_MS_MIN', limit.SHUTDOWN_TIMEOUT_MS_MIN),
+  atMost('DRAIN_SETTLE_MS', limit.DRAIN_SETTLE_MS, 'SHUTDOWN_TIMEOUT_MS_MIN', limit.SHUTDOWN_TIMEOUT_MS_MIN),
   // A shard's stop outlasts its drain, or every stop would end in a terminate.
   atMost('STOP_DRAIN_MS', limit.STOP_DRAIN_MS, 'COORDINATOR_STOP_MS_MAX', limit.COORDINATOR_STOP_MS_MAX),
   atMost('SET_BASED_ROWS_MIN', limit.SET_BASED_ROWS_MIN, 'PG_BATCH_ROWS_MAX', limit.PG_BATCH_ROWS_MAX),

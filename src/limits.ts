@@ -212,6 +212,26 @@ export const PENDING_RESUME_MAX = 10_000;
 
 // ---- Service: UBSCore's close, readiness, alerts, invariant ----
 
+/**
+ * A repeat of the signal that began a stop, within this window, is the same stop: a signal to a
+ * process group (Ctrl-C, systemd's KillMode=control-group) reaches the service twice when `make
+ * run` started it, from the group and again from make, which relays SIGTERM to its child. A
+ * different signal, or the same one after the window, is a second request: the process ends at
+ * once. A second is far longer than the relay takes, and shorter than a person's deliberate retry.
+ */
+export const SIGNAL_REPEAT_WINDOW_MS = 1_000;
+/**
+ * Once no request is in flight, how long a stop still keeps its listeners and idle connections
+ * open (counted from the signal) while some are open: a request already on the wire when the
+ * signal came (in a socket's buffer, or on a connection not yet accepted) is read and answered
+ * 503 in that time instead of being reset. Every answer during a stop closes its connection, so
+ * clients that sent something are gone sooner and the stop goes on at once.
+ */
+export const DRAIN_SETTLE_MS = 500;
+/** How long a process ending at once waits to die of its own signal before it sends itself SIGKILL. */
+export const END_NOW_FALLBACK_MS = 1_000;
+/** How long `pg_ctl stop -m immediate` may take when the process ends at once (seconds, as pg_ctl -t takes it). */
+export const STOP_NOW_TIMEOUT_S = 10;
 /** How long a stop waits for UBSCore's close (a last snapshot) before terminating its thread. */
 export const UBS_CLOSE_TIMEOUT_MS = 10_000;
 /** How long /readyz waits for PostgreSQL to answer `SELECT 1` before it says `postgres: false`. */

@@ -60,6 +60,11 @@ export type Service = {
   /** The Hono apps the listeners serve, for route tests that call `app.request(...)` without a socket. */
   readonly apps: Apps;
   readonly stop: () => Promise<void>;
+  /**
+   * For a process that ends without finishing its stop: synchronously stops what would outlive
+   * it (the embedded PostgreSQL, which runs in a session of its own). Never throws.
+   */
+  readonly stopNow: () => void;
 };
 
 /** What every start step shares: the configuration, the log, the stop steps so far, and whether a stop began. */
@@ -67,6 +72,8 @@ type Start = {
   readonly config: Config;
   readonly log: Logger;
   readonly stack: (() => Promise<void>)[];
+  /** The synchronous steps of Service.stopNow. */
+  readonly nowStack: (() => void)[];
   readonly stopping: () => boolean;
 };
 
@@ -101,7 +108,11 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
     stopping = true;
     for (const undo of stack.reverse()) await undo().catch((e: unknown) => log.error('stop step failed', { error: String(e) }));
   };
-  const start: Start = { config, log, stack, stopping: () => stopping };
+  const nowStack: (() => void)[] = [];
+  const stopNow = (): void => {
+    for (const step of nowStack) step();
+  };
+  const start: Start = { config, log, stack, nowStack, stopping: () => stopping };
   try {
     // The JWKS first: a set that cannot be read or used stops the start before anything runs.
     const tokens = await createTokenVerifier(config.jwt, log);
@@ -122,7 +133,7 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
       coordinators: config.coordinators,
       data_dir: config.dataDir,
     });
-    return { ...listeners, databaseUrl: stores.databaseUrl, apps, stop };
+    return { ...listeners, databaseUrl: stores.databaseUrl, apps, stop, stopNow };
   } catch (error) {
     await stop();
     throw error;
@@ -137,7 +148,7 @@ async function openStores(start: Start): Promise<Stores> {
   const { config, log, stack } = start;
   const dirLock = await lockDataDir(config.dataDir);
   stack.push(() => dirLock.release());
-  const { url: databaseUrl, watch } = await database(config, log, stack);
+  const { url: databaseUrl, watch } = await database(config, log, stack, start.nowStack);
   const owner = await ownDatabase(databaseUrl, ownerEvents(log, watch, start.stopping), {
     retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
   });
@@ -372,6 +383,7 @@ async function database(
   config: Config,
   log: Logger,
   stack: (() => Promise<void>)[],
+  nowStack: (() => void)[],
 ): Promise<{ readonly url: string; readonly watch: PgWatch | null }> {
   if (config.databaseUrl !== null) return { url: config.databaseUrl, watch: null };
   const pg: EmbeddedPg = await startEmbeddedPg({
@@ -381,6 +393,7 @@ async function database(
     log: (line) => log.info(line),
   });
   stack.push(() => pg.stop());
+  nowStack.push(() => pg.stopNow());
   const url = await ensureDatabase(pg, DATABASE_NAME);
   // Undone before pg.stop(): a stop on purpose never looks like a crash to restart from.
   const watch = watchEmbeddedPg(pg, {

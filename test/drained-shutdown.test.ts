@@ -1,10 +1,14 @@
 // Proves the drained shutdown (issue 12 item 5): on SIGTERM /readyz and new requests answer 503
 // at once, every request already in flight gets its HTTP answer (none sees its connection cut),
-// the process then stops in order and exits 0; a second signal exits at once. To hold requests
+// the process then stops in order and exits 0; a second request (another signal, or the same
+// one after SIGNAL_REPEAT_WINDOW_MS) ends it at once, by that signal. A request still on the wire
+// when the signal comes is answered too. To hold requests
 // in flight for certain, a FUNDING balance row is kept locked by the test while they are sent.
 
+import net from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { SIGNAL_REPEAT_WINDOW_MS } from '../src/limits.js';
 import { units } from './support/funds.js';
 import { holdFundingRow } from './support/locks.js';
 import { cleanupAll, pollUntil, sleep, useOneServerForThisFile, withHarness, type ChildService, type Harness } from './support/process.js';
@@ -108,27 +112,86 @@ test('SIGTERM under load: 503 for new requests and /readyz at once, an answer fo
   });
 });
 
-test('a second signal while draining exits at once', async () => {
-  await withHarness(async (h) => {
-    const svc = await funded(h);
-    const row = await holdFundingRow(h.sql, USER, 'USDT');
-    try {
-      void sendTransfers(h, svc, 3);
-      await inFlightOnServer(h, 3);
-      process.kill(svc.pid, 'SIGTERM');
-      await sleep(300);
-      assert.is(svc.exited(), null, 'still draining after the first signal');
-      const started = Date.now();
-      process.kill(svc.pid, 'SIGTERM');
-      const exit = await svc.waitForExit(5_000);
-      assert.is(exit.code, 130, svc.stderrTail());
-      assert.ok(Date.now() - started < 2_000, 'at once');
-      assert.match(svc.stderrTail(), /second signal: exiting now/);
-    } finally {
-      row.release();
-      await row.done.catch(() => undefined);
-    }
+/** Writes `head`, runs `between`, writes `rest`, and resolves with everything read until the server closes. */
+function rawRequest(port: number, head: string, between: () => Promise<void>, rest: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let got = '';
+    socket.on('data', (chunk: Buffer) => {
+      got += chunk.toString();
+    });
+    socket.on('error', reject);
+    socket.on('close', () => resolve(got));
+    socket.once('connect', () => {
+      socket.write(head);
+      between().then(
+        () => socket.write(rest),
+        (error: unknown) => reject(error),
+      );
+    });
   });
+}
+
+test('requests on the wire but not yet parsed when SIGTERM comes are answered 503 with Connection: close, not reset', async () => {
+  await withHarness(async (h) => {
+    const svc = await h.start();
+    // Two connections, nothing in flight: on one the request's head is half sent before the
+    // signal; the other is idle after an answer, kept alive. Both requests become whole 150 ms
+    // after the signal, as bytes already on their way over a slow network would.
+    const signalled = (async () => {
+      await sleep(100); // both connections are open
+      process.kill(svc.pid, 'SIGTERM');
+    })();
+    const afterSignal = async () => {
+      await signalled;
+      await sleep(150);
+    };
+    const auth = `Authorization: Bearer ${h.userToken(USER)}\r\n\r\n`;
+    const replies = await Promise.all([
+      rawRequest(svc.port, 'GET /api/v1/balances HTTP/1.1\r\nHost: 127.0.0.1\r\n', afterSignal, auth),
+      rawRequest(
+        svc.port,
+        'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+        afterSignal,
+        `GET /api/v1/balances HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}`,
+      ),
+    ]);
+    for (const reply of replies) {
+      const last = reply.slice(reply.lastIndexOf('HTTP/1.1 '));
+      assert.match(last, /^HTTP\/1\.1 503/, `an HTTP answer, not a reset: ${JSON.stringify(replies)}`);
+      assert.match(last, /connection: close/i);
+    }
+    assert.is((await svc.waitForExit(20_000)).code, 0, svc.stderrTail());
+  });
+});
+
+test('a second signal while draining exits at once: a different one, or the same one after the repeat window', async () => {
+  for (const second of ['SIGINT', 'SIGTERM'] as const)
+    await withHarness(async (h) => {
+      const svc = await funded(h);
+      const row = await holdFundingRow(h.sql, USER, 'USDT');
+      try {
+        void sendTransfers(h, svc, 3);
+        await inFlightOnServer(h, 3);
+        process.kill(svc.pid, 'SIGTERM');
+        await sleep(300);
+        assert.is(svc.exited(), null, 'still draining after the first signal');
+        if (second === 'SIGTERM') {
+          process.kill(svc.pid, 'SIGTERM');
+          await sleep(SIGNAL_REPEAT_WINDOW_MS);
+          assert.is(svc.exited(), null, 'the same signal within the window is the same stop');
+        }
+        const started = Date.now();
+        process.kill(svc.pid, second);
+        const exit = await svc.waitForExit(5_000);
+        assert.equal(exit, { code: null, signal: second }, svc.stderrTail());
+        assert.ok(Date.now() - started < 2_000, 'at once');
+        assert.match(svc.stderrTail(), /second stop request: exiting now/);
+      } finally {
+        row.release();
+        await row.done.catch(() => undefined);
+      }
+    });
 });
 
 test.run();

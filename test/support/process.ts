@@ -51,7 +51,16 @@ export type ChildService = {
   readonly stop: () => Promise<ExitInfo>;
   /** The last characters the child wrote on stderr (its JSON log lines). */
   readonly stderrTail: () => string;
+  /** `signal` to the child's whole process group (a child started with `viaMake` leads one). */
+  readonly signalGroup: (signal: NodeJS.Signals) => void;
 };
+
+/**
+ * How a service is started. `viaMake`: `make run` itself (it builds first: tsc, incremental, a
+ * no-op after `make build`), in a process group of its own as a terminal or systemd would start
+ * it, so that a test can signal the group; make stays the service's parent and relays SIGTERM.
+ */
+export type StartOptions = { readonly viaMake?: boolean };
 
 /**
  * Where the harness's services find PostgreSQL: `runner`, a fresh database on the suite's server
@@ -83,7 +92,7 @@ export type Harness = {
   readonly userToken: (userId: bigint | number | string) => string;
   readonly adminToken: () => string;
   /** Starts a service on this harness's data dir and database; `env` adds or overrides variables. */
-  readonly start: (env?: Record<string, string>) => Promise<ChildService>;
+  readonly start: (env?: Record<string, string>, how?: StartOptions) => Promise<ChildService>;
   /**
    * Starts a service that is expected to die while it recovers (a crash point reached by its
    * start-up scan): answers once it is ready or has exited, whichever comes first.
@@ -102,6 +111,18 @@ export type Harness = {
 // Registry: whatever is still alive when the file ends (or the process exits) is removed.
 
 const liveChildren = new Set<ChildProcess>();
+/** Children that lead a process group (`make run`): signalled as a group, so the service under make goes too. */
+const groupLeaders = new WeakSet<ChildProcess>();
+
+function signalChild(proc: ChildProcess, signal: NodeJS.Signals): void {
+  if (groupLeaders.has(proc) && proc.pid !== undefined) {
+    try {
+      process.kill(-proc.pid, signal);
+    } catch {
+      // the whole group is gone already
+    }
+  } else proc.kill(signal);
+}
 const liveHarnesses = new Set<Harness>();
 const liveDirs = new Set<string>();
 /** Data directories of servers the harnesses (or their services) started: stopped at exit. */
@@ -114,7 +135,7 @@ let removedNow = false;
 function removeEverythingNow(): void {
   if (removedNow) return;
   removedNow = true;
-  for (const child of liveChildren) child.kill('SIGKILL');
+  for (const child of liveChildren) signalChild(child, 'SIGKILL');
   // pg_ctl runs the postmaster in its own session: stop it by its pid file (immediate mode).
   if (filePg !== null) quitPostmaster(path.join(filePg.dir, 'pg', 'postmaster.pid'));
   for (const pgData of livePgData) quitPostmaster(path.join(pgData, 'postmaster.pid'));
@@ -168,7 +189,7 @@ export async function useOneServerForThisFile(): Promise<void> {
 /** Removes everything still registered: for the suite's `after` hook. Never throws. */
 export async function cleanupAll(): Promise<void> {
   for (const h of [...liveHarnesses]) await h.cleanup().catch(() => undefined);
-  for (const child of [...liveChildren]) child.kill('SIGKILL');
+  for (const child of [...liveChildren]) signalChild(child, 'SIGKILL');
   if (filePg !== null) {
     const scratch = filePg;
     filePg = null;
@@ -206,18 +227,19 @@ export async function createHarness(opts: { readonly pg?: PgMode } = {}): Promis
   const exp = () => Math.floor(Date.now() / 1000) + 3600;
   let cleaned: Promise<void> | null = null;
 
-  const launch = async (env: Record<string, string>, mayExit: boolean): Promise<ChildService> => {
+  const launch = async (env: Record<string, string>, mayExit: boolean, how: StartOptions = {}): Promise<ChildService> => {
     if (cleaned !== null) throw new Error('harness already cleaned up');
     const child = await startChild({
       dataDir,
       databaseUrl: own?.pg.mode === 'embedded' ? null : db.url,
       env: { ...own?.env, ...env },
       mayExit,
+      viaMake: how.viaMake === true,
     });
     children.add(child);
     return child;
   };
-  const start = (env: Record<string, string> = {}): Promise<ChildService> => launch(env, false);
+  const start = (env: Record<string, string> = {}, how: StartOptions = {}): Promise<ChildService> => launch(env, false, how);
 
   const harness: Harness = {
     databaseUrl: db.url,
@@ -342,6 +364,7 @@ async function startChild(opts: {
   databaseUrl: string | null;
   env: Record<string, string>;
   mayExit?: boolean;
+  viaMake?: boolean;
 }): Promise<ChildService> {
   const port = await freePort();
   const env: Record<string, string> = {
@@ -357,8 +380,14 @@ async function startChild(opts: {
     DAILY_TRANSFER_LIMIT: '0',
     ...opts.env,
   };
-  const proc = spawn(process.execPath, [MAIN_JS], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const viaMake = opts.viaMake === true;
+  // make finds node on PATH: the one running the tests comes first.
+  if (viaMake) env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${env.PATH ?? ''}`;
+  const proc = viaMake
+    ? spawn('make', ['--no-print-directory', 'run'], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
+    : spawn(process.execPath, [MAIN_JS], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   liveChildren.add(proc);
+  if (viaMake) groupLeaders.add(proc);
   let stderr = '';
   let stdout = '';
   proc.stderr?.on('data', (chunk: Buffer) => {
@@ -404,21 +433,24 @@ async function startChild(opts: {
     waitForExit,
     exited: () => exitInfo,
     kill9: async () => {
-      if (exitInfo === null) proc.kill('SIGKILL');
+      if (exitInfo === null) signalChild(proc, 'SIGKILL');
       return waitForExit();
     },
     stop: async () => {
       if (exitInfo !== null) return exitInfo;
-      proc.kill('SIGTERM');
+      signalChild(proc, 'SIGTERM');
       try {
         return await waitForExit(STOP_TIMEOUT_MS);
       } catch (error) {
-        proc.kill('SIGKILL');
+        signalChild(proc, 'SIGKILL');
         await waitForExit(5_000);
         throw error;
       }
     },
     stderrTail: tail,
+    signalGroup: (signal) => {
+      if (proc.pid !== undefined) process.kill(-proc.pid, signal);
+    },
   };
 
   // Ready when GET /healthz answers 200; bounded, and a child that dies first fails at once.
