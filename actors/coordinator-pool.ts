@@ -11,7 +11,7 @@ import { type Remote, wrap } from 'comlink';
 import { Piscina } from 'piscina';
 import type { FinishedCounts } from '../src/alerts/failure-window.js';
 import type { CoordinatorShards, CoordinatorStartOptions } from '../src/coordinator/shards.js';
-import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
 import type { HaltState } from '../src/db/halt-state.js';
 import type { Logger } from '../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';

@@ -14,7 +14,7 @@ import type { DailyLimits } from '../src/coordinator/daily-limits.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { createLogger } from '../src/log.js';
 import type { MetricFamily, Registry } from '../src/metrics/registry.js';
-import type { NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
 import { HALT_SETTLE_MS_MAX, SUBMIT_BATCH_MAX } from '../src/limits.js';
 import {
   unreachable,

@@ -2,7 +2,8 @@
 // Outcomes cross as values; no handler lets an exception cross a thread boundary.
 
 import type { MessagePort } from 'node:worker_threads';
-import type { CoordinatorConfig, NewTransfer, SubmitReply } from '../src/coordinator/types.js';
+import type { CoordinatorConfig } from '../src/coordinator/types.js';
+import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
 import type { HaltState } from '../src/db/halt-state.js';
 import type { MetricFamily } from '../src/metrics/registry.js';
 import type { UbsCoreOptions, UbsHealthEvent } from '../src/ubscore/control.js';

@@ -16,7 +16,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startUbsCore, UbsClient, type UbsCoreHandle } from '../actors/ubscore-client.js';
-import type { NewTransfer } from '../src/coordinator/types.js';
+import type { NewTransfer } from '../src/domain/transfer.js';
 import { migrate } from '../src/db/migrations.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { TransferWrites, type PathStep, type WriteItem } from '../src/db/transfer-writes.js';

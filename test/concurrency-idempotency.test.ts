@@ -6,7 +6,7 @@ import { ulid } from 'ulid';
 import { composeShard } from '../src/coordinator/compose.js';
 import type { CrashPoint } from '../src/faults/crash-points.js';
 import type { StepResult } from '../src/coordinator/driver.js';
-import type { NewTransfer, TransferView } from '../src/coordinator/types.js';
+import type { NewTransfer, TransferView } from '../src/domain/transfer.js';
 import { STATE_IDS, type TransferStateName } from '../src/domain/fsm.js';
 import type { TransferOp } from '../src/domain/types.js';
 import type { Sql } from '../src/db/sql.js';

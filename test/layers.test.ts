@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
-import type { NewTransfer } from '../src/coordinator/types.js';
+import type { NewTransfer } from '../src/domain/transfer.js';
 import { AMOUNT_UNITS_MAX } from '../src/domain/money.js';
 import type { UbsCommand } from '../src/ubscore/types.js';
 import { startLayers, type Layers } from './support/layers.js';

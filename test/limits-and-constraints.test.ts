@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
-import type { NewTransfer } from '../src/coordinator/types.js';
+import type { NewTransfer } from '../src/domain/transfer.js';
 import { createLogger } from '../src/log.js';
 import { recordForScan } from '../src/services/overflow.js';
 import { balances, fundedUser, newTransfer, path, settle } from './support/ledger.js';

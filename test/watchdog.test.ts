@@ -5,7 +5,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { TradingAdapter } from '../src/adapters/trading.js';
 import type { Alert } from '../src/alerts/alerts.js';
-import type { TransferView } from '../src/coordinator/types.js';
+import type { TransferView } from '../src/domain/transfer.js';
 import { Watchdog } from '../src/coordinator/watchdog.js';
 import type { PendingCause } from '../src/domain/types.js';
 import type { UbsResult } from '../src/ubscore/types.js';

@@ -1,7 +1,7 @@
 // The interface both account adapters offer the coordinator (spec 003 §6.1). Every operation
 // is idempotent per (req_id, op) and answers an OpOutcome value; none throws.
 
-import type { NewTransfer } from '../coordinator/types.js';
+import type { NewTransfer } from '../domain/transfer.js';
 import type { Paths, WriteResult } from '../db/transfer-writes.js';
 import type { TransferStateName } from '../domain/fsm.js';
 import type { AccountKind, OpOutcome, TransferOp } from '../domain/types.js';

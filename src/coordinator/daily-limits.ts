@@ -12,7 +12,7 @@
 
 import type { Sql } from '../db/sql.js';
 import { STATE_IDS } from '../domain/fsm.js';
-import type { TransferView } from './types.js';
+import type { TransferView } from '../domain/transfer.js';
 
 type LimitCode = 'DAILY_LIMIT_EXCEEDED' | 'DAILY_AMOUNT_EXCEEDED' | 'RATE_LIMIT_EXCEEDED';
 

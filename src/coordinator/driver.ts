@@ -24,7 +24,7 @@ import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
 import type { HaltFlag } from './halt-flag.js';
 import { countRetry, countTransition } from './transfer-metrics.js';
-import type { NewTransfer, TransferView } from './types.js';
+import type { NewTransfer, TransferView } from '../domain/transfer.js';
 
 export type StepResult =
   | { readonly kind: 'moved'; readonly view: TransferView }

@@ -13,7 +13,8 @@ import type { DailyLimits } from './daily-limits.js';
 import type { HaltFlag } from './halt-flag.js';
 import type { Watchdog } from './watchdog.js';
 import type { StepResult, TransferDriver } from './driver.js';
-import type { CoordinatorConfig, NewTransfer, SubmitReply, TransferView } from './types.js';
+import type { CoordinatorConfig } from './types.js';
+import type { NewTransfer, SubmitReply, TransferView } from '../domain/transfer.js';
 import { STOP_DRAIN_MS } from '../limits.js';
 import { within } from '../within.js';
 

@@ -6,7 +6,8 @@ import type { FinishedCounts } from '../alerts/failure-window.js';
 import type { HaltState } from '../db/halt-state.js';
 import type { Logger } from '../log.js';
 import type { ShardScrape } from '../metrics/aggregate.js';
-import type { CoordinatorConfig, NewTransfer, SubmitReply } from './types.js';
+import type { CoordinatorConfig } from './types.js';
+import type { NewTransfer, SubmitReply } from '../domain/transfer.js';
 
 export type CoordinatorShards = {
   /** Answers `busy` at once when the shard's mailbox is full. */

@@ -7,7 +7,7 @@
 import { isRefusal, type ErrorCode } from '../domain/errors.js';
 import { isTerminal, STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import type { Registry } from '../metrics/registry.js';
-import type { TransferView } from './types.js';
+import type { TransferView } from '../domain/transfer.js';
 
 const FSM_TRANSITIONS = 'transfer_fsm_transitions_total';
 export const FINISHED = 'transfer_finished_total';

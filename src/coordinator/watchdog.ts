@@ -6,7 +6,7 @@ import type { AlertSink } from '../alerts/alerts.js';
 import { agedAtLeast, isStuck, type StuckRule } from '../db/stuck.js';
 import type { TransferStore } from '../db/transfers.js';
 import { causeText, type PendingCause } from '../domain/types.js';
-import type { TransferView } from './types.js';
+import type { TransferView } from '../domain/transfer.js';
 import { SWEEP_BATCH_MAX } from '../limits.js';
 
 type WatchdogConfig = StuckRule & {

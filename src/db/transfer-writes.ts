@@ -4,7 +4,7 @@
 // batches, in the same file): one round trip and one commit for everything a
 // shard's drives asked for at the same time.
 
-import type { NewTransfer } from '../coordinator/types.js';
+import type { NewTransfer } from '../domain/transfer.js';
 import { assertTransition, isTerminal, STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
 import { BALANCE_UNITS_MAX } from '../domain/money.js';
 import { mustErrorCode, mustOpRefusalCode, type ErrorCode } from '../domain/errors.js';

@@ -3,7 +3,7 @@
 // with one history row per step in the same statement, so the history never disagrees with the
 // state. Reads and retry notes are batched statements of their own.
 
-import type { NewTransfer, TransferView } from '../coordinator/types.js';
+import type { NewTransfer, TransferView } from '../domain/transfer.js';
 import { shardOfUser } from '../domain/shard.js';
 import { STATE_IDS, stateName, type TransferStateName } from '../domain/fsm.js';
 import { mustErrorCode, type ErrorCode } from '../domain/errors.js';

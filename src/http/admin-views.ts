@@ -1,7 +1,7 @@
 // How a transfer is shown to an operator: the client's view plus what only an operator reads
 // (user, retries, the last unknown outcome's reason, client_order_id) and the state history.
 
-import type { TransferView } from '../coordinator/types.js';
+import type { TransferView } from '../domain/transfer.js';
 import { formatAmount } from '../domain/money.js';
 import type { AppDeps } from './deps.js';
 import { historyJson } from './views.js';

@@ -3,7 +3,7 @@
 // conservation check) and a transfer search that only ever uses an index and a bound.
 
 import type { Hono } from 'hono';
-import type { TransferView } from '../coordinator/types.js';
+import type { TransferView } from '../domain/transfer.js';
 import { isClientOrderId, isReqId, parseUserId } from '../domain/checks.js';
 import { isTerminal, STATE_NAMES } from '../domain/fsm.js';
 import { formatAmount } from '../domain/money.js';

@@ -1,7 +1,7 @@
 // What the HTTP edge is given: every service a route calls, typed here, beneath app.ts and the
 // route files, so that the routes import their dependencies without importing the app that mounts them.
 
-import type { NewTransfer, SubmitReply } from '../coordinator/types.js';
+import type { NewTransfer, SubmitReply } from '../domain/transfer.js';
 import type { AssetCache } from '../db/assets.js';
 import type { TransferStore } from '../db/transfers.js';
 import type { Logger } from '../log.js';

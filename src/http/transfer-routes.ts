@@ -3,7 +3,7 @@
 
 import { requestLog, tagTransfer } from './access-log.js';
 import { Hono, type Context } from 'hono';
-import type { SubmitReply } from '../coordinator/types.js';
+import type { SubmitReply } from '../domain/transfer.js';
 import { newReqId } from './req-ids.js';
 import * as v from 'valibot';
 import { checkAmountRange, checkAssetOpen } from '../db/assets.js';

@@ -1,6 +1,6 @@
 // How a transfer is shown to a client (spec 001 §8.1, §8.2): amounts as decimal strings.
 
-import type { TransferView } from '../coordinator/types.js';
+import type { TransferView } from '../domain/transfer.js';
 import type { HistoryEntry } from '../db/transfers.js';
 import { isTerminal, STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import { formatAmount } from '../domain/money.js';

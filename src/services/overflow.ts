@@ -3,7 +3,7 @@
 // dropped and nothing waits in memory. This path creates a transfer on the main thread, so it
 // honours the halt itself (MON-003): no transfer row is written while the service is halted.
 
-import type { NewTransfer, SubmitReply } from '../coordinator/types.js';
+import type { NewTransfer, SubmitReply } from '../domain/transfer.js';
 import type { HaltState } from '../db/halt-state.js';
 import type { TransferStore } from '../db/transfers.js';
 import { checkNewTransfer } from '../domain/checks.js';

@@ -3,7 +3,7 @@
 
 import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
-import type { NewTransfer, TransferView } from '../../src/coordinator/types.js';
+import type { NewTransfer, TransferView } from '../../src/domain/transfer.js';
 import type { AccountKind } from '../../src/domain/types.js';
 import type { Layers } from './layers.js';
 
