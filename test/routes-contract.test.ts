@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { TransferView } from '../src/domain/transfer.js';
-import type { Asset } from '../src/db/assets.js';
+import type { Asset } from '../src/domain/asset.js';
 import type { ListQuery } from '../src/db/transfers.js';
 import { isTerminal, STATE_NAMES } from '../src/domain/fsm.js';
 import type { AppDeps } from '../src/http/deps.js';

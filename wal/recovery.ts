@@ -4,7 +4,7 @@
 // reopened), then probe the disk with a real durable write; on failure wait with capped
 // exponential backoff and try again, for ever; on success the actor serves again.
 
-import { backoffMs } from '../src/coordinator/backoff.js';
+import { backoffMs } from '../src/backoff.js';
 import { MDB_PANIC, commitFailure, diskShortfall, probeDir } from './disk.js';
 import { UBS_RECOVERY_BACKOFF_BASE_MS, UBS_RECOVERY_BACKOFF_CAP_MS } from '../src/limits.js';
 

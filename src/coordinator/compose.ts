@@ -4,14 +4,15 @@
 import { FundingAdapter } from '../adapters/funding.js';
 import { TradingAdapter, type UbsSend } from '../adapters/trading.js';
 import { AlertSink } from '../alerts/alerts.js';
-import { AssetCache, checkAssetOpen } from '../db/assets.js';
+import { AssetCache } from '../db/assets.js';
+import { checkAssetOpen } from '../domain/asset.js';
 import type { Sql } from '../db/sql.js';
 import { TransferStore } from '../db/transfers.js';
 import { TransferWrites } from '../db/transfer-writes.js';
 import type { Logger } from '../log.js';
 import type { AccountAdapter } from '../adapters/types.js';
 import { crashHook, type CrashPoint } from '../faults/crash-points.js';
-import { backoffMs } from './backoff.js';
+import { backoffMs } from '../backoff.js';
 import { DailyLimits } from './daily-limits.js';
 import { TransferDriver } from './driver.js';
 import { HaltFlag } from './halt-flag.js';

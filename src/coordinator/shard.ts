@@ -3,12 +3,12 @@
 // It knows nothing of threads; the actor in actors/ hosts it.
 
 import type { AssetCache } from '../db/assets.js';
-import { checkAmountRange, checkAssetOpen } from '../db/assets.js';
+import { checkAmountRange, checkAssetOpen } from '../domain/asset.js';
 import type { TransferStore } from '../db/transfers.js';
 import { checkNewTransfer } from '../domain/checks.js';
 import { isTerminal } from '../domain/fsm.js';
 import type { Logger } from '../log.js';
-import { backoffMs } from './backoff.js';
+import { backoffMs } from '../backoff.js';
 import type { DailyLimits } from './daily-limits.js';
 import type { HaltFlag } from './halt-flag.js';
 import type { Watchdog } from './watchdog.js';

@@ -4,14 +4,13 @@
 // met on the way (HIGH_FAILURE_RATE's numerator), and every retry. The shard's registry adds its
 // `shard` label; the main thread adds `thread`.
 
+import { FINISHED, FINISHED_AFTER_SYSTEM_FAILURE } from '../metrics/finished.js';
 import { isRefusal, type ErrorCode } from '../domain/errors.js';
 import { isTerminal, STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import type { Registry } from '../metrics/registry.js';
 import type { TransferView } from '../domain/transfer.js';
 
 const FSM_TRANSITIONS = 'transfer_fsm_transitions_total';
-export const FINISHED = 'transfer_finished_total';
-export const FINISHED_AFTER_SYSTEM_FAILURE = 'transfer_finished_after_system_failure_total';
 const DURATION = 'transfer_duration_seconds';
 const RETRIES = 'transfer_retries_total';
 

@@ -1,18 +1,10 @@
 // Assets as PostgreSQL holds them, read through a short-lived cache so that each request does
-// not cost a round trip. An operator's change is seen within ASSET_CACHE_TTL_MS.
+// not cost a round trip. An operator's change is seen within ASSET_CACHE_TTL_MS. What an asset is,
+// and the rules a transfer is held to by it, are the domain's (src/domain/asset.ts).
 
+import type { Asset } from '../domain/asset.js';
 import type { Sql } from './sql.js';
 import { ASSET_CACHE_TTL_MS } from '../limits.js';
-
-export type Asset = {
-  readonly symbol: string;
-  readonly precision: number;
-  readonly minTransferUnits: bigint;
-  readonly maxTransferUnits: bigint;
-  readonly status: 'ACTIVE' | 'SUSPENDED';
-  readonly internalTransferEnabled: boolean;
-  readonly dailyAmountLimitUnits: bigint | null;
-};
 
 type Row = {
   symbol: string;
@@ -68,18 +60,4 @@ function toAsset(r: Row): Asset {
     internalTransferEnabled: r.internal_transfer_enabled,
     dailyAmountLimitUnits: r.daily_amount_limit_units,
   };
-}
-
-/** Whether the asset allows internal transfers now (spec 001 §1.5.4): business rejections. */
-export function checkAssetOpen(asset: Asset): 'ASSET_SUSPENDED' | 'TRANSFER_NOT_ALLOWED' | null {
-  if (asset.status !== 'ACTIVE') return 'ASSET_SUSPENDED';
-  if (!asset.internalTransferEnabled) return 'TRANSFER_NOT_ALLOWED';
-  return null;
-}
-
-/** The amount range of spec 001 §1.5.3: refused before any state exists. */
-export function checkAmountRange(asset: Asset, units: bigint): 'AMOUNT_TOO_SMALL' | 'AMOUNT_TOO_LARGE' | null {
-  if (units < asset.minTransferUnits) return 'AMOUNT_TOO_SMALL';
-  if (units > asset.maxTransferUnits) return 'AMOUNT_TOO_LARGE';
-  return null;
 }

@@ -6,7 +6,7 @@ import { Hono, type Context } from 'hono';
 import type { SubmitReply } from '../domain/transfer.js';
 import { newReqId } from './req-ids.js';
 import * as v from 'valibot';
-import { checkAmountRange, checkAssetOpen } from '../db/assets.js';
+import { checkAmountRange, checkAssetOpen } from '../domain/asset.js';
 import { isReqId } from '../domain/checks.js';
 import { isTerminal } from '../domain/fsm.js';
 import { formatAmount, parseAmount } from '../domain/money.js';

@@ -2,7 +2,7 @@
 // UBSCore through its WAL). Each answers a value.
 
 import type { UbsSend } from '../adapters/trading.js';
-import type { Asset } from '../db/assets.js';
+import type { Asset } from '../domain/asset.js';
 import type { Sql } from '../db/sql.js';
 import type { AccountKind, AccountStatus, ValidationCode } from '../domain/types.js';
 

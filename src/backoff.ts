@@ -1,7 +1,7 @@
 // Capped exponential backoff with jitter (spec 002): base × 2^n, never above the cap, and
 // spread over the upper half of the interval so retries of many transfers do not align.
 
-import { RETRY_BACKOFF_EXPONENT_MAX } from '../limits.js';
+import { RETRY_BACKOFF_EXPONENT_MAX } from './limits.js';
 
 type Backoff = { readonly baseMs: number; readonly capMs: number };
 
