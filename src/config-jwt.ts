@@ -2,7 +2,6 @@
 
 import path from 'node:path';
 import { ConfigError, type Env, intVar, nonEmpty, type NodeEnv } from './config-vars.js';
-import type { JwksLocation } from './http/jwks-source.js';
 import {
   JWKS_AGE_MS_MAX,
   JWKS_AGE_MS_MIN,
@@ -12,6 +11,9 @@ import {
   JWKS_TIMEOUT_MS_MIN,
   JWT_SECRET_BYTES_MIN,
 } from './limits.js';
+
+/** Where the identity provider's key set is read from: a file, or an https URL. */
+export type JwksLocation = { readonly kind: 'file'; readonly path: string } | { readonly kind: 'url'; readonly url: string };
 
 export type JwtConfig = {
   /** Null: HS256 tokens are refused (production with a JWKS and no JWT_SECRET). */
