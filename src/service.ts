@@ -36,7 +36,7 @@ import { InvariantService } from './services/invariant.js';
 import { lockDataDir } from './ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from './ownership/ledger-identity.js';
 import { ownDatabase, type PgOwner } from './ownership/pg-owner.js';
-import { AlertSink } from './alerts/alerts.js';
+import { ALERT_KINDS, AlertSink } from './alerts/alerts.js';
 import { readUnfinished } from './alerts/measures.js';
 import { AlertMonitor } from './alerts/monitor.js';
 import { AuditLog } from './audit/audit-log.js';
@@ -328,7 +328,13 @@ function renderMetrics(built: Built): AppDeps['metrics'] {
       {},
       stores.halt.current === null ? 0 : 1,
     );
-    return collectMetrics({ main: main.registry, sql: stores.sql, shards: () => pools.metrics(), ubs: ubsMetrics });
+    return collectMetrics({
+      main: main.registry,
+      sql: stores.sql,
+      shards: () => pools.metrics(),
+      ubs: ubsMetrics,
+      alertKinds: Object.keys(ALERT_KINDS),
+    });
   };
 }
 

@@ -1,5 +1,6 @@
 // Proves a /metrics scrape counts the unfinished transfers, the age of the oldest and the funds in flight (exactly, beyond 2^53) through transfers_active, reads no more rows of transfers_tb than are unfinished (never a scan of the whole table), and keeps each coordinator shard's counters apart, by shard and thread, with a shard that does not answer shown at its last values.
 
+import { ALERT_KINDS } from '../src/alerts/alerts.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
@@ -120,7 +121,7 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
         }),
       );
     };
-    const sources = { main: new Registry(), sql, shards: shardScrape, ubs: async () => null };
+    const sources = { main: new Registry(), sql, shards: shardScrape, ubs: async () => null, alertKinds: Object.keys(ALERT_KINDS) };
 
     await flushStats(sql);
     const tbBefore = await reads(sql, 'transfers_tb');

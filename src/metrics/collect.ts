@@ -5,7 +5,6 @@
 // transfers_active: never the whole of transfers_tb), the alerts raised and the connections.
 // Every series is labelled with the thread it came from (src/metrics/aggregate.ts).
 
-import { ALERT_KINDS } from '../alerts/alerts.js';
 import type { Sql } from '../db/sql.js';
 import { isTerminal, STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
 import { aggregate, MAIN_THREAD, type ShardScrape, type ThreadScrape } from './aggregate.js';
@@ -19,6 +18,8 @@ type MetricSources = {
   readonly shards: () => Promise<readonly ShardScrape[]>;
   /** UBSCore's families; null when it has never answered. */
   readonly ubs: () => Promise<ThreadScrape | null>;
+  /** Every alert kind (src/alerts/alerts.ts), each counted from zero; given, so metrics/ knows nothing of alerts/. */
+  readonly alertKinds: readonly string[];
 };
 
 export const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -36,7 +37,7 @@ export async function collectMetrics(src: MetricSources): Promise<string> {
       { shard: String(s.shard) },
       s.depth,
     );
-  setFromPostgres(scrape, pg);
+  setFromPostgres(scrape, pg, src.alertKinds);
   const workers = [...shards, ...(ubs === null ? [] : [ubs])].map((w) => ({
     thread: w.thread,
     families: [...w.families, freshness(w.fresh)],
@@ -80,7 +81,7 @@ async function fromPostgres(sql: Sql): Promise<FromPostgres> {
   return { unfinished: summarise(rows), assets: assets.map((a) => a.symbol), alerts, connections };
 }
 
-function setFromPostgres(scrape: Registry, pg: FromPostgres): void {
+function setFromPostgres(scrape: Registry, pg: FromPostgres, alertKinds: readonly string[]): void {
   for (const state of UNFINISHED_STATES) {
     scrape.set(
       'transfer_unfinished',
@@ -96,7 +97,7 @@ function setFromPostgres(scrape: Registry, pg: FromPostgres): void {
     );
   }
   // Every kind from zero, so a rule on one kind has a series before its first alert.
-  const raised = new Map<string, number>(Object.keys(ALERT_KINDS).map((kind) => [kind, 0]));
+  const raised = new Map<string, number>(alertKinds.map((kind) => [kind, 0]));
   for (const a of pg.alerts) raised.set(a.kind, a.n);
   for (const [kind, n] of raised) scrape.inc('transfer_alerts_raised_total', 'Alerts raised and stored, by kind', { kind }, n);
   for (const c of pg.connections)

@@ -2,8 +2,11 @@
 // back out of their registries' values: the alert monitor's failure rate (spec 002) is made of the
 // same counts GET /metrics shows.
 
-import { FINISHED, FINISHED_AFTER_SYSTEM_FAILURE } from '../coordinator/transfer-metrics.js';
 import type { MetricFamily } from './registry.js';
+
+/** The counters each shard keeps of its finished transfers (src/coordinator/transfer-metrics.ts counts them). */
+export const FINISHED = 'transfer_finished_total';
+export const FINISHED_AFTER_SYSTEM_FAILURE = 'transfer_finished_after_system_failure_total';
 
 /** Transfers moved into each final state, summed over the shards whose families are given. */
 export function finishedFrom(families: readonly MetricFamily[]): Map<string, number> {
