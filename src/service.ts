@@ -25,7 +25,7 @@ import type { CoordinatorShards } from './coordinator/shards.js';
 import type { AppDeps } from './http/deps.js';
 import type { TokenVerifier } from './http/token-verifier.js';
 import { ExternalMovements } from './services/external.js';
-import { recordForScan } from './services/overflow.js';
+import { Admission } from './services/admission.js';
 import { collectMetrics } from './metrics/collect.js';
 import { collectSnapshot } from './metrics/unfinished.js';
 import { ubscoreScrape } from './metrics/ubscore-scrape.js';
@@ -269,6 +269,7 @@ function appDeps(start: Start, built: Built): AppDeps {
   const assets = new AssetCache(sql);
   const batch = { batchMax: config.pgBatchMax };
   const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
+  const admission = new Admission({ halt, shards: pools, transfers, log });
   const ubsStats = () => within(built.ubs.control.stats(), UBS_CONTROL_MS_MAX, null);
   const backups = new BackupTaker({ databaseUrl: stores.databaseUrl, control: built.ubs.control, log });
   return {
@@ -287,12 +288,8 @@ function appDeps(start: Start, built: Built): AppDeps {
       },
     }),
     transfers,
-    // Every entry of a new transfer passes here; each shard checks the halt again on its own.
-    submit: async (t) => {
-      if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
-      const reply = await pools.submit(t);
-      return reply.kind === 'busy' ? recordForScan(t, transfers, log, halt) : reply;
-    },
+    // Every new transfer is admitted here; each shard checks the halt again on its own.
+    submit: (t) => admission.submit(t),
     drive: (userId, reqId) => pools.drive(userId, reqId),
     alerts: main.alerts,
     monitor: main.monitor,

@@ -1,5 +1,7 @@
 // Proves every external attack of spec 000 §10.2 (ATK-001..013) is refused with the spec's code and moves no funds.
 
+import { CHECK_ORDER, stepOf } from '../src/domain/check-order.js';
+import type { ErrorCode } from '../src/domain/errors.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { signJwt } from '../src/http/jwt.js';
@@ -88,19 +90,25 @@ test('ATK-009: a non-existent asset (999999) is refused with INVALID_ASSET', asy
   await refused({ ...valid, asset: 'usdt' }, 'INVALID_ASSET', 400);
 });
 
-test('spec 001 §1.5.8: format (3), then account types (4), then asset (5), then amount (6): the first failing step answers', async () => {
-  // Format of a later field comes first: amount is not a string.
-  await refused({ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: 5 }, 'INVALID_AMOUNT', 400);
-  await refused({ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: '1', client_order_id: 'bad id!' }, 'INVALID_REQUEST', 400);
-  await refused({ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: '1', surprise: 1 }, 'INVALID_REQUEST', 400);
-  // Account types before the asset and the amount's value.
-  await refused({ from: 'SPOT', to: 'SPOT', asset: 'bad asset!', amount: '-1' }, 'SAME_ACCOUNT', 400);
-  await refused({ from: 'INVALID', to: 'SPOT', asset: 'NOPE', amount: '0' }, 'INVALID_ACCOUNT_TYPE', 400);
-  await refused({ from: 'FUNDING', to: 'FUTURE', asset: 'bad asset!', amount: '0' }, 'UNSUPPORTED_ACCOUNT_TYPE', 400);
-  // The asset before the amount's value.
-  await refused({ from: 'FUNDING', to: 'SPOT', asset: 'bad asset!', amount: '-1' }, 'INVALID_ASSET', 400);
-  await refused({ from: 'FUNDING', to: 'SPOT', asset: 'NOPE', amount: '0.000000001' }, 'INVALID_ASSET', 400);
-  await refused({ from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '0.000000001' }, 'PRECISION_OVERFLOW', 400);
+test('spec 001 §1.5.8: each answer is the first failing step of CHECK_ORDER (format, then account types, then asset, then amount)', async () => {
+  const cases: readonly [Record<string, unknown>, ErrorCode, string][] = [
+    // Format of a later field comes first: amount is not a string.
+    [{ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: 5 }, 'INVALID_AMOUNT', 'the format'],
+    [{ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: '1', client_order_id: 'bad id!' }, 'INVALID_REQUEST', 'the format'],
+    [{ from: 'SPOT', to: 'SPOT', asset: 'USDT', amount: '1', surprise: 1 }, 'INVALID_REQUEST', 'the format'],
+    // Account types before the asset and the amount's value.
+    [{ from: 'SPOT', to: 'SPOT', asset: 'bad asset!', amount: '-1' }, 'SAME_ACCOUNT', 'the account types'],
+    [{ from: 'INVALID', to: 'SPOT', asset: 'NOPE', amount: '0' }, 'INVALID_ACCOUNT_TYPE', 'the account types'],
+    [{ from: 'FUNDING', to: 'FUTURE', asset: 'bad asset!', amount: '0' }, 'UNSUPPORTED_ACCOUNT_TYPE', 'the account types'],
+    // The asset before the amount's value.
+    [{ from: 'FUNDING', to: 'SPOT', asset: 'bad asset!', amount: '-1' }, 'INVALID_ASSET', 'the asset'],
+    [{ from: 'FUNDING', to: 'SPOT', asset: 'NOPE', amount: '0.000000001' }, 'INVALID_ASSET', 'the asset'],
+    [{ from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '0.000000001' }, 'PRECISION_OVERFLOW', 'the amount'],
+  ];
+  for (const [body, code, step] of cases) {
+    await refused(body, code, 400);
+    assert.ok(CHECK_ORDER[stepOf(code)]?.check.startsWith(step), `${code} is a code of the step "${step}" in CHECK_ORDER`);
+  }
 });
 
 test('ATK-010: the same client_order_id twice returns the first result; with another body DUPLICATE_REQUEST', async () => {

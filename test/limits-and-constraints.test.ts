@@ -9,7 +9,7 @@ import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
 import type { NewTransfer } from '../src/domain/transfer.js';
 import { createLogger } from '../src/log.js';
-import { recordForScan } from '../src/services/overflow.js';
+import { parkForScan } from '../src/services/admission.js';
 import { balances, fundedUser, newTransfer, path, settle } from './support/ledger.js';
 import { startLayers, type Layers } from './support/layers.js';
 
@@ -56,10 +56,10 @@ test('daily limit: a transfer recorded by the full-mailbox path is held to the l
   // One taken by the shard, one recorded while its mailbox was full: both within the limit.
   assert.is(await submit(newTransfer(user, 'FUNDING', 'USDT', COIN)), 'COMMITTED');
   const second = newTransfer(user, 'FUNDING', 'USDT', COIN);
-  assert.is((await recordForScan(second, L.store, quiet, { current: null })).kind, 'transfer');
+  assert.is((await parkForScan(second, L.store, quiet, { current: null })).kind, 'transfer');
   // A third recorded the same way is over the limit: refused when driven, nothing moved.
   const third = newTransfer(user, 'FUNDING', 'USDT', COIN);
-  assert.is((await recordForScan(third, L.store, quiet, { current: null })).kind, 'transfer');
+  assert.is((await parkForScan(third, L.store, quiet, { current: null })).kind, 'transfer');
   await L.shard.driveNow(second.reqId);
   await L.shard.driveNow(third.reqId);
   assert.is((await settle(L, second.reqId)).state, 'COMMITTED');

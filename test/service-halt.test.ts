@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { newReqId } from '../src/http/req-ids.js';
 import { stateName } from '../src/domain/fsm.js';
 import { createLogger } from '../src/log.js';
-import { recordForScan } from '../src/services/overflow.js';
+import { parkForScan } from '../src/services/admission.js';
 import { HaltFlag } from '../src/coordinator/halt-flag.js';
 import { deposit, transfer } from './support/funds.js';
 import { startLayers } from './support/layers.js';
@@ -183,7 +183,7 @@ test('MON-003: the mailbox-full path and a shard refuse a new transfer while hal
       clientOrderId: null,
     });
     const parkedWhileHalted = t();
-    assert.equal(await recordForScan(parkedWhileHalted, layers.store, quiet, { current: HALTED }), {
+    assert.equal(await parkForScan(parkedWhileHalted, layers.store, quiet, { current: HALTED }), {
       kind: 'refused',
       code: 'SERVICE_HALTED',
     });
@@ -193,7 +193,7 @@ test('MON-003: the mailbox-full path and a shard refuse a new transfer while hal
     const rows = await layers.sql`SELECT 1 FROM transfers_tb WHERE req_id IN (${parkedWhileHalted.reqId}, ${submittedWhileHalted.reqId})`;
     assert.is(rows.length, 0, 'no transfer row');
     await layers.halt.set(null, 0);
-    assert.is((await recordForScan(t(), layers.store, quiet, { current: null })).kind, 'transfer');
+    assert.is((await parkForScan(t(), layers.store, quiet, { current: null })).kind, 'transfer');
     assert.is((await layers.shard.submit(t())).kind, 'transfer');
   } finally {
     await layers.stop();

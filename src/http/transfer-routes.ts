@@ -1,5 +1,6 @@
-// Client routes: create a transfer, read one. Checks run in spec 001 §1.5.8 order and answer
-// the first failing code; the coordinator re-checks all of it on its own.
+// Client routes: create a transfer, read one. Checks run in the order of src/domain/check-order.ts
+// (spec 001 §1.5.8) and answer the first failing code; admission (src/services/admission.ts)
+// checks the halt, and the coordinator re-checks all of it on its own.
 
 import { requestLog, tagTransfer } from './access-log.js';
 import { Hono, type Context } from 'hono';
@@ -33,7 +34,6 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
 
   routes.post('/internal_transfer', async (c) => {
     const claims = c.get('claims');
-    if (deps.halt.current !== null) return fail(c, 'SERVICE_HALTED');
     const raw = await jsonObject(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     if (raw.value.user_id !== undefined && String(raw.value.user_id) !== claims.userId.toString()) return fail(c, 'FORBIDDEN');
