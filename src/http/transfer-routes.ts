@@ -2,6 +2,7 @@
 // (spec 001 §1.5.8) and answer the first failing code; admission (src/services/admission.ts)
 // checks the halt, and the coordinator re-checks all of it on its own.
 
+import { haltRefusal } from '../services/admission.js';
 import { requestLog, tagTransfer } from './access-log.js';
 import { Hono, type Context } from 'hono';
 import type { SubmitReply } from '../domain/transfer.js';
@@ -34,6 +35,9 @@ export function transferRoutes(deps: AppDeps): Hono<AuthEnv> {
 
   routes.post('/internal_transfer', async (c) => {
     const claims = c.get('claims');
+    // Refused before the body is read: the cheapest answer while halted (CHECK_ORDER's step).
+    const halted = haltRefusal(deps.halt);
+    if (halted !== null) return fail(c, halted);
     const raw = await jsonObject(c, deps.bodyBytesMax);
     if (!raw.ok) return fail(c, raw.code);
     if (raw.value.user_id !== undefined && String(raw.value.user_id) !== claims.userId.toString()) return fail(c, 'FORBIDDEN');

@@ -15,6 +15,11 @@ import type { Logger } from '../log.js';
 
 type Halt = { readonly current: HaltState };
 
+/** The halt check of a new transfer (MON-003), the one every entry on the main thread asks. */
+export function haltRefusal(halt: Halt): 'SERVICE_HALTED' | null {
+  return halt.current === null ? null : 'SERVICE_HALTED';
+}
+
 export class Admission {
   constructor(
     private readonly deps: {
@@ -27,7 +32,8 @@ export class Admission {
 
   /** Admits a new transfer: refused while halted, else its shard's answer, or parked when the shard is busy. */
   async submit(t: NewTransfer): Promise<SubmitReply> {
-    if (this.deps.halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
+    const halted = haltRefusal(this.deps.halt);
+    if (halted !== null) return { kind: 'refused', code: halted };
     const reply = await this.deps.shards.submit(t);
     return reply.kind === 'busy' ? parkForScan(t, this.deps.transfers, this.deps.log, this.deps.halt) : reply;
   }
@@ -35,7 +41,8 @@ export class Admission {
 
 /** The busy path: the transfer is created in INIT, due at once, for its shard's recovery scan. */
 export async function parkForScan(t: NewTransfer, store: TransferStore, log: Logger, halt: Halt): Promise<SubmitReply> {
-  if (halt.current !== null) return { kind: 'refused', code: 'SERVICE_HALTED' };
+  const halted = haltRefusal(halt);
+  if (halted !== null) return { kind: 'refused', code: halted };
   const invalid = checkNewTransfer(t);
   if (invalid !== null) return { kind: 'refused', code: invalid };
   const created = await store.create(t, true);
