@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { TERMINAL_STATE_IDS } from '../src/domain/fsm.js';
-import { signJwt } from '../src/http/jwt.js';
+import { signJwt } from '../src/http/auth/jwt.js';
 import { freePort } from '../test/support/ports.js';
 import { verifyDrill, type Violation } from './drill-checks.js';
 

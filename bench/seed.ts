@@ -4,7 +4,7 @@
 // change a spot balance and its WAL must hold every one.
 
 import type { Sql } from '../src/db/sql.js';
-import { signJwt } from '../src/http/jwt.js';
+import { signJwt } from '../src/http/auth/jwt.js';
 import { BENCH_JWT_SECRET, type BenchService } from './service-child.js';
 
 export const BENCH_ASSETS = ['USDT', 'BTC'] as const;

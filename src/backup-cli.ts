@@ -7,7 +7,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { restoreBackup } from './backup/restore.js';
 import { ConfigError, loadBackupConfig, loadConfig, type BackupConfig, type Config } from './config.js';
-import { signJwt } from './http/jwt.js';
+import { signJwt } from './http/auth/jwt.js';
 import { errorDetail } from './error-text.js';
 
 const ADMIN_TOKEN_LIFETIME_S = 600;

@@ -6,7 +6,7 @@
 // secret would be a credential in a terminal's scrollback and in every log collector.
 
 import type { Config } from './config.js';
-import { signJwt } from './http/jwt.js';
+import { signJwt } from './http/auth/jwt.js';
 
 const DEV_TOKEN_LIFETIME_S = 24 * 3600;
 /** The operator the printed admin token names (an admin token's `sub` is any name). */

@@ -3,7 +3,7 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { openApiDocument } from './http/openapi.js';
+import { openApiDocument } from './http/openapi/document.js';
 
 const file = process.argv[2];
 if (file === undefined) {

@@ -4,7 +4,7 @@
 
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { banner } from './banner.js';
-import { JwksError } from './http/jwks-keys.js';
+import { JwksError } from './http/auth/jwks-keys.js';
 import { createLogger, type Logger } from './log.js';
 import { OwnershipError } from './ownership/errors.js';
 import { MigrationError } from './db/migrations.js';

@@ -2,7 +2,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { signJwt } from '../src/http/jwt.js';
+import { signJwt } from '../src/http/auth/jwt.js';
 import { startTestService, TEST_JWT_SECRET, type TestService } from './support/service.js';
 
 let svc: TestService;

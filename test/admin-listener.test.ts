@@ -3,8 +3,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { loadConfig } from '../src/config.js';
-import { signJwt } from '../src/http/jwt.js';
-import { TokenVerifier } from '../src/http/token-verifier.js';
+import { signJwt } from '../src/http/auth/jwt.js';
+import { TokenVerifier } from '../src/http/auth/token-verifier.js';
 import { stubApps } from './support/app.js';
 import { startTestService, TEST_JWT_SECRET } from './support/service.js';
 

@@ -4,7 +4,7 @@ import { CHECK_ORDER, stepOf } from '../src/domain/check-order.js';
 import type { ErrorCode } from '../src/domain/errors.js';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { signJwt } from '../src/http/jwt.js';
+import { signJwt } from '../src/http/auth/jwt.js';
 import { deposit, totalOf, transfer } from './support/funds.js';
 import { startTestService, TEST_JWT_SECRET, type TestService } from './support/service.js';
 

@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { signJwt } from '../src/http/jwt.js';
+import { signJwt } from '../src/http/auth/jwt.js';
 import { deposit, totalOf } from './support/funds.js';
 import { startTestService, TEST_JWT_SECRET, type TestService } from './support/service.js';
 

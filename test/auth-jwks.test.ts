@@ -5,11 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { JWKS_ALGORITHMS } from '../src/http/jwks-keys.js';
+import { JWKS_ALGORITHMS } from '../src/http/auth/jwks-keys.js';
 import type { JwksLocation } from '../src/config-jwt.js';
-import { JwksSource } from '../src/http/jwks-source.js';
-import { signJwt } from '../src/http/jwt.js';
-import { TokenVerifier } from '../src/http/token-verifier.js';
+import { JwksSource } from '../src/http/auth/jwks-source.js';
+import { signJwt } from '../src/http/auth/jwt.js';
+import { TokenVerifier } from '../src/http/auth/token-verifier.js';
 import { keptLog, stubApps } from './support/app.js';
 import { jwksOf, signWith, startJwksServer, testKey, type TestKey } from './support/jwks.js';
 

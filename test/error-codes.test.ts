@@ -6,7 +6,7 @@ import { opAnswer } from '../src/db/transfer-writes.js';
 import { API_CODES, ERROR_CODES, mustErrorCode } from '../src/domain/errors.js';
 import { BUSINESS_CODES, VALIDATION_CODES } from '../src/domain/types.js';
 import { errorBody, statusOf } from '../src/http/errors.js';
-import { openApiDocument } from '../src/http/openapi.js';
+import { openApiDocument } from '../src/http/openapi/document.js';
 
 type Json = Record<string, unknown>;
 

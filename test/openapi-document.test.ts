@@ -5,7 +5,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { openApiDocument } from '../src/http/openapi.js';
+import { openApiDocument } from '../src/http/openapi/document.js';
 import {
   exampleProblems,
   inputProblems,

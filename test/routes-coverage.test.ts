@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ERROR_CODES } from '../src/domain/errors.js';
-import { openApiDocument } from '../src/http/openapi.js';
+import { openApiDocument } from '../src/http/openapi/document.js';
 import { ADMIN_ROWS } from './support/route-rows-admin.js';
 import { API_ROWS } from './support/route-rows-api.js';
 import { operationsWithoutRow, type Unreachable } from './support/route-table.js';

@@ -6,7 +6,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { banner } from '../src/banner.js';
 import { DEV_JWT_SECRET, loadConfig } from '../src/config.js';
-import { verifyJwt } from '../src/http/jwt.js';
+import { verifyJwt } from '../src/http/auth/jwt.js';
 import { cleanupAll, PROJECT_ROOT, useOneServerForThisFile, withHarness } from './support/process.js';
 
 const MAIN_JS = path.join(PROJECT_ROOT, 'dist', 'actors', 'main.js');

@@ -3,9 +3,9 @@
 import fc from 'fast-check';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { signJwt, verifyJwt, type Verified } from '../src/http/jwt.js';
-import type { KeyEpoch } from '../src/http/jwt-claims.js';
-import { VerifiedTokens } from '../src/http/verified-tokens.js';
+import { signJwt, verifyJwt, type Verified } from '../src/http/auth/jwt.js';
+import type { KeyEpoch } from '../src/http/auth/jwt-claims.js';
+import { VerifiedTokens } from '../src/http/auth/verified-tokens.js';
 
 const SECRET = 'verified-tokens-secret-0123456789-abcdef';
 const T0 = 1_900_000_000;

@@ -3,16 +3,16 @@
 
 import { Hono } from 'hono';
 import { HTTP_BUCKETS_S } from '../metrics/collect.js';
-import { adminRoutes } from './admin-routes.js';
+import { adminRoutes } from './routes/admin-routes.js';
 import { bodyLimit } from './body.js';
 import { errorBody, fail } from './errors.js';
-import { mountConsole } from './console-page.js';
-import { mountDocs } from './openapi.js';
-import { ownerGate } from './owner-gate.js';
-import { accessLog, requestLog, taggedTransfer } from './access-log.js';
-import { onTimed, requestTiming } from './request-timing.js';
+import { mountConsole } from './console/page.js';
+import { mountDocs } from './openapi/document.js';
+import { ownerGate } from './middleware/owner-gate.js';
+import { accessLog, requestLog, taggedTransfer } from './middleware/access-log.js';
+import { onTimed, requestTiming } from './middleware/request-timing.js';
 import type { AppDeps } from './deps.js';
-import { transferRoutes } from './transfer-routes.js';
+import { transferRoutes } from './routes/transfer-routes.js';
 
 /**
  * The routes, on one listener or two. Without a separate admin listener, one app serves

@@ -18,7 +18,7 @@ import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
 import type { BackupOutcome } from '../backup/take.js';
 import type { Drain } from './drain.js';
-import type { TokenVerifier } from './token-verifier.js';
+import type { TokenVerifier } from './auth/token-verifier.js';
 
 export type AppDeps = {
   /** Verifies every bearer token (HS256 and/or JWKS), shared by the user and admin routes. */

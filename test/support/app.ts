@@ -5,7 +5,7 @@
 import { createApps, type Apps } from '../../src/http/app.js';
 import type { AppDeps } from '../../src/http/deps.js';
 import { Drain } from '../../src/http/drain.js';
-import type { TokenVerifier } from '../../src/http/token-verifier.js';
+import type { TokenVerifier } from '../../src/http/auth/token-verifier.js';
 import type { LogFields, Logger } from '../../src/log.js';
 import { Registry } from '../../src/metrics/registry.js';
 

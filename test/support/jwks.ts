@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
-import type { JwksAlgorithm } from '../../src/http/jwks-keys.js';
+import type { JwksAlgorithm } from '../../src/http/auth/jwks-keys.js';
 
 export type TestKey = { readonly kid: string; readonly alg: JwksAlgorithm; readonly privateKey: CryptoKey; readonly publicJwk: JWK };
 

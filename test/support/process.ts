@@ -17,7 +17,7 @@ import {
   type EmbeddedPg,
 } from '../../src/db/embedded-pg.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
-import { signJwt } from '../../src/http/jwt.js';
+import { signJwt } from '../../src/http/auth/jwt.js';
 import { createTestDatabase, startScratchPg, type ScratchPg, type TestDatabase } from './database.js';
 import { freePort } from './ports.js';
 import { TEST_JWT_SECRET, type Reply } from './service.js';

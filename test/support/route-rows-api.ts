@@ -4,7 +4,7 @@
 
 import type { ErrorCode } from '../../src/domain/errors.js';
 import * as assert from 'uvu/assert';
-import { signJwt } from '../../src/http/jwt.js';
+import { signJwt } from '../../src/http/auth/jwt.js';
 import type { Row, RowContext } from './route-table.js';
 import { TEST_JWT_SECRET, type TestService } from './service.js';
 

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Hono } from 'hono';
 import { loadConfig } from '../../src/config.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
-import { signJwt } from '../../src/http/jwt.js';
+import { signJwt } from '../../src/http/auth/jwt.js';
 import { createLogger } from '../../src/log.js';
 import { startService } from '../../src/service.js';
 import { serviceThreads } from '../../actors/threads.js';
