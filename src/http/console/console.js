@@ -3,6 +3,7 @@
 // from their answers. One poll at a time, every POLL_MS after the last one ends; each call is cut
 // at CALL_TIMEOUT_MS. Amounts stay the decimal strings the API answers: nothing here does
 // arithmetic on money. Text is always set with textContent, never parsed as HTML.
+// biome-ignore lint/suspicious/noRedundantUseStrict: the page loads this as a classic script, not a module.
 'use strict';
 
 const POLL_MS = 3000;
@@ -70,7 +71,10 @@ function describeFailure(r) {
 /** True when the token was refused: says so in the banner, and data polling waits for a new one. */
 function refused(r) {
   if (r.status !== 401 && r.status !== 403) return false;
-  const why = r.status === 401 ? 'the token was refused (401 UNAUTHORIZED): paste a valid admin token' : 'this token is not an admin token (403 FORBIDDEN): admin routes need role=admin';
+  const why =
+    r.status === 401
+      ? 'the token was refused (401 UNAUTHORIZED): paste a valid admin token'
+      : 'this token is not an admin token (403 FORBIDDEN): admin routes need role=admin';
   denied = `Access denied: ${why}.`;
   showBanner();
   return true;
@@ -91,42 +95,82 @@ function age(iso) {
 }
 
 function historyList(history) {
-  return h('details', {}, h('summary', {}, `State history (${history.length})`),
-    h('ol', {}, history.map((e) => h('li', {}, h('span', { class: 'mono' }, e.state), ` ${e.event} · ${e.at}${e.detail ? ` · ${e.detail}` : ''}`))));
+  return h(
+    'details',
+    {},
+    h('summary', {}, `State history (${history.length})`),
+    h(
+      'ol',
+      {},
+      history.map((e) => h('li', {}, h('span', { class: 'mono' }, e.state), ` ${e.event} · ${e.at}${e.detail ? ` · ${e.detail}` : ''}`)),
+    ),
+  );
 }
 
 function transferItem(t, opts) {
   const answer = retryAnswers.get(t.req_id);
-  return h('li', { class: opts.stuck ? 'stuck' : null, 'data-req-id': t.req_id },
-    h('div', { class: 'row' },
+  return h(
+    'li',
+    { class: opts.stuck ? 'stuck' : null, 'data-req-id': t.req_id },
+    h(
+      'div',
+      { class: 'row' },
       opts.stuck ? h('span', { class: 'badge STUCK' }, 'STUCK') : null,
       h('strong', { class: 'mono' }, t.state),
       h('span', { class: 'mono' }, t.req_id),
       h('span', {}, `user ${t.user_id}`),
       h('span', {}, `${t.from} → ${t.to}`),
-      h('span', { class: 'mono' }, `${t.amount} ${t.asset}`)),
-    h('div', { class: 'row muted' },
+      h('span', { class: 'mono' }, `${t.amount} ${t.asset}`),
+    ),
+    h(
+      'div',
+      { class: 'row muted' },
       h('span', {}, `retries ${t.retry_count}`),
       h('span', {}, `age ${age(t.created_at)}`),
       t.client_order_id ? h('span', {}, `client_order_id ${t.client_order_id}`) : null,
       t.error_code ? h('span', {}, `error ${t.error_code}`) : null,
-      t.last_error ? h('span', {}, `last error: ${t.last_error}`) : null),
+      t.last_error ? h('span', {}, `last error: ${t.last_error}`) : null,
+    ),
     historyList(t.history),
-    opts.retry ? h('div', { class: 'row' },
-      h('button', { type: 'button', class: 'retry', 'aria-label': `Retry ${t.req_id} now`, onclick: (ev) => retry(t.req_id, ev.currentTarget) }, 'Retry now'),
-      answer ? h('span', { class: answer.ok ? 'retry-answer' : 'retry-answer error' }, answer.text) : null) : null);
+    opts.retry
+      ? h(
+          'div',
+          { class: 'row' },
+          h(
+            'button',
+            { type: 'button', class: 'retry', 'aria-label': `Retry ${t.req_id} now`, onclick: (ev) => retry(t.req_id, ev.currentTarget) },
+            'Retry now',
+          ),
+          answer ? h('span', { class: answer.ok ? 'retry-answer' : 'retry-answer error' }, answer.text) : null,
+        )
+      : null,
+  );
 }
 
 function renderOverview(o) {
   $('tps').textContent = o.now.transfers_per_s;
   $('p99').textContent = o.now.p99_ms === null ? 'no requests' : `${o.now.p99_above_max ? '> ' : '≤ '}${o.now.p99_ms} ms`;
   $('wal').textContent = o.wal_seq === null ? 'UBSCore did not answer' : String(o.wal_seq);
-  $('halt').replaceChildren(o.halt.halted ? h('span', { class: 'badge HALTED' }, 'HALTED') : h('span', { class: 'badge RUNNING' }, 'RUNNING'));
-  fill('by-state', Object.entries(o.unfinished_by_state).map(([state, n]) => h('tr', { 'data-state': state }, h('td', { class: 'mono' }, state), h('td', { class: 'num' }, String(n)))));
-  fill('in-flight', o.in_flight.length === 0 ? [h('tr', {}, h('td', { colspan: 2 }, 'none'))] : o.in_flight.map((f) => h('tr', { 'data-asset': f.asset }, h('td', {}, f.asset), h('td', { class: 'num mono' }, f.amount))));
+  $('halt').replaceChildren(
+    o.halt.halted ? h('span', { class: 'badge HALTED' }, 'HALTED') : h('span', { class: 'badge RUNNING' }, 'RUNNING'),
+  );
+  fill(
+    'by-state',
+    Object.entries(o.unfinished_by_state).map(([state, n]) =>
+      h('tr', { 'data-state': state }, h('td', { class: 'mono' }, state), h('td', { class: 'num' }, String(n))),
+    ),
+  );
+  fill(
+    'in-flight',
+    o.in_flight.length === 0
+      ? [h('tr', {}, h('td', { colspan: 2 }, 'none'))]
+      : o.in_flight.map((f) => h('tr', { 'data-asset': f.asset }, h('td', {}, f.asset), h('td', { class: 'num mono' }, f.amount))),
+  );
   renderCheck(o.last_check);
   $('resume-box').hidden = !o.halt.halted;
-  $('halt-reason').textContent = o.halt.halted ? `Halted since ${o.halt.since}: ${o.halt.reason}. New transfers are refused and transfers in INIT are held (their funds have not moved); those past INIT finish. Only corrections that carry a correction_reason move funds. Resume releases the held transfers.` : '';
+  $('halt-reason').textContent = o.halt.halted
+    ? `Halted since ${o.halt.since}: ${o.halt.reason}. New transfers are refused and transfers in INIT are held (their funds have not moved); those past INIT finish. Only corrections that carry a correction_reason move funds. Resume releases the held transfers.`
+    : '';
 }
 
 function renderCheck(c) {
@@ -135,22 +179,59 @@ function renderCheck(c) {
     fill('differences', []);
     return;
   }
-  $('check-summary').replaceChildren(h('span', { class: `badge ${c.ok ? 'OK' : 'CRITICAL'}` }, c.ok ? 'OK' : 'DIFFERENCES'),
-    ` last check ${c.checked_at} at WAL ${c.wal_seq}: ${c.differences.length} difference(s)`);
-  fill('differences', c.differences.length === 0 ? [h('tr', {}, h('td', { colspan: 4 }, 'none'))] : c.differences.map((d) => h('tr', {}, h('td', { class: 'mono' }, d.account), h('td', { class: 'num mono' }, d.expected_units), h('td', { class: 'num mono' }, d.actual_units), h('td', {}, d.detail ?? ''))));
+  $('check-summary').replaceChildren(
+    h('span', { class: `badge ${c.ok ? 'OK' : 'CRITICAL'}` }, c.ok ? 'OK' : 'DIFFERENCES'),
+    ` last check ${c.checked_at} at WAL ${c.wal_seq}: ${c.differences.length} difference(s)`,
+  );
+  fill(
+    'differences',
+    c.differences.length === 0
+      ? [h('tr', {}, h('td', { colspan: 4 }, 'none'))]
+      : c.differences.map((d) =>
+          h(
+            'tr',
+            {},
+            h('td', { class: 'mono' }, d.account),
+            h('td', { class: 'num mono' }, d.expected_units),
+            h('td', { class: 'num mono' }, d.actual_units),
+            h('td', {}, d.detail ?? ''),
+          ),
+        ),
+  );
 }
 
 function renderTransfers(all, stuck) {
   const stuckIds = new Set(stuck.map((t) => t.req_id));
   const ordered = [...stuck, ...all.filter((t) => !stuckIds.has(t.req_id))];
-  fill('unfinished', ordered.length === 0 ? [h('li', {}, 'No unfinished transfer.')] : ordered.map((t) => transferItem(t, { stuck: stuckIds.has(t.req_id), retry: true })));
+  fill(
+    'unfinished',
+    ordered.length === 0
+      ? [h('li', {}, 'No unfinished transfer.')]
+      : ordered.map((t) => transferItem(t, { stuck: stuckIds.has(t.req_id), retry: true })),
+  );
 }
 
 function renderAlerts(alerts) {
-  fill('alerts', alerts.length === 0 ? [h('li', {}, 'No alert.')] : alerts.map((a) => h('li', {},
-    h('div', { class: 'row' }, h('span', { class: `badge ${a.severity}` }, a.severity), h('strong', {}, a.kind), h('span', { class: 'muted' }, a.created_at)),
-    h('div', {}, a.message),
-    a.req_id ? h('div', { class: 'mono muted' }, `req_id ${a.req_id}`) : null)));
+  fill(
+    'alerts',
+    alerts.length === 0
+      ? [h('li', {}, 'No alert.')]
+      : alerts.map((a) =>
+          h(
+            'li',
+            {},
+            h(
+              'div',
+              { class: 'row' },
+              h('span', { class: `badge ${a.severity}` }, a.severity),
+              h('strong', {}, a.kind),
+              h('span', { class: 'muted' }, a.created_at),
+            ),
+            h('div', {}, a.message),
+            a.req_id ? h('div', { class: 'mono muted' }, `req_id ${a.req_id}`) : null,
+          ),
+        ),
+  );
 }
 
 function renderAudit(r) {
@@ -165,17 +246,36 @@ function renderAudit(r) {
   }
   const entries = r.body.items ?? [];
   $('audit-status').textContent = `${entries.length} most recent admin action(s), newest first.`;
-  fill('audit', entries.length === 0 ? [h('li', {}, 'No admin action yet.')] : entries.map((e) => h('li', { 'data-audit-id': e.id, 'data-action': e.action },
-    h('div', { class: 'row' },
-      h('strong', {}, e.action),
-      h('span', { class: `badge ${e.outcome === 'ok' ? 'OK' : 'WARNING'}` }, e.outcome === 'ok' ? 'ok' : `${e.status} ${e.outcome}`),
-      h('span', { class: 'muted' }, e.at)),
-    h('div', { class: 'mono muted' }, `by ${e.operator}${describeTarget(e.target)}`))));
+  fill(
+    'audit',
+    entries.length === 0
+      ? [h('li', {}, 'No admin action yet.')]
+      : entries.map((e) =>
+          h(
+            'li',
+            { 'data-audit-id': e.id, 'data-action': e.action },
+            h(
+              'div',
+              { class: 'row' },
+              h('strong', {}, e.action),
+              h(
+                'span',
+                { class: `badge ${e.outcome === 'ok' ? 'OK' : 'WARNING'}` },
+                e.outcome === 'ok' ? 'ok' : `${e.status} ${e.outcome}`,
+              ),
+              h('span', { class: 'muted' }, e.at),
+            ),
+            h('div', { class: 'mono muted' }, `by ${e.operator}${describeTarget(e.target)}`),
+          ),
+        ),
+  );
 }
 
 /** The audit entry's target in one line: its fields joined, nothing when it has none. */
 function describeTarget(target) {
-  const parts = Object.entries(target ?? {}).filter(([, v]) => v !== null && v !== undefined).map(([k, v]) => `${k} ${String(v)}`);
+  const parts = Object.entries(target ?? {})
+    .filter(([, v]) => v !== null && v !== undefined)
+    .map(([k, v]) => `${k} ${String(v)}`);
   return parts.length === 0 ? '' : ` · ${parts.join(' · ')}`;
 }
 
@@ -215,7 +315,9 @@ async function poll() {
     if (alerts.status === 200) renderAlerts(alerts.body.alerts);
     renderAudit(audit);
     const failed = [overview, all, stuck, alerts].find((r) => r.status !== 200);
-    $('status').textContent = failed ? `Last refresh ${new Date().toLocaleTimeString()} incomplete: ${describeFailure(failed)}` : `Refreshed ${new Date().toLocaleTimeString()}; every ${POLL_MS / 1000} s.`;
+    $('status').textContent = failed
+      ? `Last refresh ${new Date().toLocaleTimeString()} incomplete: ${describeFailure(failed)}`
+      : `Refreshed ${new Date().toLocaleTimeString()}; every ${POLL_MS / 1000} s.`;
   } finally {
     polling = false;
     if (pollAgain) {
@@ -231,7 +333,10 @@ async function retry(reqId, button) {
   button.disabled = true;
   const r = await api('POST', `/admin/v1/transfers/${encodeURIComponent(reqId)}/retry`);
   button.disabled = false;
-  const text = r.status === 200 ? `Retry answered: ${r.body.state}, retries ${r.body.retry_count}${r.body.error_code ? `, ${r.body.error_code}` : ''}` : `Retry failed: ${describeFailure(r)}`;
+  const text =
+    r.status === 200
+      ? `Retry answered: ${r.body.state}, retries ${r.body.retry_count}${r.body.error_code ? `, ${r.body.error_code}` : ''}`
+      : `Retry failed: ${describeFailure(r)}`;
   retryAnswers.set(reqId, { ok: r.status === 200, text });
   $('retry-result').textContent = `${reqId}: ${text}`;
   if (!refused(r)) poll();
@@ -249,7 +354,9 @@ async function checkNow() {
     return;
   }
   renderCheck(r.body);
-  $('check-result').textContent = r.body.ok ? `Check passed at ${r.body.checked_at}.` : `Check found ${r.body.differences.length} difference(s)${r.body.halted ? '; the service is halted' : ''}.`;
+  $('check-result').textContent = r.body.ok
+    ? `Check passed at ${r.body.checked_at}.`
+    : `Check found ${r.body.differences.length} difference(s)${r.body.halted ? '; the service is halted' : ''}.`;
   poll();
 }
 
@@ -265,14 +372,19 @@ async function resume() {
   const r = await api('POST', '/admin/v1/resume');
   if (refused(r)) return;
   $('resume-confirm').value = '';
-  $('check-result').textContent = r.status === 200 ? `Halt lifted (was: ${r.body.previous_reason ?? 'not halted'}).` : `Resume failed: ${describeFailure(r)}`;
+  $('check-result').textContent =
+    r.status === 200 ? `Halt lifted (was: ${r.body.previous_reason ?? 'not halted'}).` : `Resume failed: ${describeFailure(r)}`;
   poll();
 }
 
 async function search(ev) {
   ev.preventDefault();
   const params = new URLSearchParams();
-  for (const [name, id] of [['req_id', 'q-req'], ['user_id', 'q-user'], ['client_order_id', 'q-coid']]) {
+  for (const [name, id] of [
+    ['req_id', 'q-req'],
+    ['user_id', 'q-user'],
+    ['client_order_id', 'q-coid'],
+  ]) {
     const value = $(id).value.trim();
     if (value !== '') params.set(name, value);
   }
@@ -283,12 +395,16 @@ async function search(ev) {
   const r = await api('GET', `/admin/v1/transfers/search?${params}`);
   if (refused(r)) return;
   if (r.status !== 200) {
-    $('search-status').textContent = `Search refused: ${describeFailure(r)}${r.body.field ? ` (field ${r.body.field}${r.body.detail ? `: ${r.body.detail}` : ''})` : ''}`;
+    $('search-status').textContent =
+      `Search refused: ${describeFailure(r)}${r.body.field ? ` (field ${r.body.field}${r.body.detail ? `: ${r.body.detail}` : ''})` : ''}`;
     fill('search-results', []);
     return;
   }
   $('search-status').textContent = `${r.body.transfers.length} transfer(s) found.`;
-  fill('search-results', r.body.transfers.map((t) => transferItem(t, { stuck: false, retry: false })));
+  fill(
+    'search-results',
+    r.body.transfers.map((t) => transferItem(t, { stuck: false, retry: false })),
+  );
 }
 
 function useToken(ev) {
