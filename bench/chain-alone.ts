@@ -22,7 +22,7 @@ import { openSql, type Sql } from '../src/db/sql.js';
 import { TransferWrites, type PathStep, type WriteItem } from '../src/db/transfer-writes.js';
 import { STATE_IDS, type TransferEvent, type TransferStateName } from '../src/domain/fsm.js';
 import { newReqId } from '../src/http/req-ids.js';
-import { PG_BATCH_MAX_DEFAULT } from '../src/config.js';
+import { PG_BATCH_MAX_DEFAULT } from '../src/config/config.js';
 import { registerCleanup } from './cleanup.js';
 import { measureCpu } from './cpu-share.js';
 import { quantile, round1 } from './load.js';

@@ -6,7 +6,8 @@
 import http from 'node:http';
 import https from 'node:https';
 import { restoreBackup } from './backup/restore.js';
-import { ConfigError, loadBackupConfig, loadConfig, type BackupConfig, type Config } from './config.js';
+import { type BackupConfig, loadBackupConfig } from './config/backup.js';
+import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { signJwt } from './http/auth/jwt.js';
 import { errorDetail } from './error-text.js';
 

@@ -5,7 +5,7 @@
 // $ADMIN_TOKEN for the caller to fill in: a printed long-lived admin token signed with a real
 // secret would be a credential in a terminal's scrollback and in every log collector.
 
-import type { Config } from './config.js';
+import type { Config } from './config/config.js';
 import { signJwt } from './http/auth/jwt.js';
 
 const DEV_TOKEN_LIFETIME_S = 24 * 3600;

@@ -5,7 +5,7 @@
 // (which holds it), and stopped again. An applied migration whose file changed is refused.
 
 import path from 'node:path';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/config.js';
 import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
 import { MigrationError, migrate } from './db/migrations.js';
 import { openSql } from './db/sql.js';

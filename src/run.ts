@@ -2,7 +2,7 @@
 // print how to use it (development only), stop cleanly on Ctrl-C or SIGTERM, and exit with a code
 // that says why a start failed.
 
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config/config.js';
 import { banner } from './banner.js';
 import { JwksError } from './http/auth/jwks-keys.js';
 import { createLogger, type Logger } from './log.js';

@@ -3,7 +3,7 @@
 // coordinator shards, then the HTTP front door last, so nothing is accepted before it can run.
 
 import path from 'node:path';
-import { coordinatorSettings, type Config } from './config.js';
+import { coordinatorSettings, type Config } from './config/config.js';
 import { AssetCache } from './db/assets.js';
 import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from './db/embedded-pg.js';
 import { watchEmbeddedPg, type PgWatch } from './db/embedded-pg-watch.js';

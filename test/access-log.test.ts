@@ -5,7 +5,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, loadConfig } from '../src/config/config.js';
 import { signJwt } from '../src/http/auth/jwt.js';
 import { TokenVerifier } from '../src/http/auth/token-verifier.js';
 import { createLogger } from '../src/log.js';

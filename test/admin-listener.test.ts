@@ -2,7 +2,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { signJwt } from '../src/http/auth/jwt.js';
 import { TokenVerifier } from '../src/http/auth/token-verifier.js';
 import { stubApps } from './support/app.js';

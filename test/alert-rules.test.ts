@@ -4,7 +4,7 @@ import http from 'node:http';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { judge, type ConditionKind, type Measures } from '../src/alerts/rules.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { metSystemFailure } from '../src/coordinator/transfer-metrics.js';
 import type { ErrorCode } from '../src/domain/errors.js';
 import type { TransferStateName } from '../src/domain/fsm.js';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { JWKS_ALGORITHMS } from '../src/http/auth/jwks-keys.js';
-import type { JwksLocation } from '../src/config-jwt.js';
+import type { JwksLocation } from '../src/config/jwt.js';
 import { JwksSource } from '../src/http/auth/jwks-source.js';
 import { signJwt } from '../src/http/auth/jwt.js';
 import { TokenVerifier } from '../src/http/auth/token-verifier.js';

@@ -1,5 +1,5 @@
 // Proves the container files say only what the service understands: every variable the
-// Dockerfile and compose.yaml set for the service is one that src/config.ts reads (a misspelt
+// Dockerfile and compose.yaml set for the service is one that src/config/ reads (a misspelt
 // one would be ignored in silence), the values they give are accepted, the image is built in
 // stages and runs as an unprivileged user with DATA_DIR as its volume. No Docker engine runs on
 // the build machines, so the files are checked, not built.
@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { PROJECT_ROOT } from './support/process.js';
 
 /** The variables loadConfig reads when given `env`, recorded as it reads them. */
@@ -63,13 +63,13 @@ async function composeEnv(): Promise<Record<string, string>> {
   return env;
 }
 
-test('every variable the Dockerfile sets for the service is read by src/config.ts, and accepted', async () => {
+test('every variable the Dockerfile sets for the service is read by src/config/, and accepted', async () => {
   const env = { ...(await dockerfileEnv()), JWT_SECRET: 'x'.repeat(40) };
   const read = variablesRead(env);
   for (const name of Object.keys(env)) assert.ok(read.has(name), `the Dockerfile sets ${name}, which the service never reads`);
 });
 
-test('every variable compose.yaml sets for the service is read by src/config.ts, and accepted', async () => {
+test('every variable compose.yaml sets for the service is read by src/config/, and accepted', async () => {
   const env = await composeEnv();
   assert.ok(Object.keys(env).length >= 5, `found the service's environment: ${JSON.stringify(env)}`);
   const read = variablesRead(env);

@@ -2,7 +2,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { collectSnapshot } from '../src/metrics/unfinished.js';
 import { FaultPlan, faultyAdapters } from './support/faults.js';
 import { startLayers, type Layers } from './support/layers.js';

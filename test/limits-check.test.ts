@@ -7,7 +7,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { COORDINATOR_SETTINGS, coordinatorSettings, loadConfig } from '../src/config.js';
+import { COORDINATOR_SETTINGS, coordinatorSettings, loadConfig } from '../src/config/config.js';
 import { checkLimit, checkLimits, LIMIT_ROWS, LimitError, type LimitRow } from '../src/limits-check.js';
 import { PROJECT_ROOT } from './support/process.js';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { banner } from '../src/banner.js';
-import { DEV_JWT_SECRET, loadConfig } from '../src/config.js';
+import { DEV_JWT_SECRET, loadConfig } from '../src/config/config.js';
 import { verifyJwt } from '../src/http/auth/jwt.js';
 import { cleanupAll, PROJECT_ROOT, useOneServerForThisFile, withHarness } from './support/process.js';
 

@@ -1,7 +1,7 @@
 // What a coordinator shard runs with. The transfer's own types are the domain's
 // (src/domain/transfer.ts).
 
-import type { CoordinatorSettings } from '../config.js';
+import type { CoordinatorSettings } from '../config/config.js';
 
 /**
  * What a coordinator shard runs with: the configuration's coordinator section (src/config.ts,

@@ -8,7 +8,7 @@
 
 import type { AddressInfo, Socket } from 'node:net';
 import { serve, type ServerType } from '@hono/node-server';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import type { Logger } from '../log.js';
 import type { Apps } from './app.js';
 import type { Drain } from './drain.js';

@@ -1,7 +1,7 @@
 // The layers below the HTTP edge, assembled on a fresh database and a fresh UBSCore, so a test
 // can call the coordinator, an adapter or UBSCore directly, bypassing the layer above.
 
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';

@@ -6,7 +6,7 @@
 // use, so a key the provider removed stops working within that bound. A failed reload is logged
 // and the last good set stays. Each change of the set's content raises `generation`.
 
-import type { JwksLocation } from '../../config-jwt.js';
+import type { JwksLocation } from '../../config/jwt.js';
 import fs from 'node:fs/promises';
 import type { Logger } from '../../log.js';
 import { JwksError, parseJwks, type JwksKey } from './jwks-keys.js';

@@ -1,7 +1,7 @@
 // Builds the one TokenVerifier of the process from the configuration: the HS256 secret when
 // enabled, and the JWKS (read once here: a JWKS that cannot be read or used stops the start).
 
-import type { JwtConfig } from '../../config.js';
+import type { JwtConfig } from '../../config/config.js';
 import type { Logger } from '../../log.js';
 import { JwksSource } from './jwks-source.js';
 import { TokenVerifier } from './token-verifier.js';

@@ -1,8 +1,8 @@
 // The readers of one environment variable each: a whole number in its range, one of a few words,
 // an http(s) URL. Every failure is a ConfigError that names the variable.
 
-import { CRASH_POINTS, type CrashPoint, isCrashPoint } from './faults/crash-points.js';
-import { checkLimit } from './limits-check.js';
+import { CRASH_POINTS, type CrashPoint, isCrashPoint } from '../faults/crash-points.js';
+import { checkLimit } from '../limits-check.js';
 
 /** `development` (the default: `make run`, tests) or `production` (secure defaults enforced). */
 export type NodeEnv = 'development' | 'production';

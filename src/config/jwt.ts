@@ -1,7 +1,7 @@
 // Which tokens the service accepts, read from JWT_* variables: an HS256 secret, a JWKS, or both.
 
 import path from 'node:path';
-import { ConfigError, type Env, intVar, nonEmpty, type NodeEnv } from './config-vars.js';
+import { ConfigError, type Env, intVar, nonEmpty, type NodeEnv } from './vars.js';
 import {
   JWKS_AGE_MS_MAX,
   JWKS_AGE_MS_MIN,
@@ -10,7 +10,7 @@ import {
   JWKS_TIMEOUT_MS_MAX,
   JWKS_TIMEOUT_MS_MIN,
   JWT_SECRET_BYTES_MIN,
-} from './limits.js';
+} from '../limits.js';
 
 /** Where the identity provider's key set is read from: a file, or an https URL. */
 export type JwksLocation = { readonly kind: 'file'; readonly path: string } | { readonly kind: 'url'; readonly url: string };

@@ -3,22 +3,11 @@
 // loading the configuration checks every limit first.
 
 import path from 'node:path';
-import type { PgTimeouts } from './db/sql.js';
-import type { CrashPoint } from './faults/crash-points.js';
-import {
-  bannerVar,
-  ConfigError,
-  crashPointVar,
-  type Env,
-  enumVar,
-  intVar,
-  logFormatVar,
-  type NodeEnv,
-  nonEmpty,
-  urlVar,
-} from './config-vars.js';
-import { jwtConfig, type JwtConfig } from './config-jwt.js';
-import { checkLimits } from './limits-check.js';
+import type { PgTimeouts } from '../db/sql.js';
+import type { CrashPoint } from '../faults/crash-points.js';
+import { bannerVar, ConfigError, crashPointVar, type Env, enumVar, intVar, logFormatVar, type NodeEnv, nonEmpty, urlVar } from './vars.js';
+import { jwtConfig, type JwtConfig } from './jwt.js';
+import { checkLimits } from '../limits-check.js';
 import {
   ABNORMAL_TRANSFERS_PER_MINUTE_MAX,
   ABNORMAL_TRANSFERS_PER_MINUTE_MIN,
@@ -36,7 +25,6 @@ import {
   ALERT_FAILURE_WINDOW_MS_MIN,
   BODY_BYTES_LIMIT_MAX,
   BODY_BYTES_LIMIT_MIN,
-  CONNECT_PORT_MIN,
   COORDINATORS_MAX,
   COORDINATORS_MIN,
   COORDINATOR_CONCURRENCY_TRANSFERS_MAX,
@@ -95,10 +83,10 @@ import {
   UBS_SNAPSHOT_EVERY_RECORDS_DEFAULT,
   UBS_SNAPSHOT_EVERY_RECORDS_MIN,
   UBS_SNAPSHOT_RECORDS_MAX,
-} from './limits.js';
+} from '../limits.js';
 
-export { ConfigError, type NodeEnv } from './config-vars.js';
-export { DEV_JWT_SECRET, type JwtConfig } from './config-jwt.js';
+export { ConfigError, type NodeEnv } from './vars.js';
+export { DEV_JWT_SECRET, type JwtConfig } from './jwt.js';
 
 export type Config = {
   readonly port: number;
@@ -380,30 +368,6 @@ function watchVars(env: Env): Pick<Config, 'invariantIntervalMs' | 'abnormalTran
       failureWindowMs: intVar(env, 'ALERT_FAILURE_WINDOW_MS', 300_000, ALERT_FAILURE_WINDOW_MS_MIN, ALERT_FAILURE_WINDOW_MS_MAX),
       avgRetriesMax: intVar(env, 'ALERT_AVG_RETRIES_MAX', 2, ALERT_AVG_RETRIES_THRESHOLD_MIN, ALERT_AVG_RETRIES_THRESHOLD_MAX),
     },
-  };
-}
-
-/** What `make backup` and `make restore` read on top of the service's own variables. */
-export type BackupConfig = {
-  /** Absolute: the service writes it on its own host, maybe from another working directory. */
-  readonly backupDir: string;
-  /** The running service `make backup` asks; by default the one HOST and PORT name. */
-  readonly serviceUrl: string;
-  /** A token with the admin role; null: one is signed with JWT_SECRET. */
-  readonly adminToken: string | null;
-  /** Whether DATA_DIR was given: a restore never falls back to the default ./data. */
-  readonly dataDirGiven: boolean;
-};
-
-export function loadBackupConfig(env: Env = process.env): BackupConfig {
-  const dir = nonEmpty(env.BACKUP_DIR);
-  if (dir === null) throw new ConfigError('BACKUP_DIR is required: the directory to write the backup to, or to restore it from');
-  const port = intVar(env, 'PORT', 8080, CONNECT_PORT_MIN, PORT_MAX);
-  return {
-    backupDir: path.resolve(dir),
-    serviceUrl: urlVar(env, 'SERVICE_URL') ?? `http://${env.HOST ?? '127.0.0.1'}:${port}`,
-    adminToken: nonEmpty(env.ADMIN_TOKEN),
-    dataDirGiven: nonEmpty(env.DATA_DIR) !== null,
   };
 }
 
