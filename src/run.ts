@@ -8,7 +8,7 @@ import { JwksError } from './http/auth/jwks-keys.js';
 import { createLogger, type Logger } from './log.js';
 import { OwnershipError } from './ownership/errors.js';
 import { MigrationError } from './db/migrations.js';
-import { startService, type Service } from './service.js';
+import { startService, type Service } from './compose/service.js';
 import { END_NOW_FALLBACK_MS, SIGNAL_REPEAT_WINDOW_MS } from './limits.js';
 import type { ServiceThreads, UbsCore } from './threads.js';
 import { errorDetail } from './error-text.js';

@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/config/config.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/auth/jwt.js';
 import { createLogger } from '../../src/log.js';
-import { startService } from '../../src/service.js';
+import { startService } from '../../src/compose/service.js';
 import { serviceThreads } from '../../actors/threads.js';
 import { createTestDatabase } from './database.js';
 

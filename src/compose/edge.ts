@@ -1,0 +1,114 @@
+import { AssetCache } from '../db/assets.js';
+import type { Sql } from '../db/sql.js';
+import { TransferStore } from '../db/transfers.js';
+import { TransferWrites } from '../db/transfer-writes.js';
+import { AdminService } from '../services/admin.js';
+import { BalanceReader } from '../services/balances.js';
+import type { AppDeps } from '../http/deps.js';
+import { Admission } from '../services/admission.js';
+import { collectMetrics } from '../metrics/collect.js';
+import { collectSnapshot } from '../metrics/unfinished.js';
+import { ubscoreScrape } from '../metrics/ubscore-scrape.js';
+import { Pulse } from '../metrics/pulse.js';
+import { ALERT_KINDS } from '../alerts/alerts.js';
+import { AuditLog } from '../audit/audit-log.js';
+import { BackupTaker } from '../backup/take.js';
+import { READYZ_PG_PROBE_TIMEOUT_MS, UBS_CONTROL_MS_MAX } from '../limits.js';
+import { within } from '../within.js';
+import type { Built, MainParts, Start } from './parts.js';
+
+/** What the HTTP edge is given (src/http/deps.ts). */
+export function appDeps(start: Start, built: Built): AppDeps {
+  const { config, log } = start;
+  const { stores, pools, main } = built;
+  const { sql, halt } = stores;
+  const assets = new AssetCache(sql);
+  const batch = { batchMax: config.pgBatchMax };
+  const transfers = new TransferStore(sql, new TransferWrites(sql, batch), batch);
+  const admission = new Admission({ halt, shards: pools, transfers, log });
+  const ubsStats = () => within(built.ubs.control.stats(), UBS_CONTROL_MS_MAX, null);
+  const backups = new BackupTaker({ databaseUrl: stores.databaseUrl, control: built.ubs.control, log });
+  return {
+    tokens: built.tokens,
+    bodyBytesMax: config.bodyBytesMax,
+    rateLimitPerSecond: config.rateLimitPerSecond,
+    abnormalTransfersPerMinute: config.abnormalTransfersPerMinute,
+    assets,
+    admin: new AdminService({
+      sql,
+      ubs: main.ubsSend,
+      ubsTimeoutMs: config.adapterTimeoutMs,
+      onAssetChange: () => {
+        assets.invalidate();
+        return pools.assetsChanged();
+      },
+    }),
+    transfers,
+    // Every new transfer is admitted here; each shard checks the halt again on its own.
+    submit: (t) => admission.submit(t),
+    drive: (userId, reqId) => pools.drive(userId, reqId),
+    alerts: main.alerts,
+    monitor: main.monitor,
+    audit: new AuditLog(sql),
+    halt,
+    invariant: main.invariant,
+    registry: main.registry,
+    metrics: renderMetrics(built),
+    pulse: new Pulse(),
+    snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
+    probe: readinessProbe(sql, main),
+    stuckRetriesMax: config.stuckRetriesMax,
+    stuckAgeMs: config.stuckAgeMs,
+    external: main.external,
+    balances: new BalanceReader({ sql, ubs: main.ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
+    log,
+    isReady: () => true,
+    ownerHeld: () => stores.owner.held(),
+    drain: built.drain,
+    backup: (dir) => backups.take(dir),
+  };
+}
+
+/** GET /metrics: the main thread's registry, PostgreSQL's measures, every shard's and UBSCore's. */
+function renderMetrics(built: Built): AppDeps['metrics'] {
+  const { stores, pools, main } = built;
+  const ubsMetrics = ubscoreScrape(() => within(built.ubs.control.metrics(), UBS_CONTROL_MS_MAX, null));
+  return () => {
+    // The reason is in /readyz and the log, never a label: a label per reason is a new series.
+    main.registry.set(
+      'transfer_service_halted',
+      'Whether the service is halted (1): new transfers and external movements refused until an operator resumes',
+      {},
+      stores.halt.current === null ? 0 : 1,
+    );
+    return collectMetrics({
+      main: main.registry,
+      sql: stores.sql,
+      shards: () => pools.metrics(),
+      ubs: ubsMetrics,
+      alertKinds: Object.keys(ALERT_KINDS),
+    });
+  };
+}
+
+/** /readyz's probe: PostgreSQL answers, UBSCore answers, and its WAL takes writes. */
+function readinessProbe(sql: Sql, main: MainParts): AppDeps['probe'] {
+  return async () => {
+    const answer = await main.ubs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, UBS_CONTROL_MS_MAX);
+    const wal = main.walHealth.current;
+    return {
+      // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
+      postgres: await within(
+        sql`SELECT 1`.then(
+          () => true,
+          () => false,
+        ),
+        READYZ_PG_PROBE_TIMEOUT_MS,
+        false,
+      ),
+      ubscore: answer !== null && answer.kind !== 'unavailable',
+      walWritable: wal.writable,
+      walReason: wal.writable ? null : wal.reason,
+    };
+  };
+}

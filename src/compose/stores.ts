@@ -1,0 +1,103 @@
+// The stores this process owns (rule 7, exactly one owner): DATA_DIR, the database (embedded
+// unless DATABASE_URL) and its owner lock, the schema and the ledger pairing, then the halt.
+
+import path from 'node:path';
+import type { Config } from '../config/config.js';
+import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from '../db/embedded-pg.js';
+import { watchEmbeddedPg, type PgWatch } from '../db/embedded-pg-watch.js';
+import { checkMigrated, migrate, seedDemoAssets } from '../db/schema.js';
+import { openSql } from '../db/sql.js';
+import type { Logger } from '../log.js';
+import { HaltSwitch } from '../services/halt.js';
+import { lockDataDir } from '../ownership/data-dir-lock.js';
+import { checkLedgerIdentity } from '../ownership/ledger-identity.js';
+import { ownDatabase } from '../ownership/pg-owner.js';
+import { fatal, type Start, type Stores } from './parts.js';
+
+/**
+ * Rule 7, exactly one owner: DATA_DIR first (before its embedded PostgreSQL is touched), then the
+ * database, then the check that both hold the same ledger; only then anything is written.
+ */
+export async function openStores(start: Start): Promise<Stores> {
+  const { config, log, stack } = start;
+  const dirLock = await lockDataDir(config.dataDir);
+  stack.push(() => dirLock.release());
+  const { url: databaseUrl, watch } = await database(config, log, stack, start.nowStack);
+  const owner = await ownDatabase(databaseUrl, ownerEvents(log, watch, start.stopping), {
+    retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
+  });
+  stack.push(() => owner.release());
+  const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
+  stack.push(() => sql.end({ timeout: 5 }));
+  // Production migrates as its own step (`make migrate`), so a start never changes the schema
+  // under a running fleet by surprise: it only checks that none is pending and none was edited.
+  let applied = 0;
+  if (config.migrateOnStart) applied = (await migrate(sql)).applied;
+  else await checkMigrated(sql);
+  const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
+  // The demo assets are a development convenience; in production an operator creates assets.
+  if (config.nodeEnv === 'development') await seedDemoAssets(sql);
+  log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
+  const halt = await HaltSwitch.load(sql, log);
+  if (halt.current !== null)
+    log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', {
+      reason: halt.current.reason,
+    });
+  return { databaseUrl, sql, owner, halt };
+}
+
+/**
+ * The database's URL: DATABASE_URL's server, or the embedded one, started here and watched (a
+ * postmaster that dies is started again; `watch` is null with DATABASE_URL, whose server is
+ * someone else's to restart: the pools and the owner lock reconnect once it answers).
+ */
+async function database(
+  config: Config,
+  log: Logger,
+  stack: (() => Promise<void>)[],
+  nowStack: (() => void)[],
+): Promise<{ readonly url: string; readonly watch: PgWatch | null }> {
+  if (config.databaseUrl !== null) return { url: config.databaseUrl, watch: null };
+  const pg: EmbeddedPg = await startEmbeddedPg({
+    dir: path.join(config.dataDir, 'postgres'),
+    port: config.embeddedPgPort,
+    sharedBuffersMb: config.embeddedPgSharedBuffersMb,
+    log: (line) => log.info(line),
+  });
+  stack.push(() => pg.stop());
+  nowStack.push(() => pg.stopNow());
+  const url = await ensureDatabase(pg, DATABASE_NAME);
+  // Undone before pg.stop(): a stop on purpose never looks like a crash to restart from.
+  const watch = watchEmbeddedPg(pg, {
+    backoffCapMs: config.pgRecoveryBackoffCapMs,
+    onDown: () => log.critical('the embedded PostgreSQL died: restarting it; transfers wait and are retried'),
+    onUp: (attempts) => log.info('the embedded PostgreSQL was restarted', { attempts }),
+    log,
+  });
+  stack.push(() => watch.stop());
+  return { url, watch };
+}
+
+/**
+ * Rule 7 while the database comes and goes: a closed owner connection stops new work (the HTTP
+ * owner gate, /readyz) until the lock is taken again; a lock another process took meanwhile
+ * stops this one. A closed connection is also the event that tells the watcher to look now.
+ */
+function ownerEvents(log: Logger, watch: PgWatch | null, stopping: () => boolean) {
+  return {
+    onLost: (reason: string) => {
+      if (stopping()) return;
+      log.critical('owner lock lost: not taking new work until it is taken again', { reason });
+      watch?.check();
+    },
+    onRegained: (attempts: number) => log.info('owner lock taken again: taking new work', { attempts }),
+    onTakenByOther: (holder: string) => {
+      if (!stopping())
+        fatal(
+          log,
+          `another process took the owner lock while this one had lost it: ${holder}. Two processes on one database would split the SPOT ledger`,
+        );
+    },
+    log,
+  };
+}
