@@ -27,7 +27,7 @@ import type {
   CoordinatorTask,
   CoordinatorWorkerData,
 } from './protocol.js';
-import { nodeEndpoint } from './ubscore-client.js';
+import { nodeEndpoint } from './ubscore/client.js';
 import { CONTROL_TASKS_MAX, COORDINATOR_CONTROL_MS_MAX, COORDINATOR_STOP_MS_MAX } from '../src/limits.js';
 import { within } from '../src/within.js';
 import { errorText } from '../src/error-text.js';

@@ -23,7 +23,7 @@ import {
   type CoordinatorTask,
   type CoordinatorWorkerData,
 } from './protocol.js';
-import { nodeEndpoint, UbsClient } from './ubscore-client.js';
+import { nodeEndpoint, UbsClient } from './ubscore/client.js';
 import { errorDetail, errorText } from '../src/error-text.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;

@@ -1,4 +1,4 @@
-// UBSCore's snapshot cycle, run by the actor's single writer (actors/ubscore-actor.ts): capture at a batch boundary, encode
+// UBSCore's snapshot cycle, run by the actor's single writer (actors/ubscore/actor.ts): capture at a batch boundary, encode
 // in slices between batches, write once every record it covers is durable, then prune older
 // snapshots and the WAL up to it in bounded transactions.
 

@@ -19,13 +19,13 @@
 
 import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
-import { createLogger } from '../src/log.js';
-import { oncePerTurn } from '../src/turn-flush.js';
-import { BatchEncoder } from '../wal/block.js';
-import { commitFailure, diskShortfall, overflowedHeap } from '../wal/disk.js';
-import { copyEnvironment } from '../wal/copy.js';
-import { readLedgerId } from '../wal/meta.js';
-import { unreachable } from './protocol.js';
+import { createLogger } from '../../src/log.js';
+import { oncePerTurn } from '../../src/turn-flush.js';
+import { BatchEncoder } from '../../wal/block.js';
+import { commitFailure, diskShortfall, overflowedHeap } from '../../wal/disk.js';
+import { copyEnvironment } from '../../wal/copy.js';
+import { readLedgerId } from '../../wal/meta.js';
+import { unreachable } from '../protocol.js';
 import type {
   UbsCommand,
   UbsCopyOutcome,
@@ -35,16 +35,16 @@ import type {
   UbsPortMessage,
   UbsResumeOutcome,
   UbsStats,
-} from './protocol.js';
-import { PauseGate } from './ubscore-pause.js';
-import { DiskRecovery, probeWalDir } from '../wal/recovery.js';
-import { errorDetail as describe } from '../src/error-text.js';
-import type { Write } from '../wal/snapshotter.js';
-import { UbsMetrics } from './ubscore-metrics.js';
-import { closeCoreState } from './ubscore-state.js';
-import type { CoreState } from './ubscore-state.js';
-import { RequestUnpacker, isPortMessage, postReplies } from './ubscore-wire.js';
-import { answerWriteFailed, newBatch, refuseAll, type Batch } from './ubscore-batch.js';
+} from '../protocol.js';
+import { PauseGate } from './pause.js';
+import { DiskRecovery, probeWalDir } from '../../wal/recovery.js';
+import { errorDetail as describe } from '../../src/error-text.js';
+import type { Write } from '../../wal/snapshotter.js';
+import { UbsMetrics } from './metrics.js';
+import { closeCoreState } from './state.js';
+import type { CoreState } from './state.js';
+import { RequestUnpacker, isPortMessage, postReplies } from './wire.js';
+import { answerWriteFailed, newBatch, refuseAll, type Batch } from './batch.js';
 
 const logger = createLogger({ level: 'warn', name: 'ubscore' });
 
@@ -52,7 +52,7 @@ const logger = createLogger({ level: 'warn', name: 'ubscore' });
 type ActorHooks = {
   readonly onFatal: (message: string) => void;
   readonly post: (event: UbsParentEvent) => void;
-  /** Opens the state from disk as at start-up (actors/ubscore-state.ts); throws on failure. */
+  /** Opens the state from disk as at start-up (actors/ubscore/state.ts); throws on failure. */
   readonly reopen: () => CoreState;
   readonly walDir: string;
   /** No write starts with fewer bytes free than this on the WAL's filesystem; 0: no check. */

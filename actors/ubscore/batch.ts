@@ -2,9 +2,9 @@
 // block it writes; and the answers given without deciding anything while the disk fails.
 
 import type { MessagePort } from 'node:worker_threads';
-import type { WalBatch } from '../wal/block.js';
-import type { UbsPortMessage, UbsResult } from './protocol.js';
-import { postReplies, type PortReplies, type RequestUnpacker } from './ubscore-wire.js';
+import type { WalBatch } from '../../wal/block.js';
+import type { UbsPortMessage, UbsResult } from '../protocol.js';
+import { postReplies, type PortReplies, type RequestUnpacker } from './wire.js';
 
 export type Batch = {
   /** Replies grouped by the port they answer, posted as one message per port. */
