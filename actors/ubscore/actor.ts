@@ -19,7 +19,6 @@
 
 import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
-import { createLogger } from '../../src/log.js';
 import { oncePerTurn } from '../../src/turn-flush.js';
 import { BatchEncoder } from '../../wal/block.js';
 import { commitFailure, diskShortfall, overflowedHeap } from '../../wal/disk.js';
@@ -45,8 +44,7 @@ import { closeCoreState } from './state.js';
 import type { CoreState } from './state.js';
 import { RequestUnpacker, isPortMessage, postReplies } from './wire.js';
 import { answerWriteFailed, newBatch, refuseAll, type Batch } from './batch.js';
-
-const logger = createLogger({ level: 'warn', name: 'ubscore' });
+import { logger } from './log.js';
 
 /** What the actor needs from its thread: stop the process, tell the main thread, reopen the state. */
 type ActorHooks = {
@@ -138,7 +136,7 @@ export class UbsActor {
 
   private onPortMessage(port: MessagePort, message: unknown): void {
     if (!isPortMessage(message)) {
-      console.error('ubscore: dropped a malformed port message');
+      logger.error('dropped a malformed port message');
       return;
     }
     switch (message.kind) {
@@ -161,13 +159,13 @@ export class UbsActor {
     const gate = this.gate.hold(port, message);
     if (gate === 'held') return;
     if (gate === 'dropped') {
-      console.error('ubscore: dropped a port message: too many held by a backup pause; its callers retry');
+      logger.error('dropped a port message: too many held by a backup pause; its callers retry');
       return;
     }
     try {
       const problem = this.unpacker.unpack(message, (id, command) => this.take(port, id, command));
       // The requests before the damage were taken; the rest time out at the client as "unknown".
-      if (problem !== null) console.error(`ubscore: dropped the rest of a malformed port message: ${problem}`);
+      if (problem !== null) logger.error('dropped the rest of a malformed port message', { problem });
     } catch (error) {
       // A throw while deciding is a programmer error and RAM may be half-applied: like a failed
       // write, only a restart and a replay from the durable log can be trusted.
@@ -179,7 +177,7 @@ export class UbsActor {
 
   private take(port: MessagePort, id: number, command: unknown): void {
     if (!Number.isSafeInteger(id)) {
-      console.error('ubscore: dropped a request without a valid id');
+      logger.error('dropped a request without a valid id');
       return;
     }
     // decide trusts no field of what it is given: the command came from another thread.
@@ -313,7 +311,7 @@ export class UbsActor {
       rebuild: () => this.rebuild(),
       probe: () => probeWalDir(this.hooks.walDir, this.hooks.diskReserveBytes),
       recovered: (attempts) => this.onRecovered(since, attempts),
-      log: (line) => console.error(line),
+      log: (line) => logger.warn(line),
     });
     this.degraded = { since, recovery };
     answerWriteFailed(undurable);
@@ -343,14 +341,12 @@ export class UbsActor {
       await closeCoreState(this.state);
     } catch (error) {
       // The old environment is dropped either way; opening a new one is what must succeed.
-      console.error(`ubscore: closing the state before a rebuild failed: ${describe(error)}`);
+      logger.error('closing the state before a rebuild failed', { reason: describe(error) });
     }
     this.state = this.hooks.reopen();
     this.durableSeq = this.state.ledger.lastSeq;
     const { snapshotSeq, replayedRecords } = this.state.restored;
-    console.error(
-      `ubscore: state rebuilt from disk: snapshot seq ${snapshotSeq}, ${replayedRecords} WAL records replayed, durable seq ${this.durableSeq}`,
-    );
+    logger.warn('state rebuilt from disk', { snapshot_seq: snapshotSeq, replayed_records: replayedRecords, durable_seq: this.durableSeq });
   }
 
   private onRecovered(since: number, attempts: number): void {
@@ -384,7 +380,7 @@ export class UbsActor {
       return { kind: 'refused', reason: 'UBSCore is closing, failed, or cannot write its WAL' };
     if (this.gate.paused) return { kind: 'refused', reason: 'UBSCore is already paused by another backup' };
     this.gate.start(pauseMsMax, () => {
-      console.error(`ubscore: a backup pause lifted by itself after ${pauseMsMax} ms`);
+      logger.warn('a backup pause lifted by itself', { pause_ms: pauseMsMax });
       this.resume();
     });
     await new Promise<void>((resolve) => {
@@ -441,13 +437,13 @@ export class UbsActor {
       if (!this.failed && this.degraded === null) await this.state.snapshots.closeWithSnapshot(this.durableSeq);
     } catch (error) {
       // The WAL holds every record; the next start replays them without this snapshot.
-      console.error(`ubscore: the closing snapshot failed: ${describe(error)}`);
+      logger.error('the closing snapshot failed', { reason: describe(error) });
     }
     try {
       await this.state.log.close();
     } catch (error) {
       // Every accepted command is already durable; a failing close cannot lose any of them.
-      console.error(`ubscore: closing LMDB failed: ${describe(error)}`);
+      logger.error('closing LMDB failed', { reason: describe(error) });
     }
     return { closed: true };
   }

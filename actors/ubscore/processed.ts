@@ -21,6 +21,7 @@ import { unreachable } from '../protocol.js';
 import type { UbsFilterEvent, UbsFilterWorkerData } from '../protocol.js';
 import { FILTER_EXIT_WAIT_MS, KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN } from '../../src/limits.js';
 import { within } from '../../src/within.js';
+import { logger } from './log.js';
 
 /** A new filter is sized for this many times the keys it starts with, so it rebuilds rarely. */
 const FILTER_GROWTH = 2;
@@ -161,7 +162,7 @@ export class ProcessedSet {
       }
       case 'filter.failed':
         // Without a complete filter every lookup reads LMDB: slower, never wrong.
-        console.error(`ubscore: building the processed-set filter failed; lookups read LMDB: ${event.message}`);
+        logger.error('building the processed-set filter failed; lookups read LMDB', { reason: event.message });
         break;
       default:
         unreachable(event);
