@@ -23,7 +23,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { UbsCommand, UbsResult } from '../../src/ubscore/types.js';
 // The WAL's op codes serve the wire too: one table of which number is which operation.
-import { OP_CODES } from '../../wal/codec.js';
+import { OP_CODES } from '../../wal/codes.js';
 import type { UbsPortMessage, UbsPortReply, UbsRequest } from '../protocol.js';
 import { UNPACKER_ASSETS_MAX } from '../../src/limits.js';
 import { errorText } from '../../src/error-text.js';
