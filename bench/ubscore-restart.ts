@@ -17,7 +17,8 @@ import type { UbsCommand } from '../src/ubscore/types.js';
 import { BatchEncoder } from '../wal/block.js';
 import { openWal } from '../wal/log.js';
 import type { WalLog } from '../wal/log.js';
-import { SnapshotEncoder, SnapshotStore } from '../wal/snapshot.js';
+import { SnapshotEncoder } from '../wal/snapshot.js';
+import { SnapshotStore } from '../wal/snapshot-store.js';
 import { seededRandom as random } from '../test/support/random.js';
 import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../src/limits.js';
 

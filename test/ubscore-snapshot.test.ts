@@ -19,7 +19,8 @@ import type { WalBatch } from '../wal/block.js';
 import { crc32c, crc32cUpdate } from '../wal/crc32.js';
 import { openWal, openWalDatabases } from '../wal/log.js';
 import type { SnapshotKey } from '../wal/databases.js';
-import { SNAPSHOT_CHUNK_ACCOUNTS_MAX, SnapshotEncoder, SnapshotStore, decodeSnapshotBody, decodeSnapshotHeader } from '../wal/snapshot.js';
+import { SNAPSHOT_CHUNK_ACCOUNTS_MAX, SnapshotEncoder, decodeSnapshotBody, decodeSnapshotHeader } from '../wal/snapshot.js';
+import { SnapshotStore } from '../wal/snapshot-store.js';
 import { seededRandom as random } from './support/random.js';
 
 const TIMEOUT_MS = 10_000;

@@ -6,7 +6,7 @@
 import type { SpotLedger } from '../../src/ubscore/core.js';
 import { openWal } from '../../wal/log.js';
 import type { WalLog } from '../../wal/log.js';
-import { SnapshotStore } from '../../wal/snapshot.js';
+import { SnapshotStore } from '../../wal/snapshot-store.js';
 import { ProcessedSet } from './processed.js';
 import { Snapshotter } from '../../wal/snapshotter.js';
 import { restore } from '../../wal/restore.js';
