@@ -15,12 +15,12 @@ export type * from '../src/ubscore/types.js';
 // UBSCore: the data plane. A coordinator (or the main thread) posts `ubs.requests` on its own
 // MessagePort; UBSCore answers with `ubs.replies` on the same port, only after the WAL records
 // of every command in the reply are durable. Both travel in columns rather than one object per
-// request: a structured clone of objects cost more than deciding the commands (actors/ubscore-wire.ts).
+// request: a structured clone of objects cost more than deciding the commands (actors/ubscore/wire.ts).
 
 export type UbsRequest = { readonly id: number; readonly command: UbsCommand };
 
 /**
- * `count` requests in arrival order: keyed operations packed in `bytes` (actors/ubscore-wire.ts), any
+ * `count` requests in arrival order: keyed operations packed in `bytes` (actors/ubscore/wire.ts), any
  * other command as an object of `others`, its place in the order marked in `bytes`.
  */
 export type UbsPortMessage = {
@@ -62,7 +62,7 @@ export type UbsWorkerData = UbsCoreOptions;
 
 /**
  * UBSCore's helper that reads every durable processed-set key into a filter off UBSCore's thread
- * (actors/ubscore-filter-worker.ts): its input, and its one answer, the filter's bits handed over.
+ * (actors/ubscore/filter-worker.ts): its input, and its one answer, the filter's bits handed over.
  */
 export type UbsFilterWorkerData = {
   readonly walDir: string;

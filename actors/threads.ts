@@ -3,8 +3,8 @@
 
 import type { MessagePort } from 'node:worker_threads';
 import type { ServiceThreads, UbsCore } from '../src/threads.js';
-import { CoordinatorPools } from './coordinator-pool.js';
-import { startUbsCore, UbsClient } from './ubscore-client.js';
+import { CoordinatorPools } from './coordinator/pool.js';
+import { startUbsCore, UbsClient } from './ubscore/client.js';
 
 /** UBSCore's thread as the service holds it, plus the ports the shards connect through. */
 type UbsCoreThread = UbsCore & { connect(): MessagePort };

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startUbsCore, UbsClient, type UbsCoreHandle } from '../actors/ubscore-client.js';
+import { startUbsCore, UbsClient, type UbsCoreHandle } from '../actors/ubscore/client.js';
 import type { NewTransfer } from '../src/domain/transfer.js';
 import { migrate } from '../src/db/migrations.js';
 import { openSql, type Sql } from '../src/db/sql.js';

@@ -139,8 +139,8 @@ function threadName(file: string, p: CpuProfile): string {
   const urls = new Set(p.nodes.map((n) => n.callFrame.url));
   const has = (needle: string): boolean => [...urls].some((u) => u.includes(needle));
   if (tid === '0') return 'main (HTTP, routing)';
-  if (has('ubscore-worker')) return `UBSCore worker (thread ${tid})`;
-  if (has('coordinator-worker')) return `coordinator worker (thread ${tid})`;
+  if (has('actors/ubscore/worker')) return `UBSCore worker (thread ${tid})`;
+  if (has('actors/coordinator/worker')) return `coordinator worker (thread ${tid})`;
   return `worker thread ${tid}`;
 }
 

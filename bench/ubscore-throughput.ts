@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
+import { startUbsCore, UbsClient } from '../actors/ubscore/client.js';
 import { registerCleanup } from './cleanup.js';
 import { measureCpu, type CpuShares } from './cpu-share.js';
 

@@ -3,7 +3,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { TransferMailbox } from '../actors/coordinator-mailbox.js';
+import { TransferMailbox } from '../actors/coordinator/mailbox.js';
 import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
 import { SUBMIT_BATCH_MAX } from '../src/limits.js';
 

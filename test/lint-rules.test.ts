@@ -1,7 +1,9 @@
 // Proves that the lint rules `make lint` runs (biome.json) catch what the house forbids: an import
 // cycle (a type-only one included), src/domain importing anything outside itself, src/ or wal/
-// importing actors/, a file over 400 non-blank lines or a function over 70 in src/, actors/ or
-// wal/; and that they stay quiet where the house allows it (actors/ importing src/, tests).
+// importing actors/ or a thread library (node:worker_threads, piscina, comlink; the bare name
+// `worker_threads` is refused as well, and Biome's useNodejsImportProtocol refuses it first), a
+// file over 400 non-blank lines or a function over 70 in src/, actors/ or wal/; and that they
+// stay quiet where the house allows it (actors/ importing src/ and the thread libraries, tests).
 // Each case is a small file in a scratch tree linted with the project's own configuration.
 
 import { spawnSync } from 'node:child_process';
@@ -43,6 +45,27 @@ const CASES: readonly { file: string; text: string; rule: string | null }[] = [
     rule: 'lint/style/noRestrictedImports',
   },
   { file: 'actors/pool.ts', text: "import { log } from '../src/log.js';\nexport const y = log;\nexport type Y = number;\n", rule: null },
+  {
+    file: 'src/starts-worker.ts',
+    text: "import { Worker } from 'node:worker_threads';\nexport const w = Worker;\n",
+    rule: 'lint/style/noRestrictedImports',
+  },
+  { file: 'src/pools.ts', text: "import { Piscina } from 'piscina';\nexport const p = Piscina;\n", rule: 'lint/style/noRestrictedImports' },
+  {
+    file: 'wal/remote.ts',
+    text: "import type { Remote } from 'comlink';\nexport type R = Remote<number>;\n",
+    rule: 'lint/style/noRestrictedImports',
+  },
+  {
+    file: 'src/comlink-adapter.ts',
+    text: "import adapter from 'comlink/dist/umd/node-adapter.js';\nexport const a = adapter;\n",
+    rule: 'lint/style/noRestrictedImports',
+  },
+  {
+    file: 'actors/thread.ts',
+    text: "import { Worker } from 'node:worker_threads';\nimport { Piscina } from 'piscina';\nimport { wrap } from 'comlink';\nexport const t = [Worker, Piscina, wrap];\n",
+    rule: null,
+  },
   {
     file: 'src/a.ts',
     text: "import { b } from './b.js';\nexport const a = b;\nexport type A = number;\n",

@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { UbsClient, startUbsCore } from '../actors/ubscore-client.js';
-import type { UbsCoreHandle } from '../actors/ubscore-client.js';
+import { UbsClient, startUbsCore } from '../actors/ubscore/client.js';
+import type { UbsCoreHandle } from '../actors/ubscore/client.js';
 import type { SpotBalance, UbsCommand, UbsResult } from '../src/ubscore/types.js';
 
 const TIMEOUT_MS = 10_000;

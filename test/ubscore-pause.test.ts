@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { UbsClient, startUbsCore } from '../actors/ubscore-client.js';
-import type { UbsCoreHandle } from '../actors/ubscore-client.js';
+import { UbsClient, startUbsCore } from '../actors/ubscore/client.js';
+import type { UbsCoreHandle } from '../actors/ubscore/client.js';
 import type { UbsCommand } from '../src/ubscore/types.js';
 import { openWal } from '../wal/log.js';
 

@@ -5,7 +5,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { UbsPortMessage } from '../actors/protocol.js';
-import { RequestPacker, RequestUnpacker } from '../actors/ubscore-wire.js';
+import { RequestPacker, RequestUnpacker } from '../actors/ubscore/wire.js';
 import type { UbsCommand } from '../src/ubscore/types.js';
 
 /** Packs `commands` with ids 1.., unpacks them, and returns what arrived. */

@@ -17,8 +17,7 @@
 //   ..      1     reject code (0 unless rejected)
 //   ..      4     CRC-32C of every preceding byte, u32 big-endian
 //
-// Codes are fixed numbers, never positions in an array, so reordering a list elsewhere cannot
-// change the meaning of bytes already on disk. New codes may only be appended.
+// The code bytes (kind, op, status, outcome, reject) are the fixed numbers of wal/codes.ts.
 // `encode` asserts (throws) on a record it must never have been given; `decode` never throws:
 // bad bytes are an expected outcome of reading a disk and come back as a value.
 
@@ -27,7 +26,8 @@ import type { AccountStatus } from '../src/domain/types.js';
 import { ASSET_LENGTH_MAX, KEY_LENGTH_MAX, isAssetSymbol, isOpKey, isUserId } from '../src/domain/checks.js';
 import { opKeyOf } from '../src/ubscore/core.js';
 import type { OpRecord, Outcome, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
-import type { UbsOpName, UbsRejectCode } from '../src/ubscore/types.js';
+import type { UbsOpName } from '../src/ubscore/types.js';
+import { KIND_CODES, OP_BY_CODE, OP_CODES, OUTCOME_CODES, REJECT_BY_CODE, REJECT_CODES, STATUS_BY_CODE, STATUS_CODES } from './codes.js';
 import { crc32c } from './crc32.js';
 import { READER_ASSETS_MAX } from '../src/limits.js';
 
@@ -38,40 +38,6 @@ const RECORD_FIXED_BYTES = 36;
 export const RECORD_BYTES_MAX = RECORD_FIXED_BYTES + 16 + 64;
 const CHECKSUM_BYTES = 4;
 const SEQ_HIGH_MAX = 0x1fffff; // 2^53 - 1 split as 21 high bits and 32 low bits.
-
-const KIND_CODES = { op: 1, status: 2 } as const satisfies Record<WalRecord['kind'], number>;
-export const OP_CODES = {
-  WITHDRAW: 1,
-  DEPOSIT: 2,
-  REFUND: 3,
-  EXTERNAL_DEPOSIT: 4,
-  EXTERNAL_WITHDRAW: 5,
-} as const satisfies Record<UbsOpName, number>;
-/** Account status codes, shared with the snapshot format (wal/snapshot.ts). */
-export const STATUS_CODES = { ACTIVE: 1, FROZEN: 2, DISABLED: 3 } as const satisfies Record<AccountStatus, number>;
-const OUTCOME_CODES = { applied: 1, rejected: 2 } as const satisfies Record<Outcome['kind'], number>;
-const REJECT_CODES = {
-  INSUFFICIENT_BALANCE: 1,
-  ACCOUNT_FROZEN: 2,
-  ACCOUNT_DISABLED: 3,
-  ASSET_SUSPENDED: 4,
-  TRANSFER_NOT_ALLOWED: 5,
-  SOURCE_ACCOUNT_NOT_FOUND: 6,
-  TARGET_ACCOUNT_NOT_FOUND: 7,
-  REFUND_WITHOUT_WITHDRAW: 8,
-  OVERFLOW: 9,
-} as const satisfies Record<UbsRejectCode, number>;
-
-function invert<K extends string>(table: Readonly<Record<K, number>>): ReadonlyMap<number, K> {
-  const inverse = new Map<number, K>();
-  for (const name of Object.keys(table) as K[]) inverse.set(table[name], name);
-  if (inverse.size !== Object.keys(table).length) throw new Error('codec: duplicate code in a table');
-  return inverse;
-}
-
-export const OP_BY_CODE = invert<UbsOpName>(OP_CODES);
-export const STATUS_BY_CODE = invert<AccountStatus>(STATUS_CODES);
-const REJECT_BY_CODE = invert<UbsRejectCode>(REJECT_CODES);
 
 const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
 

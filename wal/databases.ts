@@ -1,5 +1,5 @@
 // The four LMDB databases of UBSCore's environment, typed once beneath everything that opens or
-// reads them (wal/log.ts opens them; wal/meta.ts and wal/snapshot.ts read them).
+// reads them (wal/log.ts opens them; wal/meta.ts and wal/snapshot-store.ts read them).
 
 import type { Database, RootDatabase } from 'lmdb';
 

@@ -4,7 +4,7 @@
 // together in one LMDB transaction per batch, so the processed set can never disagree with the log.
 // The `meta` database names the format version; a directory of another version is refused.
 //
-// Once a snapshot at seq S is durable (wal/snapshot.ts, the `snapshot` database), records 1..S
+// Once a snapshot at seq S is durable (wal/snapshot-store.ts, the `snapshot` database), records 1..S
 // are pruned from `wal` in bounded transactions, and the `meta` database remembers how far
 // (`walPrunedThroughSeq`), so the log's last sequence number and its continuity checks still hold
 // when it no longer starts at 1, or holds no record at all. The processed set is never pruned:

@@ -1,4 +1,4 @@
-// The processed set's LMDB key for an operation: its op code (wal/codec.ts), then the key's ASCII
+// The processed set's LMDB key for an operation: its op code (wal/codes.ts), then the key's ASCII
 // bytes. The ledger names an entry by the text `${op}:${key}` (opKeyOf); on disk the code is one
 // byte instead of up to 17, and measured, 4,096 inserts of the shorter keys committed in about
 // 5 instead of 8 ms: the commit, serialized in LMDB's single writer, bounds group commit.
@@ -6,7 +6,7 @@
 import { opKeyOf } from '../src/ubscore/core.js';
 import type { UbsOpName } from '../src/ubscore/types.js';
 import { KEY_LENGTH_MAX } from '../src/domain/checks.js';
-import { OP_BY_CODE, OP_CODES } from './codec.js';
+import { OP_BY_CODE, OP_CODES } from './codes.js';
 
 export const PROCESSED_KEY_BYTES_MAX = 1 + KEY_LENGTH_MAX;
 

@@ -73,9 +73,7 @@ export class DiskRecovery {
       // A probe that failed like a full disk leaves the environment usable; a panic does not.
       if (failure.code === MDB_PANIC) this.rebuildOwed = true;
       const waitMs = backoffMs({ baseMs: UBS_RECOVERY_BACKOFF_BASE_MS, capMs: UBS_RECOVERY_BACKOFF_CAP_MS }, this.attempts - 1);
-      this.hooks.log(
-        `ubscore: ${stage} failed (attempt ${this.attempts}, next in ${waitMs} ms): ${failure.message} (code ${String(failure.code)})`,
-      );
+      this.hooks.log(`${stage} failed (attempt ${this.attempts}, next in ${waitMs} ms): ${failure.message} (code ${String(failure.code)})`);
       if (!this.stopped) this.timer = setTimeout(() => this.attempt(), waitMs);
       return;
     }

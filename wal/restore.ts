@@ -5,7 +5,7 @@ import { performance } from 'node:perf_hooks';
 import { createLogger } from '../src/log.js';
 import { SpotLedger } from '../src/ubscore/core.js';
 import type { WalLog } from './log.js';
-import type { SnapshotStore } from './snapshot.js';
+import type { SnapshotStore } from './snapshot-store.js';
 
 const logger = createLogger({ level: 'warn', name: 'ubscore' });
 

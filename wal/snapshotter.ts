@@ -1,4 +1,4 @@
-// UBSCore's snapshot cycle, run by the actor's single writer (actors/ubscore-actor.ts): capture at a batch boundary, encode
+// UBSCore's snapshot cycle, run by the actor's single writer (actors/ubscore/actor.ts): capture at a batch boundary, encode
 // in slices between batches, write once every record it covers is durable, then prune older
 // snapshots and the WAL up to it in bounded transactions.
 
@@ -9,7 +9,8 @@ import { unreachable } from '../src/unreachable.js';
 import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../src/limits.js';
 import type { WalLog } from './log.js';
 import { SnapshotEncoder } from './snapshot.js';
-import type { EncodedSnapshot, SnapshotStore } from './snapshot.js';
+import type { EncodedSnapshot } from './snapshot.js';
+import type { SnapshotStore } from './snapshot-store.js';
 import { errorDetail } from '../src/error-text.js';
 
 /** When a snapshot is taken and how it is sliced (UBSCore's start options, defaults applied). */

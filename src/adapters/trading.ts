@@ -4,12 +4,10 @@
 
 import { checkOpRequest } from '../domain/checks.js';
 import { failed, isBusinessCode, pending, SUCCESS, type OpOutcome, type PendingCause, type TransferOp } from '../domain/types.js';
+import type { UbsSend } from '../ubscore/control.js';
 import type { UbsCommand, UbsResult } from '../ubscore/types.js';
 import { OperationAdapter, type OpRequest, type QueryOutcome } from './types.js';
 import { errorText } from '../error-text.js';
-
-/** Sends one command to UBSCore; resolves null when no answer came within `timeoutMs`. */
-export type UbsSend = (command: UbsCommand, timeoutMs: number) => Promise<UbsResult | null>;
 
 export class TradingAdapter extends OperationAdapter {
   override readonly account = 'SPOT' as const;

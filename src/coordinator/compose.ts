@@ -2,7 +2,8 @@
 // for tests that drive a shard directly.
 
 import { FundingAdapter } from '../adapters/funding.js';
-import { TradingAdapter, type UbsSend } from '../adapters/trading.js';
+import { TradingAdapter } from '../adapters/trading.js';
+import type { UbsSend } from '../ubscore/control.js';
 import { AlertSink } from '../alerts/alerts.js';
 import { AssetCache } from '../db/assets.js';
 import { checkAssetOpen } from '../domain/asset.js';

@@ -1,6 +1,6 @@
 // What the main thread asks of the coordinator shards, and how they are started: typed here, in
 // src, so that the service composes them without knowing that each shard runs on its own thread
-// (actors/coordinator-pool.ts implements it).
+// (actors/coordinator/pool.ts implements it).
 
 import type { FinishedCounts } from '../alerts/failure-window.js';
 import type { HaltState } from '../db/halt-state.js';

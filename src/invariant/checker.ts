@@ -11,7 +11,7 @@
 // Corrections (external_movements.correction_reason) are not money entering or leaving: they
 // repair a balance to what the other movements prove, so the expected figures leave them out.
 
-import type { UbsSend } from '../adapters/trading.js';
+import type { UbsSend } from '../ubscore/control.js';
 import type { Sql } from '../db/sql.js';
 import type { UbsOpName } from '../ubscore/types.js';
 import { stateName, TERMINAL_STATE_IDS } from '../domain/fsm.js';

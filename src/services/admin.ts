@@ -1,7 +1,7 @@
 // Operator changes: assets (PostgreSQL) and account statuses (FUNDING in PostgreSQL, SPOT in
 // UBSCore through its WAL). Each answers a value.
 
-import type { UbsSend } from '../adapters/trading.js';
+import type { UbsSend } from '../ubscore/control.js';
 import type { Asset } from '../domain/asset.js';
 import type { Sql } from '../db/sql.js';
 import type { AccountKind, AccountStatus, ValidationCode } from '../domain/types.js';

@@ -1,6 +1,6 @@
 // A user's balances on both sides: FUNDING from PostgreSQL, SPOT from UBSCore.
 
-import type { UbsSend } from '../adapters/trading.js';
+import type { UbsSend } from '../ubscore/control.js';
 import type { Sql } from '../db/sql.js';
 import type { AccountStatus } from '../domain/types.js';
 import type { SpotBalance } from '../ubscore/types.js';

@@ -10,7 +10,7 @@
 // with SERVICE_HALTED and nothing is recorded, unless it is a correction; a ref already recorded
 // is answered (a PENDING one driven) as ever: it is in flight.
 
-import type { UbsSend } from '../adapters/trading.js';
+import type { UbsSend } from '../ubscore/control.js';
 import type { Sql, Tx } from '../db/sql.js';
 import type { HaltState } from '../db/halt-state.js';
 import { mustBusinessCode, mustErrorCode, type ErrorCode } from '../domain/errors.js';

@@ -5,7 +5,7 @@
 // raised on its own.
 
 import { createHash } from 'node:crypto';
-import type { UbsSend } from '../adapters/trading.js';
+import type { UbsSend } from '../ubscore/control.js';
 import type { AlertSink } from '../alerts/alerts.js';
 import type { Sql } from '../db/sql.js';
 import type { Difference } from '../invariant/conservation.js';

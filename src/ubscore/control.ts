@@ -1,7 +1,7 @@
-// What the rest of the service may ask of UBSCore beside commands, as values: the control calls
-// (stats, metrics, close, a backup's pause and copy), their outcomes, and the health events the
-// core reports. Typed here, in src, so that src uses UBSCore without knowing it runs on a thread;
-// actors/ implements them.
+// What the rest of the service may ask of UBSCore, as values: the port a command is sent through
+// (UbsSend; the commands are ./types.ts), the control calls (stats, metrics, close, a backup's
+// pause and copy), their outcomes, and the health events the core reports. Typed here, in src,
+// so that src uses UBSCore without knowing it runs on a thread; actors/ implements them.
 
 import type { MetricFamily } from '../metrics/registry.js';
 import type { UbsCommand, UbsResult } from './types.js';

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/config.js';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { startUbsCore, UbsClient } from '../../actors/ubscore-client.js';
+import { startUbsCore, UbsClient } from '../../actors/ubscore/client.js';
 import { composeShard, type ShardParts, type TestHooks } from '../../src/coordinator/compose.js';
 import type { CoordinatorConfig } from '../../src/coordinator/types.js';
 import { migrate, seedDemoAssets } from '../../src/db/schema.js';

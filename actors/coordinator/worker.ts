@@ -6,25 +6,25 @@
 import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import { workerData } from 'piscina';
-import { composeShard } from '../src/coordinator/compose.js';
-import type { HaltFlag } from '../src/coordinator/halt-flag.js';
-import type { Shard } from '../src/coordinator/shard.js';
-import type { AssetCache } from '../src/db/assets.js';
-import type { DailyLimits } from '../src/coordinator/daily-limits.js';
-import { openSql, type Sql } from '../src/db/sql.js';
-import { createLogger } from '../src/log.js';
-import type { MetricFamily, Registry } from '../src/metrics/registry.js';
-import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
-import { HALT_SETTLE_MS_MAX, SUBMIT_BATCH_MAX } from '../src/limits.js';
+import { composeShard } from '../../src/coordinator/compose.js';
+import type { HaltFlag } from '../../src/coordinator/halt-flag.js';
+import type { Shard } from '../../src/coordinator/shard.js';
+import type { AssetCache } from '../../src/db/assets.js';
+import type { DailyLimits } from '../../src/coordinator/daily-limits.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { createLogger } from '../../src/log.js';
+import type { MetricFamily, Registry } from '../../src/metrics/registry.js';
+import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
+import { HALT_SETTLE_MS_MAX, SUBMIT_BATCH_MAX } from '../../src/limits.js';
 import {
   unreachable,
   type CoordinatorControlApi,
   type CoordinatorResult,
   type CoordinatorTask,
   type CoordinatorWorkerData,
-} from './protocol.js';
-import { nodeEndpoint, UbsClient } from './ubscore-client.js';
-import { errorDetail, errorText } from '../src/error-text.js';
+} from '../protocol.js';
+import { nodeEndpoint, UbsClient } from '../ubscore/client.js';
+import { errorDetail, errorText } from '../../src/error-text.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
 const log = createLogger({ level: logLevel, format: logFormat, name: `coordinator-${config.shard}` });

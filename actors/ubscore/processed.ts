@@ -3,7 +3,7 @@
 // "never processed" for a fresh key without reading LMDB.
 //
 // The filter is trusted only once it holds every key, so a filter answer "absent" is never wrong.
-// A helper thread (ubscore-filter-worker.ts) reads every durable key into a new filter; meanwhile
+// A helper thread (filter-worker.ts) reads every durable key into a new filter; meanwhile
 // this thread puts into a second filter of the same size (the delta) every key decided since the
 // build began, and every key still pending when it began, because the helper may have read past
 // the place a pending key takes once it is committed. The two are then joined, bit by bit. Any
@@ -13,14 +13,15 @@
 // LMDB answer, exactly as without a filter. Keys are never removed from the processed set.
 
 import { Worker } from 'node:worker_threads';
-import type { OpRecord } from '../src/ubscore/core.js';
-import type { ProcessedWrite } from '../wal/block.js';
-import { KeyFilter } from '../wal/key-filter.js';
-import type { WalLog } from '../wal/log.js';
-import { unreachable } from './protocol.js';
-import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
-import { FILTER_EXIT_WAIT_MS, KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN } from '../src/limits.js';
-import { within } from '../src/within.js';
+import type { OpRecord } from '../../src/ubscore/core.js';
+import type { ProcessedWrite } from '../../wal/block.js';
+import { KeyFilter } from '../../wal/key-filter.js';
+import type { WalLog } from '../../wal/log.js';
+import { unreachable } from '../protocol.js';
+import type { UbsFilterEvent, UbsFilterWorkerData } from '../protocol.js';
+import { FILTER_EXIT_WAIT_MS, KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN } from '../../src/limits.js';
+import { within } from '../../src/within.js';
+import { logger } from './log.js';
 
 /** A new filter is sized for this many times the keys it starts with, so it rebuilds rarely. */
 const FILTER_GROWTH = 2;
@@ -140,7 +141,7 @@ export class ProcessedSet {
     for (const batch of this.pending) for (const key of batch.keys()) delta.add(key);
     const stop = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
     const workerData: UbsFilterWorkerData = { walDir: this.walDir, capacityKeys, keysMin: this.filterKeysMin, stop };
-    const worker = new Worker(new URL('./ubscore-filter-worker.js', import.meta.url), { workerData });
+    const worker = new Worker(new URL('./filter-worker.js', import.meta.url), { workerData });
     const build: Build = { worker, capacityKeys, delta, stop };
     worker.on('message', (event: UbsFilterEvent) => this.onEvent(build, event));
     worker.once('error', (error: Error) => this.onEvent(build, { kind: 'filter.failed', message: error.message }));
@@ -161,7 +162,7 @@ export class ProcessedSet {
       }
       case 'filter.failed':
         // Without a complete filter every lookup reads LMDB: slower, never wrong.
-        console.error(`ubscore: building the processed-set filter failed; lookups read LMDB: ${event.message}`);
+        logger.error('building the processed-set filter failed; lookups read LMDB', { reason: event.message });
         break;
       default:
         unreachable(event);

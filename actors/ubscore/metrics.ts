@@ -5,12 +5,12 @@
 import { statSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import path from 'node:path';
-import type { MetricFamily } from '../src/metrics/registry.js';
-import { Registry } from '../src/metrics/registry.js';
-import type { WalBatch } from '../wal/block.js';
-import { freeBytes } from '../wal/disk.js';
-import type { UbsStats } from './protocol.js';
-import type { CoreState } from './ubscore-state.js';
+import type { MetricFamily } from '../../src/metrics/registry.js';
+import { Registry } from '../../src/metrics/registry.js';
+import type { WalBatch } from '../../wal/block.js';
+import { freeBytes } from '../../wal/disk.js';
+import type { UbsStats } from '../protocol.js';
+import type { CoreState } from './state.js';
 
 /** Histogram bounds for UBSCore's group commit: sync time in seconds and records per batch. */
 const WAL_SYNC_BUCKETS_S = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];

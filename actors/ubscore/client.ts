@@ -8,8 +8,8 @@ import { MessageChannel, Worker } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { wrap } from 'comlink';
 import type { Endpoint, Remote } from 'comlink';
-import { oncePerTurn } from '../src/turn-flush.js';
-import { unreachable } from './protocol.js';
+import { oncePerTurn } from '../../src/turn-flush.js';
+import { unreachable } from '../protocol.js';
 import type {
   UbsCommand,
   UbsControlApi,
@@ -20,14 +20,14 @@ import type {
   UbsPortReply,
   UbsResult,
   UbsWorkerData,
-} from './protocol.js';
-import { RequestPacker } from './ubscore-wire.js';
+} from '../protocol.js';
+import { RequestPacker } from './wire.js';
 import {
   UBS_CLIENT_BATCH_MAX_DEFAULT,
   UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT,
   UBS_SEND_TIMEOUT_MS_MAX,
   UBS_WORKER_YOUNG_GENERATION_MB_MAX,
-} from '../src/limits.js';
+} from '../../src/limits.js';
 
 /**
  * Comlink's own Node adapter. Its ESM build ships no type declarations and its UMD typings
@@ -203,7 +203,7 @@ export async function startUbsCore(
     diskReserveBytes,
   };
   const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
-  const worker = new Worker(new URL('./ubscore-worker.js', import.meta.url), { workerData, resourceLimits });
+  const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, resourceLimits });
   const ready = await waitForReady(worker);
   // After start the core reports its health: a disk that takes no writes, and its return.
   worker.on('message', (event: UbsParentEvent) => {

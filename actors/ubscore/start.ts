@@ -1,7 +1,7 @@
 // UBSCore's start options, read from its workerData and bounded (the ledger is rebuilt from disk
 // by wal/restore.ts).
 
-import type { UbsWorkerData } from './protocol.js';
+import type { UbsWorkerData } from '../protocol.js';
 import {
   UBS_BATCH_COMMANDS_MAX,
   UBS_BATCH_COMMANDS_MIN,
@@ -16,7 +16,7 @@ import {
   UBS_SNAPSHOT_RECORDS_MAX,
   UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT,
   UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX,
-} from '../src/limits.js';
+} from '../../src/limits.js';
 
 export type UbsOptions = Required<UbsWorkerData>;
 

@@ -1,18 +1,18 @@
 // The UBSCore thread's entry: reads its options, opens its state from disk (the newest snapshot
-// plus the WAL after it, actors/ubscore-state.ts), and serves client ports through the actor
-// (actors/ubscore-actor.ts) until the main thread closes it.
+// plus the WAL after it, actors/ubscore/state.ts), and serves client ports through the actor
+// (actors/ubscore/actor.ts) until the main thread closes it.
 
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
-import { isCommitFailure } from '../wal/disk.js';
-import { unreachable } from './protocol.js';
-import type { UbsControlApi, UbsParentEvent, UbsParentMessage } from './protocol.js';
-import { UbsActor } from './ubscore-actor.js';
-import { nodeEndpoint } from './ubscore-client.js';
-import { errorDetail as describe } from '../src/error-text.js';
-import { readWorkerData } from './ubscore-start.js';
-import { openCoreState } from './ubscore-state.js';
+import { isCommitFailure } from '../../wal/disk.js';
+import { unreachable } from '../protocol.js';
+import type { UbsControlApi, UbsParentEvent, UbsParentMessage } from '../protocol.js';
+import { UbsActor } from './actor.js';
+import { nodeEndpoint } from './client.js';
+import { errorDetail as describe } from '../../src/error-text.js';
+import { readWorkerData } from './start.js';
+import { openCoreState } from './state.js';
 
 function exposeControl(actor: UbsActor, port: MessagePort): void {
   const api: UbsControlApi = {

@@ -5,10 +5,10 @@
 // counting its users, so this thread's close leaves UBSCore's handle open.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { KeyFilter } from '../wal/key-filter.js';
-import { openWalDatabases } from '../wal/log.js';
-import { opKeyOfProcessedKey } from '../wal/processed-key.js';
-import type { UbsFilterEvent, UbsFilterWorkerData } from './protocol.js';
+import { KeyFilter } from '../../wal/key-filter.js';
+import { openWalDatabases } from '../../wal/log.js';
+import { opKeyOfProcessedKey } from '../../wal/processed-key.js';
+import type { UbsFilterEvent, UbsFilterWorkerData } from '../protocol.js';
 
 /** Keys read between two looks at the stop flag. */
 const STOP_CHECK_EVERY_KEYS = 4_096;

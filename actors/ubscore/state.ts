@@ -3,15 +3,15 @@
 // cycle and the processed set. Start-up opens it once; after a failed write the actor closes it
 // and opens it again, so RAM is exactly what is durable (wal/recovery.ts).
 
-import type { SpotLedger } from '../src/ubscore/core.js';
-import { openWal } from '../wal/log.js';
-import type { WalLog } from '../wal/log.js';
-import { SnapshotStore } from '../wal/snapshot.js';
-import { ProcessedSet } from './ubscore-processed.js';
-import { Snapshotter } from '../wal/snapshotter.js';
-import { restore } from '../wal/restore.js';
-import type { Restored } from '../wal/restore.js';
-import type { UbsOptions } from './ubscore-start.js';
+import type { SpotLedger } from '../../src/ubscore/core.js';
+import { openWal } from '../../wal/log.js';
+import type { WalLog } from '../../wal/log.js';
+import { SnapshotStore } from '../../wal/snapshot-store.js';
+import { ProcessedSet } from './processed.js';
+import { Snapshotter } from '../../wal/snapshotter.js';
+import { restore } from '../../wal/restore.js';
+import type { Restored } from '../../wal/restore.js';
+import type { UbsOptions } from './start.js';
 
 export type CoreState = {
   readonly ledger: SpotLedger;

@@ -4,8 +4,8 @@
 // after any timeout. The pause always ends: at `resume`, or by itself after its time limit.
 
 import type { MessagePort } from 'node:worker_threads';
-import type { UbsPortMessage } from './protocol.js';
-import { PAUSE_HELD_MESSAGES_MAX, PAUSE_MS_MAX } from '../src/limits.js';
+import type { UbsPortMessage } from '../protocol.js';
+import { PAUSE_HELD_MESSAGES_MAX, PAUSE_MS_MAX } from '../../src/limits.js';
 
 type HeldMessage = { readonly port: MessagePort; readonly message: UbsPortMessage };
 

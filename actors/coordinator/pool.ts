@@ -5,19 +5,19 @@
 // Control (metrics, assets, halt, stop) goes through each shard's own comlink port, given to its
 // thread in coord.init, so it never waits behind the shard's tasks; every call is bounded in time.
 
-import { shardOfUser } from '../src/domain/shard.js';
+import { shardOfUser } from '../../src/domain/shard.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { type Remote, wrap } from 'comlink';
 import { Piscina } from 'piscina';
-import type { FinishedCounts } from '../src/alerts/failure-window.js';
-import type { CoordinatorShards, CoordinatorStartOptions } from '../src/coordinator/shards.js';
-import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
-import type { HaltState } from '../src/db/halt-state.js';
-import type { Logger } from '../src/log.js';
-import { coordinatorThread, type ShardScrape } from '../src/metrics/aggregate.js';
-import { finishedFrom, systemFailedFrom } from '../src/metrics/finished.js';
-import { LastKnownFamilies } from '../src/metrics/last-known.js';
-import { TransferMailbox } from './coordinator-mailbox.js';
+import type { FinishedCounts } from '../../src/alerts/failure-window.js';
+import type { CoordinatorShards, CoordinatorStartOptions } from '../../src/coordinator/shards.js';
+import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
+import type { HaltState } from '../../src/db/halt-state.js';
+import type { Logger } from '../../src/log.js';
+import { coordinatorThread, type ShardScrape } from '../../src/metrics/aggregate.js';
+import { finishedFrom, systemFailedFrom } from '../../src/metrics/finished.js';
+import { LastKnownFamilies } from '../../src/metrics/last-known.js';
+import { TransferMailbox } from './mailbox.js';
 import type {
   CoordinatorControlApi,
   CoordinatorControlOutcome,
@@ -26,11 +26,11 @@ import type {
   CoordinatorResult,
   CoordinatorTask,
   CoordinatorWorkerData,
-} from './protocol.js';
-import { nodeEndpoint } from './ubscore-client.js';
-import { CONTROL_TASKS_MAX, COORDINATOR_CONTROL_MS_MAX, COORDINATOR_STOP_MS_MAX } from '../src/limits.js';
-import { within } from '../src/within.js';
-import { errorText } from '../src/error-text.js';
+} from '../protocol.js';
+import { nodeEndpoint } from '../ubscore/client.js';
+import { CONTROL_TASKS_MAX, COORDINATOR_CONTROL_MS_MAX, COORDINATOR_STOP_MS_MAX } from '../../src/limits.js';
+import { within } from '../../src/within.js';
+import { errorText } from '../../src/error-text.js';
 
 /** One shard's thread: its pool of one thread, and the control API on that thread's port. */
 type ShardThread = { readonly pool: Piscina; readonly control: Remote<CoordinatorControlApi>; readonly port: MessagePort };
@@ -68,7 +68,7 @@ export class CoordinatorPools implements CoordinatorShards {
         logFormat: opts.logFormat,
       };
       const pool = new Piscina({
-        filename: new URL('./coordinator-worker.js', import.meta.url).href,
+        filename: new URL('./worker.js', import.meta.url).href,
         minThreads: 1,
         maxThreads: 1,
         idleTimeout: Infinity,

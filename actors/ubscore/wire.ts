@@ -21,12 +21,13 @@
 //   ..      1+m   key (req_id or ref): length u8, then m ASCII bytes
 
 import type { MessagePort } from 'node:worker_threads';
-import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
+import type { UbsCommand, UbsResult } from '../../src/ubscore/types.js';
 // The WAL's op codes serve the wire too: one table of which number is which operation.
-import { OP_CODES } from '../wal/codec.js';
-import type { UbsPortMessage, UbsPortReply, UbsRequest } from './protocol.js';
-import { UNPACKER_ASSETS_MAX } from '../src/limits.js';
-import { errorText } from '../src/error-text.js';
+import { OP_CODES } from '../../wal/codes.js';
+import type { UbsPortMessage, UbsPortReply, UbsRequest } from '../protocol.js';
+import { UNPACKER_ASSETS_MAX } from '../../src/limits.js';
+import { errorText } from '../../src/error-text.js';
+import { logger } from './log.js';
 
 const TAG_TRANSFER_OP = 1;
 const TAG_EXTERNAL_OP = 2;
@@ -225,6 +226,6 @@ export function postReplies(port: MessagePort, replies: PortReplies): void {
     port.postMessage(reply);
   } catch (error) {
     // The client is gone; its effects are durable and a retry will read them as duplicates.
-    console.error(`ubscore: could not post replies: ${errorText(error)}`);
+    logger.error('could not post replies', { reason: errorText(error) });
   }
 }

@@ -2,9 +2,10 @@
 // block it writes; and the answers given without deciding anything while the disk fails.
 
 import type { MessagePort } from 'node:worker_threads';
-import type { WalBatch } from '../wal/block.js';
-import type { UbsPortMessage, UbsResult } from './protocol.js';
-import { postReplies, type PortReplies, type RequestUnpacker } from './ubscore-wire.js';
+import type { WalBatch } from '../../wal/block.js';
+import type { UbsPortMessage, UbsResult } from '../protocol.js';
+import { logger } from './log.js';
+import { postReplies, type PortReplies, type RequestUnpacker } from './wire.js';
 
 export type Batch = {
   /** Replies grouped by the port they answer, posted as one message per port. */
@@ -36,6 +37,6 @@ export function refuseAll(unpacker: RequestUnpacker, port: MessagePort, message:
     replies.ids.push(id);
     replies.results.push(WAL_UNWRITABLE);
   });
-  if (problem !== null) console.error(`ubscore: dropped the rest of a malformed port message: ${problem}`);
+  if (problem !== null) logger.error('dropped the rest of a malformed port message', { problem });
   postReplies(port, replies);
 }

@@ -4,9 +4,9 @@
 // that arrive in one event-loop turn leave together, in batches of at most SUBMIT_BATCH_MAX, so
 // the shard gets one message per batch rather than one per transfer.
 
-import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
-import { SUBMIT_BATCH_MAX } from '../src/limits.js';
-import { oncePerTurn } from '../src/turn-flush.js';
+import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
+import { SUBMIT_BATCH_MAX } from '../../src/limits.js';
+import { oncePerTurn } from '../../src/turn-flush.js';
 
 type MailboxOptions = {
   readonly mailboxMax: number;

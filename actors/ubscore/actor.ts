@@ -1,0 +1,288 @@
+// The UBSCore thread's actor: it takes the client ports' messages and decides their commands
+// strictly one at a time in arrival order, and answers the main thread's control calls (stats,
+// metrics, a backup's pause and copy, close). What it decides is written by the group-commit writer
+// (group-commit.ts), which posts no reply before its batch is durable; a write that fails starts
+// a degraded episode (degraded.ts) until the disk takes writes again.
+
+import { performance } from 'node:perf_hooks';
+import type { MessagePort } from 'node:worker_threads';
+import { oncePerTurn } from '../../src/turn-flush.js';
+import { copyEnvironment } from '../../wal/copy.js';
+import { readLedgerId } from '../../wal/meta.js';
+import { unreachable } from '../protocol.js';
+import type {
+  UbsCommand,
+  UbsCopyOutcome,
+  UbsMetricsOutcome,
+  UbsParentEvent,
+  UbsPauseOutcome,
+  UbsPortMessage,
+  UbsResumeOutcome,
+  UbsStats,
+} from '../protocol.js';
+import { PauseGate } from './pause.js';
+import { errorDetail as describe } from '../../src/error-text.js';
+import { UbsMetrics } from './metrics.js';
+import type { CoreState } from './state.js';
+import { RequestUnpacker, isPortMessage } from './wire.js';
+import { answerWriteFailed, refuseAll, type Batch } from './batch.js';
+import { closeForRebuild, DegradedEpisode, logRebuilt } from './degraded.js';
+import { GroupCommit } from './group-commit.js';
+import { logger } from './log.js';
+
+/** What the actor needs from its thread: stop the process, tell the main thread, reopen the state. */
+type ActorHooks = {
+  readonly onFatal: (message: string) => void;
+  readonly post: (event: UbsParentEvent) => void;
+  /** Opens the state from disk as at start-up (actors/ubscore/state.ts); throws on failure. */
+  readonly reopen: () => CoreState;
+  readonly walDir: string;
+  /** No write starts with fewer bytes free than this on the WAL's filesystem; 0: no check. */
+  readonly diskReserveBytes: number;
+};
+
+export class UbsActor {
+  private readonly unpacker = new RequestUnpacker();
+  /** Flushes once the messages of this turn are taken: no timer, no fixed wait. */
+  private readonly scheduleFlush = oncePerTurn(() => this.writer.pump());
+  private closing: Promise<{ readonly closed: true }> | null = null;
+  private failed = false;
+  /** Non-null while the disk takes no writes: every command is answered `unavailable`. */
+  private degraded: DegradedEpisode | null = null;
+  private readonly ports = new Set<MessagePort>();
+  /** A backup's pause: while it holds, messages wait undecided. */
+  private readonly gate = new PauseGate();
+  private readonly metrics = new UbsMetrics();
+  private readonly writer: GroupCommit;
+
+  constructor(
+    /** The ledger, its LMDB environment, the snapshot cycle and the processed set: replaced whole after a failed write. */
+    private state: CoreState,
+    batchMax: number,
+    private readonly hooks: ActorHooks,
+  ) {
+    this.writer = new GroupCommit(
+      {
+        state: () => this.state,
+        failed: () => this.failed,
+        writable: () => !this.failed && this.degraded === null,
+        closing: () => this.closing !== null,
+        writeFailed: (label, error, batch) => this.onWriteFailed(label, error, batch),
+        fatal: (message) => this.fatal(message),
+        walDir: hooks.walDir,
+        diskReserveBytes: hooks.diskReserveBytes,
+        batchMax,
+      },
+      this.metrics,
+    );
+  }
+
+  attach(port: MessagePort): void {
+    if (this.closing !== null) {
+      port.close();
+      return;
+    }
+    this.ports.add(port);
+    port.on('message', (message: unknown) => this.onPortMessage(port, message));
+    port.on('close', () => this.ports.delete(port));
+  }
+
+  stats(): UbsStats {
+    const base = {
+      accounts: this.state.ledger.accountCount,
+      walSeq: this.writer.durableSeq,
+      batches: this.writer.batchesWritten,
+      commands: this.writer.commandsAnswered,
+    };
+    const snapshots = this.state.snapshots.stats();
+    return snapshots === undefined ? base : { ...base, snapshots };
+  }
+
+  /** The thread's registry as values, its gauges and counters brought up to date first. */
+  async metricValues(): Promise<UbsMetricsOutcome> {
+    try {
+      // While degraded the environment may be closed between a rebuild's close and its reopen.
+      const families = await this.metrics.values(this.stats(), this.state, this.hooks.walDir, this.degraded === null);
+      return { kind: 'metrics', families };
+    } catch (error) {
+      return { kind: 'failed', message: describe(error) };
+    }
+  }
+
+  /** Asks for a writer turn from outside a write (a snapshot finished encoding). */
+  readonly wake = (): void => {
+    if (this.closing === null) this.writer.pump();
+  };
+
+  private onPortMessage(port: MessagePort, message: unknown): void {
+    if (!isPortMessage(message)) {
+      logger.error('dropped a malformed port message');
+      return;
+    }
+    switch (message.kind) {
+      case 'ubs.requests':
+        this.onRequests(port, message);
+        break;
+      default:
+        unreachable(message.kind);
+    }
+  }
+
+  private onRequests(port: MessagePort, message: UbsPortMessage): void {
+    // After close nothing is taken: the caller's timeout reads as "unknown" and it retries,
+    // idempotently, against the restarted core.
+    if (this.closing !== null || this.failed) return;
+    if (this.degraded !== null) {
+      refuseAll(this.unpacker, port, message);
+      return;
+    }
+    const gate = this.gate.hold(port, message);
+    if (gate === 'held') return;
+    if (gate === 'dropped') {
+      logger.error('dropped a port message: too many held by a backup pause; its callers retry');
+      return;
+    }
+    try {
+      const problem = this.unpacker.unpack(message, (id, command) => this.take(port, id, command));
+      // The requests before the damage were taken; the rest time out at the client as "unknown".
+      if (problem !== null) logger.error('dropped the rest of a malformed port message', { problem });
+    } catch (error) {
+      // A throw while deciding is a programmer error and RAM may be half-applied: like a failed
+      // write, only a restart and a replay from the durable log can be trusted.
+      this.fatal(`deciding a command threw: ${describe(error)}`);
+      return;
+    }
+    this.scheduleFlush();
+  }
+
+  private take(port: MessagePort, id: number, command: unknown): void {
+    if (!Number.isSafeInteger(id)) {
+      logger.error('dropped a request without a valid id');
+      return;
+    }
+    // decide trusts no field of what it is given: the command came from another thread.
+    const decision = this.state.ledger.decide(command as UbsCommand, this.state.processed.lookup);
+    this.writer.join(port, id, decision);
+  }
+
+  /**
+   * A write failed, so RAM is ahead of disk. The failed batch (none for a maintenance write),
+   * every sealed one and the open one were decided on RAM that is now thrown away: each of
+   * their commands is answered `unavailable`, and the state is rebuilt from disk.
+   */
+  private onWriteFailed(label: string, error: unknown, batch: Batch | null): void {
+    if (this.failed || this.degraded !== null) return;
+    const undurable = this.writer.abandon(batch);
+    const degraded = new DegradedEpisode({
+      walDir: this.hooks.walDir,
+      diskReserveBytes: this.hooks.diskReserveBytes,
+      rebuild: () => this.rebuild(),
+      recovered: (attempts) => this.onRecovered(attempts),
+      post: this.hooks.post,
+      fatal: (message) => this.fatal(message),
+      closing: () => this.closing !== null,
+      drained: () => this.writer.notifyDrained(),
+    });
+    this.degraded = degraded;
+    answerWriteFailed(undurable);
+    degraded.report(label, error, countCommands(undurable));
+  }
+
+  /** Throws RAM away and restores it from disk exactly as at start-up. */
+  private async rebuild(): Promise<void> {
+    await closeForRebuild(this.state);
+    this.state = this.hooks.reopen();
+    this.writer.rebased();
+    logRebuilt(this.state, this.writer.durableSeq);
+  }
+
+  private onRecovered(attempts: number): void {
+    const degraded = this.degraded;
+    if (degraded === null || this.closing !== null) return;
+    this.degraded = null;
+    this.writer.recovered();
+    degraded.ended(attempts, this.writer.durableSeq);
+    this.writer.pump();
+  }
+
+  private fatal(message: string): void {
+    if (this.failed) return;
+    this.failed = true;
+    this.hooks.onFatal(message);
+  }
+
+  /**
+   * Stops deciding, then waits until every decided command is durable: the WAL position answered
+   * is then exactly the ledger's, and stays so until `resume` (or the time limit).
+   */
+  async pause(pauseMsMax: number): Promise<UbsPauseOutcome> {
+    if (this.closing !== null || this.failed || this.degraded !== null)
+      return { kind: 'refused', reason: 'UBSCore is closing, failed, or cannot write its WAL' };
+    if (this.gate.paused) return { kind: 'refused', reason: 'UBSCore is already paused by another backup' };
+    this.gate.start(pauseMsMax, () => {
+      logger.warn('a backup pause lifted by itself', { pause_ms: pauseMsMax });
+      this.resume();
+    });
+    await this.writer.drained();
+    if (this.failed || this.degraded !== null || !this.gate.paused)
+      return { kind: 'refused', reason: 'UBSCore failed, or the pause lifted, before every decided command was durable' };
+    // Pair assertion: nothing decided is waiting for the writer.
+    if (this.writer.durableSeq !== this.state.ledger.lastSeq)
+      throw new Error(`ubscore: paused at durable seq ${this.writer.durableSeq} with the ledger at ${this.state.ledger.lastSeq}`);
+    return { kind: 'paused', walSeq: this.writer.durableSeq };
+  }
+
+  /** Copies the environment while paused: the copy holds exactly the records through the paused position. */
+  async copyTo(dir: string): Promise<UbsCopyOutcome> {
+    if (!this.gate.paused) return { kind: 'refused', reason: 'UBSCore is not paused' };
+    const walSeq = this.writer.durableSeq;
+    const started = performance.now();
+    try {
+      await copyEnvironment(this.state.log.databases, dir);
+    } catch (error) {
+      return { kind: 'refused', reason: `the LMDB copy failed: ${describe(error)}` };
+    }
+    if (!this.gate.paused || this.writer.durableSeq !== walSeq) return { kind: 'refused', reason: 'the pause lifted during the copy' };
+    return { kind: 'copied', walSeq, ledgerId: readLedgerId(this.state.log.databases), copyMs: Math.round(performance.now() - started) };
+  }
+
+  resume(): UbsResumeOutcome {
+    const { held, expired } = this.gate.release();
+    for (const { port, message } of held) this.onRequests(port, message);
+    return { kind: 'resumed', heldMessages: held.length, expired };
+  }
+
+  close(): Promise<{ readonly closed: true }> {
+    this.closing ??= this.drainAndClose();
+    return this.closing;
+  }
+
+  private async drainAndClose(): Promise<{ readonly closed: true }> {
+    // Every accepted command durable first; then no write is in flight, and no new one starts.
+    // While the disk fails nothing is accepted, so there is nothing to drain.
+    if (this.degraded === null) {
+      await this.writer.drained();
+    }
+    await this.degraded?.recovery.stop();
+    for (const port of this.ports) port.close();
+    await this.state.processed.close();
+    try {
+      // After the drain every decided record is durable, so the snapshot covers only durable ones.
+      if (!this.failed && this.degraded === null) await this.state.snapshots.closeWithSnapshot(this.writer.durableSeq);
+    } catch (error) {
+      // The WAL holds every record; the next start replays them without this snapshot.
+      logger.error('the closing snapshot failed', { reason: describe(error) });
+    }
+    try {
+      await this.state.log.close();
+    } catch (error) {
+      // Every accepted command is already durable; a failing close cannot lose any of them.
+      logger.error('closing LMDB failed', { reason: describe(error) });
+    }
+    return { closed: true };
+  }
+}
+
+function countCommands(batches: readonly Batch[]): number {
+  return batches.reduce((n, b) => n + b.commands, 0);
+}
