@@ -10,13 +10,24 @@
 
 import { isAssetSymbol, isOpKey, isUserId } from '../domain/checks.js';
 import { TRANSFER_OPS } from '../domain/types.js';
-import type { AccountStatus, ValidationCode } from '../domain/types.js';
-import { BALANCE_UNITS_MAX, isValidAmountUnits } from '../domain/money.js';
-import type { AuditAccount, SpotBalance, UbsCommand, UbsOpName, UbsResult } from './types.js';
+import type { AccountStatus } from '../domain/types.js';
+import { BALANCE_UNITS_MAX } from '../domain/money.js';
+import type { AuditAccount, SpotBalance, UbsCommand, UbsOpName } from './types.js';
 import { AccountCapture, userIdOf, userKeyOf, type Account, type Freeze, type UserKey } from './capture.js';
 import { EXTERNAL_OPS, isAccountStatus, isDebitOp, isUbsOpName, opKeyOf, resultOf } from './records.js';
-import type { Decision, OpRecord, Outcome, ProcessedLookup, ReplayRecord, StatusRecord } from './records.js';
+import type { Decision, OpRecord, ProcessedLookup, ReplayRecord, StatusRecord } from './records.js';
 import { OP_SEQS_KEYS_MAX } from '../limits.js';
+import {
+  answer,
+  APPLIED,
+  checkOpInput,
+  COMMAND_KINDS,
+  conflictDetail,
+  type Evaluation,
+  type OpInput,
+  refuse,
+  sameParameters,
+} from './command-checks.js';
 
 export { AccountCapture } from './capture.js';
 export { EXTERNAL_OPS, UBS_OP_NAMES, isAccountStatus, isDebitOp, isUbsOpName, opKeyOf, resultOf } from './records.js';
@@ -37,58 +48,6 @@ function accountKeyOf(userId: bigint, assetId: number): AccountKey {
   return userId <= FLAT_USER_ID_MAX && assetId < FLAT_ASSET_SLOTS
     ? Number(userId) * FLAT_ASSET_SLOTS + assetId
     : (userId << 32n) | BigInt(assetId);
-}
-
-type Evaluation = Outcome | { readonly kind: 'invalid'; readonly code: ValidationCode };
-
-const APPLIED: Outcome = Object.freeze({ kind: 'applied' });
-const COMMAND_KINDS: ReadonlySet<string> = new Set([
-  'transfer_op',
-  'external_op',
-  'set_status',
-  'query_op',
-  'balances',
-  'audit_cut',
-  'op_seqs',
-]);
-
-function refuse(code: ValidationCode): Decision {
-  return { result: { kind: 'invalid', code }, record: null, processedKey: null };
-}
-
-function answer(result: UbsResult): Decision {
-  return { result, record: null, processedKey: null };
-}
-
-/** The first failing input check of a keyed operation, in the order the contract lists them. */
-function checkOpInput(
-  allowed: readonly UbsOpName[],
-  op: unknown,
-  key: unknown,
-  userId: unknown,
-  asset: unknown,
-  amount: unknown,
-): ValidationCode | null {
-  if (!isUserId(userId)) return 'INVALID_USER';
-  if (typeof amount !== 'bigint' || amount <= 0n) return 'INVALID_AMOUNT';
-  if (!isValidAmountUnits(amount)) return 'OVERFLOW';
-  if (!isAssetSymbol(asset)) return 'INVALID_ASSET';
-  if (!isOpKey(key)) return 'INVALID_REQUEST';
-  if (!(allowed as readonly unknown[]).includes(op)) return 'INVALID_REQUEST';
-  return null;
-}
-
-type OpInput = { readonly op: UbsOpName; readonly key: string; readonly userId: bigint; readonly asset: string; readonly amount: bigint };
-
-function sameParameters(prior: OpRecord, input: OpInput): boolean {
-  return prior.userId === input.userId && prior.asset === input.asset && prior.amount === input.amount;
-}
-
-function conflictDetail(prior: OpRecord, input: OpInput): string {
-  return (
-    `${opKeyOf(input.op, input.key)} was processed for user ${prior.userId} ${prior.asset} ${prior.amount}, ` +
-    `now asked for user ${input.userId} ${input.asset} ${input.amount}`
-  );
 }
 
 export class SpotLedger {

@@ -8,6 +8,7 @@ export const CONSOLE_PAGE = `<!doctype html>
 <link rel="stylesheet" href="/console/console.css">
 <link rel="icon" href="/console/icon.svg" type="image/svg+xml">
 <script src="/console/console.js" defer></script>
+<script src="/console/console-actions.js" defer></script>
 </head><body>
 <header class="top">
   <h1>Transfers · operator console</h1>

@@ -11,6 +11,7 @@ import { CONSOLE_PAGE } from './html.js';
 const ASSET_DIR = new URL('../../../../src/http/console/', import.meta.url);
 const ASSETS: Readonly<Record<string, string>> = {
   'console.js': 'text/javascript; charset=utf-8',
+  'console-actions.js': 'text/javascript; charset=utf-8',
   'console.css': 'text/css; charset=utf-8',
   'icon.svg': 'image/svg+xml',
 };
