@@ -13,13 +13,13 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
 import { openSql, type Sql } from '../src/db/sql.js';
-import { registerCleanup } from './cleanup.js';
+import { registerCleanup } from './support/cleanup.js';
 import { measureCpu } from './cpu-share.js';
 import { runFixedRate, type FixedRateFigures } from './fixed-rate.js';
 import { round1, runLoad, type LoadFigures } from './load.js';
 import { countStatements } from './pg-statements.js';
-import type { BenchUser } from './seed.js';
-import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './service-child.js';
+import type { BenchUser } from './support/seed.js';
+import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './support/service-child.js';
 import { randomTransfer, transferRequests } from './transfer-load.js';
 
 const run = promisify(execFile);

@@ -23,11 +23,11 @@ import { TransferWrites, type PathStep, type WriteItem } from '../src/db/transfe
 import { STATE_IDS, type TransferEvent, type TransferStateName } from '../src/domain/fsm.js';
 import { newReqId } from '../src/http/req-ids.js';
 import { PG_BATCH_MAX_DEFAULT } from '../src/config.js';
-import { registerCleanup } from './cleanup.js';
+import { registerCleanup } from './support/cleanup.js';
 import { measureCpu } from './cpu-share.js';
 import { quantile, round1 } from './load.js';
-import { BENCH_ASSETS } from './seed.js';
-import { pgUrl, startBenchService, type BenchService } from './service-child.js';
+import { BENCH_ASSETS } from './support/seed.js';
+import { pgUrl, startBenchService, type BenchService } from './support/service-child.js';
 import { currentXid } from './transfer-load.js';
 
 /** The service's defaults: PG_POOL_MAX connections for a coordinator, UBS_BATCH_MAX commands per WAL batch. */

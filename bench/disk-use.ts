@@ -5,7 +5,7 @@
 // and the count includes the seeding deposits' records, a small share of the total.
 
 import { STATE_IDS } from '../src/domain/fsm.js';
-import type { BenchService } from './service-child.js';
+import type { BenchService } from './support/service-child.js';
 
 export type DiskUse = {
   readonly committed: number;

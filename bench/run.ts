@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { benchRestart, httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './baselines.js';
 import { benchChain, type ChainLevel } from './chain-alone.js';
-import { cleanupAll } from './cleanup.js';
+import { cleanupAll } from './support/cleanup.js';
 import { measureDiskUse, type DiskUse } from './disk-use.js';
 import { monotonicUs, summariseProfiles } from './cpu-profile.js';
 import { runLoad } from './load.js';
@@ -32,8 +32,8 @@ import {
   type ProfileRun,
   type ServiceLevel,
 } from './report.js';
-import { adminToken, seedUsers, type BenchUser } from './seed.js';
-import { ROOT, startBenchService, type BenchService } from './service-child.js';
+import { adminToken, seedUsers, type BenchUser } from './support/seed.js';
+import { ROOT, startBenchService, type BenchService } from './support/service-child.js';
 import { renderSummary } from './summary.js';
 import { bottleneckLines, judgeTargets, serviceTargetMissed } from './targets.js';
 import { driveFixedRate, driveTransfers, transferRequests } from './transfer-load.js';

@@ -12,8 +12,8 @@ import { runFixedRate, type FixedRateFigures, type FixedRateRequest } from './fi
 import { round1, runLoad, type LoadFigures } from './load.js';
 import { sampleActivity, type PgActivity } from './pg-activity.js';
 import { countStatements, type StatementCounts } from './pg-statements.js';
-import { BENCH_ASSETS, type BenchUser } from './seed.js';
-import { SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './service-child.js';
+import { BENCH_ASSETS, type BenchUser } from './support/seed.js';
+import { SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './support/service-child.js';
 
 /** After the load stops, how long to wait for transfers answered 202 to become final. */
 const SETTLE_MS_MAX = 30_000;

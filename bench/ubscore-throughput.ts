@@ -10,7 +10,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
-import { registerCleanup } from './cleanup.js';
+import { registerCleanup } from './support/cleanup.js';
 import { measureCpu, type CpuShares } from './cpu-share.js';
 
 /** The service's default UBS_BATCH_MAX: commands per WAL transaction. */
