@@ -15,12 +15,12 @@ import { promisify } from 'node:util';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { registerCleanup } from './support/cleanup.js';
 import { measureCpu } from './cpu-share.js';
-import { runFixedRate, type FixedRateFigures } from './fixed-rate.js';
-import { round1, runLoad, type LoadFigures } from './load.js';
+import { runFixedRate, type FixedRateFigures } from './load/fixed-rate.js';
+import { round1, runLoad, type LoadFigures } from './load/closed-loop.js';
 import { countStatements } from './pg-statements.js';
 import type { BenchUser } from './support/seed.js';
 import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './support/service-child.js';
-import { randomTransfer, transferRequests } from './transfer-load.js';
+import { randomTransfer, transferRequests } from './load/transfer-load.js';
 
 const run = promisify(execFile);
 

@@ -25,10 +25,10 @@ import { newReqId } from '../src/http/req-ids.js';
 import { PG_BATCH_MAX_DEFAULT } from '../src/config.js';
 import { registerCleanup } from './support/cleanup.js';
 import { measureCpu } from './cpu-share.js';
-import { quantile, round1 } from './load.js';
+import { quantile, round1 } from './load/closed-loop.js';
 import { BENCH_ASSETS } from './support/seed.js';
 import { pgUrl, startBenchService, type BenchService } from './support/service-child.js';
-import { currentXid } from './transfer-load.js';
+import { currentXid } from './load/transfer-load.js';
 
 /** The service's defaults: PG_POOL_MAX connections for a coordinator, UBS_BATCH_MAX commands per WAL batch. */
 const CHAIN_PG_POOL_MAX = 8;

@@ -8,7 +8,7 @@ import type { ThreadProfile } from './cpu-profile.js';
 import type { CpuShares } from './cpu-share.js';
 import type { MemoryFigures } from './memory.js';
 import type { RecoveryReport } from './recovery.js';
-import type { FixedRateLevel, TransferLevel } from './transfer-load.js';
+import type { FixedRateLevel, TransferLevel } from './load/transfer-load.js';
 import type { UbsThroughput } from './ubscore-throughput.js';
 import type { ChainLevel } from './chain-alone.js';
 import type { DiskUse } from './disk-use.js';

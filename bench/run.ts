@@ -14,7 +14,7 @@ import { benchChain, type ChainLevel } from './chain-alone.js';
 import { cleanupAll } from './support/cleanup.js';
 import { measureDiskUse, type DiskUse } from './disk-use.js';
 import { monotonicUs, summariseProfiles } from './cpu-profile.js';
-import { runLoad } from './load.js';
+import { runLoad } from './load/closed-loop.js';
 import { sampleRss } from './memory.js';
 import { benchRecovery } from './recovery.js';
 import {
@@ -36,7 +36,7 @@ import { adminToken, seedUsers, type BenchUser } from './support/seed.js';
 import { ROOT, startBenchService, type BenchService } from './support/service-child.js';
 import { renderSummary } from './summary.js';
 import { bottleneckLines, judgeTargets, serviceTargetMissed } from './targets.js';
-import { driveFixedRate, driveTransfers, transferRequests } from './transfer-load.js';
+import { driveFixedRate, driveTransfers, transferRequests } from './load/transfer-load.js';
 import { benchUbsCore } from './ubscore-throughput.js';
 
 const run = promisify(execFile);

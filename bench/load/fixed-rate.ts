@@ -7,13 +7,13 @@
 // autocannon's own `overallRate` is not used: it gives each connection a quota per second, sent
 // back to back at the start of each second, and times each request from when it actually left.
 // Like autocannon, the generator writes and frames HTTP/1.1 on its own keep-alive sockets
-// (bench/http1-wire.ts): Node's http client cost it twice the CPU, taken from the machine the
+// (bench/load/http1-wire.ts): Node's http client cost it twice the CPU, taken from the machine the
 // service is measured on.
 
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { requestBytes, ResponseFramer } from './http1-wire.js';
-import { quantile, round1, type LatencyMs } from './load.js';
+import { quantile, round1, type LatencyMs } from './closed-loop.js';
 
 /** Connections at most, the largest closed-loop level; beyond them a due request waits in the client, and the wait counts. */
 export const FIXED_RATE_SOCKETS_MAX = 256;
