@@ -24,7 +24,7 @@ import { STATE_IDS, type TransferEvent, type TransferStateName } from '../src/do
 import { newReqId } from '../src/http/req-ids.js';
 import { PG_BATCH_MAX_DEFAULT } from '../src/config.js';
 import { registerCleanup } from './support/cleanup.js';
-import { measureCpu } from './cpu-share.js';
+import { measureCpu } from './meters/cpu-share.js';
 import { quantile, round1 } from './load/closed-loop.js';
 import { BENCH_ASSETS } from './support/seed.js';
 import { pgUrl, startBenchService, type BenchService } from './support/service-child.js';

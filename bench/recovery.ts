@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { ulid } from 'ulid';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { freePort } from '../test/support/ports.js';
-import { CLOCK_TICKS_PER_SECOND, machineTicks } from './cpu-share.js';
+import { CLOCK_TICKS_PER_SECOND, machineTicks } from './meters/cpu-share.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const USERS = 1_000;

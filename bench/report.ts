@@ -4,14 +4,14 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { HttpCeiling, HttpCeilings, PgCeiling, RestartFigures } from './baselines.js';
-import type { ThreadProfile } from './cpu-profile.js';
-import type { CpuShares } from './cpu-share.js';
-import type { MemoryFigures } from './memory.js';
+import type { ThreadProfile } from './meters/cpu-profile.js';
+import type { CpuShares } from './meters/cpu-share.js';
+import type { MemoryFigures } from './meters/memory.js';
 import type { RecoveryReport } from './recovery.js';
 import type { FixedRateLevel, TransferLevel } from './load/transfer-load.js';
 import type { UbsThroughput } from './ubscore-throughput.js';
 import type { ChainLevel } from './chain-alone.js';
-import type { DiskUse } from './disk-use.js';
+import type { DiskUse } from './meters/disk-use.js';
 
 /** A part of the run: measured, deliberately skipped (with why), or failed (with the error). */
 export type Part<T> =

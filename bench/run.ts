@@ -12,10 +12,10 @@ import { promisify } from 'node:util';
 import { benchRestart, httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './baselines.js';
 import { benchChain, type ChainLevel } from './chain-alone.js';
 import { cleanupAll } from './support/cleanup.js';
-import { measureDiskUse, type DiskUse } from './disk-use.js';
-import { monotonicUs, summariseProfiles } from './cpu-profile.js';
+import { measureDiskUse, type DiskUse } from './meters/disk-use.js';
+import { monotonicUs, summariseProfiles } from './meters/cpu-profile.js';
 import { runLoad } from './load/closed-loop.js';
-import { sampleRss } from './memory.js';
+import { sampleRss } from './meters/memory.js';
 import { benchRecovery } from './recovery.js';
 import {
   figuresOf,

@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startUbsCore, UbsClient } from '../actors/ubscore-client.js';
 import { registerCleanup } from './support/cleanup.js';
-import { measureCpu, type CpuShares } from './cpu-share.js';
+import { measureCpu, type CpuShares } from './meters/cpu-share.js';
 
 /** The service's default UBS_BATCH_MAX: commands per WAL transaction. */
 const UBS_BATCH_MAX = 4_096;

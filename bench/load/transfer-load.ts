@@ -7,11 +7,11 @@
 import type autocannon from 'autocannon';
 import type { Sql } from '../../src/db/sql.js';
 import { STATE_IDS } from '../../src/domain/fsm.js';
-import { measureCpu, type CpuShares } from '../cpu-share.js';
+import { measureCpu, type CpuShares } from '../meters/cpu-share.js';
 import { runFixedRate, type FixedRateFigures, type FixedRateRequest } from './fixed-rate.js';
 import { round1, runLoad, type LoadFigures } from './closed-loop.js';
-import { sampleActivity, type PgActivity } from '../pg-activity.js';
-import { countStatements, type StatementCounts } from '../pg-statements.js';
+import { sampleActivity, type PgActivity } from '../meters/pg-activity.js';
+import { countStatements, type StatementCounts } from '../meters/pg-statements.js';
 import { BENCH_ASSETS, type BenchUser } from '../support/seed.js';
 import { SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from '../support/service-child.js';
 
