@@ -3,8 +3,8 @@
 //     postgres.js, and through pgbench with the same script, on the service's own server;
 // (b) HTTP: the same Hono + @hono/node-server stack answering a trivial JSON POST, closed loop
 //     and at the open loop's fixed rate;
-// (d) UBSCore restart with 1M accounts and 1M WAL records (bench/ubscore-restart, a child).
-// (c), UBSCore alone, is in ubscore-throughput.ts; (e), start-up recovery, is bench/recovery.ts.
+// (d) UBSCore restart with 1M accounts and 1M WAL records (bench/parts/ubscore-restart.ts, a child).
+// (c), UBSCore alone, is bench/parts/ubscore-throughput.ts; (e), start-up recovery, is bench/parts/recovery.ts.
 
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -253,7 +253,7 @@ export type RestartFigures = {
   readonly replayMs: number;
   readonly totalRestartMs: number;
   readonly recordsPerSecond: number;
-  /** Everything bench/ubscore-restart printed, as it printed it. */
+  /** Everything bench/parts/ubscore-restart.ts printed, as it printed it. */
   readonly raw: Readonly<Record<string, unknown>>;
 };
 
@@ -261,11 +261,11 @@ export type RestartFigures = {
 const RESTART_BENCH_TIMEOUT_MS = 5 * 60_000;
 
 /**
- * (d) bench/ubscore-restart.ts exports no function (it runs on import), so it runs as a child
+ * (d) bench/parts/ubscore-restart.ts exports no function (it runs on import), so it runs as a child
  * and its one line of JSON is read back.
  */
 export async function benchRestart(accounts: number, records: number): Promise<RestartFigures> {
-  const script = path.join(ROOT, 'dist', 'bench', 'ubscore-restart.js');
+  const script = path.join(ROOT, 'dist', 'bench', 'parts', 'ubscore-restart.js');
   const child = spawn(process.execPath, [script, String(accounts), String(records)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -7,9 +7,9 @@ import type { HttpCeiling, HttpCeilings, PgCeiling, RestartFigures } from './bas
 import type { ThreadProfile } from './meters/cpu-profile.js';
 import type { CpuShares } from './meters/cpu-share.js';
 import type { MemoryFigures } from './meters/memory.js';
-import type { RecoveryReport } from './recovery.js';
+import type { RecoveryReport } from './parts/recovery.js';
 import type { FixedRateLevel, TransferLevel } from './load/transfer-load.js';
-import type { UbsThroughput } from './ubscore-throughput.js';
+import type { UbsThroughput } from './parts/ubscore-throughput.js';
 import type { ChainLevel } from './chain-alone.js';
 import type { DiskUse } from './meters/disk-use.js';
 

@@ -16,7 +16,7 @@ import { measureDiskUse, type DiskUse } from './meters/disk-use.js';
 import { monotonicUs, summariseProfiles } from './meters/cpu-profile.js';
 import { runLoad } from './load/closed-loop.js';
 import { sampleRss } from './meters/memory.js';
-import { benchRecovery } from './recovery.js';
+import { benchRecovery } from './parts/recovery.js';
 import {
   figuresOf,
   ratio,
@@ -37,7 +37,7 @@ import { ROOT, startBenchService, type BenchService } from './support/service-ch
 import { renderSummary } from './summary.js';
 import { bottleneckLines, judgeTargets, serviceTargetMissed } from './targets.js';
 import { driveFixedRate, driveTransfers, transferRequests } from './load/transfer-load.js';
-import { benchUbsCore } from './ubscore-throughput.js';
+import { benchUbsCore } from './parts/ubscore-throughput.js';
 
 const run = promisify(execFile);
 const MEMORY_RUN_CONNECTIONS = 64;
