@@ -3,8 +3,8 @@
 //     postgres.js, and through pgbench with the same script, on the service's own server;
 // (b) HTTP: the same Hono + @hono/node-server stack answering a trivial JSON POST, closed loop
 //     and at the open loop's fixed rate;
-// (d) UBSCore restart with 1M accounts and 1M WAL records (bench/parts/ubscore-restart.ts, a child).
-// (c), UBSCore alone, is bench/parts/ubscore-throughput.ts; (e), start-up recovery, is bench/parts/recovery.ts.
+// (c), UBSCore alone, is bench/parts/ubscore-throughput.ts; (d), UBSCore restart with 1M accounts and
+// 1M WAL records, is bench/parts/ubscore-restart-run.ts; (e), start-up recovery, is bench/parts/recovery.ts.
 
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -244,61 +244,4 @@ async function startHttpCeilingServer(): Promise<{ base: string; stop: () => Pro
     throw error;
   });
   return { base: `http://127.0.0.1:${port}`, stop };
-}
-
-export type RestartFigures = {
-  readonly accounts: number;
-  readonly recordsAfterSnapshot: number;
-  readonly snapshotLoadMs: number;
-  readonly replayMs: number;
-  readonly totalRestartMs: number;
-  readonly recordsPerSecond: number;
-  /** Everything bench/parts/ubscore-restart.ts printed, as it printed it. */
-  readonly raw: Readonly<Record<string, unknown>>;
-};
-
-/** Building 1M accounts and 1M records takes about half a minute here; this bounds a hang. */
-const RESTART_BENCH_TIMEOUT_MS = 5 * 60_000;
-
-/**
- * (d) bench/parts/ubscore-restart.ts exports no function (it runs on import), so it runs as a child
- * and its one line of JSON is read back.
- */
-export async function benchRestart(accounts: number, records: number): Promise<RestartFigures> {
-  const script = path.join(ROOT, 'dist', 'bench', 'parts', 'ubscore-restart.js');
-  const child = spawn(process.execPath, [script, String(accounts), String(records)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4_000)));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const stop = registerCleanup(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-  });
-  const timer = setTimeout(() => child.kill('SIGTERM'), RESTART_BENCH_TIMEOUT_MS);
-  const code = await exited;
-  clearTimeout(timer);
-  await stop();
-  const line = stdout
-    .trim()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .pop();
-  if (code !== 0 || line === undefined) throw new Error(`ubscore-restart exited with ${String(code)}: ${stderr || stdout}`);
-  const raw = JSON.parse(line) as Record<string, unknown>;
-  const num = (key: string): number => {
-    const value = raw[key];
-    if (typeof value !== 'number') throw new Error(`ubscore-restart printed no number ${key}: ${line}`);
-    return value;
-  };
-  return {
-    accounts: num('accounts'),
-    recordsAfterSnapshot: num('recordsAfterSnapshot'),
-    snapshotLoadMs: num('snapshotLoadMs'),
-    replayMs: num('replayMs'),
-    totalRestartMs: num('totalRestartMs'),
-    recordsPerSecond: num('recordsPerSecond'),
-    raw,
-  };
 }

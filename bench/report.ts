@@ -3,7 +3,8 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { HttpCeiling, HttpCeilings, PgCeiling, RestartFigures } from './baselines.js';
+import type { HttpCeiling, HttpCeilings, PgCeiling } from './baselines.js';
+import type { RestartFigures } from './parts/ubscore-restart-run.js';
 import type { ThreadProfile } from './meters/cpu-profile.js';
 import type { CpuShares } from './meters/cpu-share.js';
 import type { MemoryFigures } from './meters/memory.js';
