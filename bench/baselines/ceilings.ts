@@ -12,15 +12,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
-import { openSql, type Sql } from '../src/db/sql.js';
-import { registerCleanup } from './support/cleanup.js';
-import { measureCpu } from './meters/cpu-share.js';
-import { runFixedRate, type FixedRateFigures } from './load/fixed-rate.js';
-import { round1, runLoad, type LoadFigures } from './load/closed-loop.js';
-import { countStatements } from './meters/pg-statements.js';
-import type { BenchUser } from './support/seed.js';
-import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './support/service-child.js';
-import { randomTransfer, transferRequests } from './load/transfer-load.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { registerCleanup } from '../support/cleanup.js';
+import { measureCpu } from '../meters/cpu-share.js';
+import { runFixedRate, type FixedRateFigures } from '../load/fixed-rate.js';
+import { round1, runLoad, type LoadFigures } from '../load/closed-loop.js';
+import { countStatements } from '../meters/pg-statements.js';
+import type { BenchUser } from '../support/seed.js';
+import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from '../support/service-child.js';
+import { randomTransfer, transferRequests } from '../load/transfer-load.js';
 
 const run = promisify(execFile);
 
@@ -223,7 +223,7 @@ export async function httpCeilings(
 }
 
 async function startHttpCeilingServer(): Promise<{ base: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bench', 'http-ceiling-server.js')], {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bench', 'baselines', 'http-ceiling-server.js')], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -8,27 +8,27 @@
 // the coordinator cost; set beside (a), what the chain itself allows on this machine.
 // It runs in a database of its own on the service's PostgreSQL, idle by then, with users of its
 // own in its own UBSCore, so the service's data and its conservation check are untouched.
-// Run alone: node dist/bench/chain-alone.js [levels, e.g. 16,64] [seconds per level]
+// Run alone: node dist/bench/baselines/chain-alone.js [levels, e.g. 16,64] [seconds per level]
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startUbsCore, UbsClient, type UbsCoreHandle } from '../actors/ubscore-client.js';
-import type { NewTransfer } from '../src/coordinator/types.js';
-import { migrate } from '../src/db/migrations.js';
-import { openSql, type Sql } from '../src/db/sql.js';
-import { TransferWrites, type PathStep, type WriteItem } from '../src/db/transfer-writes.js';
-import { STATE_IDS, type TransferEvent, type TransferStateName } from '../src/domain/fsm.js';
-import { newReqId } from '../src/http/req-ids.js';
-import { PG_BATCH_MAX_DEFAULT } from '../src/config.js';
-import { registerCleanup } from './support/cleanup.js';
-import { measureCpu } from './meters/cpu-share.js';
-import { quantile, round1 } from './load/closed-loop.js';
-import { BENCH_ASSETS } from './support/seed.js';
-import { pgUrl, startBenchService, type BenchService } from './support/service-child.js';
-import { currentXid } from './load/transfer-load.js';
+import { startUbsCore, UbsClient, type UbsCoreHandle } from '../../actors/ubscore-client.js';
+import type { NewTransfer } from '../../src/coordinator/types.js';
+import { migrate } from '../../src/db/migrations.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { TransferWrites, type PathStep, type WriteItem } from '../../src/db/transfer-writes.js';
+import { STATE_IDS, type TransferEvent, type TransferStateName } from '../../src/domain/fsm.js';
+import { newReqId } from '../../src/http/req-ids.js';
+import { PG_BATCH_MAX_DEFAULT } from '../../src/config.js';
+import { registerCleanup } from '../support/cleanup.js';
+import { measureCpu } from '../meters/cpu-share.js';
+import { quantile, round1 } from '../load/closed-loop.js';
+import { BENCH_ASSETS } from '../support/seed.js';
+import { pgUrl, startBenchService, type BenchService } from '../support/service-child.js';
+import { currentXid } from '../load/transfer-load.js';
 
 /** The service's defaults: PG_POOL_MAX connections for a coordinator, UBS_BATCH_MAX commands per WAL batch. */
 const CHAIN_PG_POOL_MAX = 8;
