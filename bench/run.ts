@@ -32,11 +32,11 @@ import {
   type Part,
   type ProfileRun,
   type ServiceLevel,
-} from './report.js';
+} from './report/report.js';
 import { adminToken, seedUsers, type BenchUser } from './support/seed.js';
 import { ROOT, startBenchService, type BenchService } from './support/service-child.js';
-import { renderSummary } from './summary.js';
-import { bottleneckLines, judgeTargets, serviceTargetMissed } from './targets.js';
+import { renderSummary } from './report/summary.js';
+import { bottleneckLines, judgeTargets, serviceTargetMissed } from './report/targets.js';
 import { driveFixedRate, driveTransfers, transferRequests } from './load/transfer-load.js';
 import { benchUbsCore } from './parts/ubscore-throughput.js';
 

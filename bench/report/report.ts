@@ -3,16 +3,16 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { HttpCeiling, HttpCeilings, PgCeiling } from './baselines/ceilings.js';
-import type { RestartFigures } from './parts/ubscore-restart-run.js';
-import type { ThreadProfile } from './meters/cpu-profile.js';
-import type { CpuShares } from './meters/cpu-share.js';
-import type { MemoryFigures } from './meters/memory.js';
-import type { RecoveryReport } from './parts/recovery.js';
-import type { FixedRateLevel, TransferLevel } from './load/transfer-load.js';
-import type { UbsThroughput } from './parts/ubscore-throughput.js';
-import type { ChainLevel } from './baselines/chain-alone.js';
-import type { DiskUse } from './meters/disk-use.js';
+import type { HttpCeiling, HttpCeilings, PgCeiling } from '../baselines/ceilings.js';
+import type { RestartFigures } from '../parts/ubscore-restart-run.js';
+import type { ThreadProfile } from '../meters/cpu-profile.js';
+import type { CpuShares } from '../meters/cpu-share.js';
+import type { MemoryFigures } from '../meters/memory.js';
+import type { RecoveryReport } from '../parts/recovery.js';
+import type { FixedRateLevel, TransferLevel } from '../load/transfer-load.js';
+import type { UbsThroughput } from '../parts/ubscore-throughput.js';
+import type { ChainLevel } from '../baselines/chain-alone.js';
+import type { DiskUse } from '../meters/disk-use.js';
 
 /** A part of the run: measured, deliberately skipped (with why), or failed (with the error). */
 export type Part<T> =
