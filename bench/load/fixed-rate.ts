@@ -66,144 +66,208 @@ type Outcome = { kind: 'answered'; status: number } | { kind: 'timeout' } | { ki
 type Connection = { readonly socket: net.Socket; readonly framer: ResponseFramer; request: number };
 
 export function runFixedRate(spec: FixedRateSpec): Promise<FixedRateFigures> {
+  const plan = planOf(spec);
+  return new Promise((resolve) => new OpenLoop(spec, plan, resolve).run());
+}
+
+/** What a spec asks for, checked, with its defaults filled in. */
+type Plan = {
+  readonly target: URL;
+  readonly port: number;
+  readonly socketsMax: number;
+  readonly timeoutMs: number;
+  readonly scheduled: number;
+  readonly intervalMs: number;
+};
+
+function planOf(spec: FixedRateSpec): Plan {
   if (!(spec.ratePerSecond > 0) || !(spec.durationS > 0))
     throw new Error(`runFixedRate: rate and duration must be positive, got ${spec.ratePerSecond}/s for ${spec.durationS} s`);
   const target = new URL(spec.url);
   if (target.protocol !== 'http:') throw new Error(`runFixedRate: only http: URLs, got ${spec.url}`);
-  const port = Number(target.port || 80);
-  const socketsMax = spec.socketsMax ?? FIXED_RATE_SOCKETS_MAX;
-  const timeoutMs = spec.timeoutMs ?? FIXED_RATE_TIMEOUT_MS;
-  const scheduled = Math.max(1, Math.round(spec.ratePerSecond * spec.durationS));
-  const intervalMs = 1000 / spec.ratePerSecond;
+  return {
+    target,
+    port: Number(target.port || 80),
+    socketsMax: spec.socketsMax ?? FIXED_RATE_SOCKETS_MAX,
+    timeoutMs: spec.timeoutMs ?? FIXED_RATE_TIMEOUT_MS,
+    scheduled: Math.max(1, Math.round(spec.ratePerSecond * spec.durationS)),
+    intervalMs: 1000 / spec.ratePerSecond,
+  };
+}
+
+/** One open-loop run: the schedule, the keep-alive connections, and each request's outcome as it settles. */
+class OpenLoop {
   // In flight at once is bounded by construction: rate × timeoutMs.
-  const latencies = new Float64Array(scheduled);
-  const lags = new Float64Array(scheduled);
-  const statusCodes: Record<string, number> = {};
+  private readonly latencies: Float64Array;
+  private readonly lags: Float64Array;
+  private readonly statusCodes: Record<string, number> = {};
   /** Connections open and usable; a dropped one leaves for good. */
-  const live = new Set<Connection>();
+  private readonly live = new Set<Connection>();
   /** Connections with no request, the most recently used last (reused first, as Node's agent does). */
-  const idle: Connection[] = [];
+  private readonly idle: Connection[] = [];
   /** Requests due while every connection was busy, in due order. */
-  const waiting: number[] = [];
+  private readonly waiting: number[] = [];
   /** Requests sent and not yet settled, with their connection: the sweeper times out each of them, whatever became of it. */
-  const sent = new Map<number, Connection>();
-  let finished = 0;
-  let errors = 0;
-  let timeouts = 0;
-  let answered2xx = 0;
-  return new Promise((resolve) => {
-    const start = performance.now();
-    const dueAt = (i: number): number => start + i * intervalMs;
-    const settle = (i: number, outcome: Outcome): void => {
-      sent.delete(i);
-      const now = performance.now();
-      latencies[i] = now - dueAt(i);
-      if (outcome.kind === 'answered') {
-        statusCodes[String(outcome.status)] = (statusCodes[String(outcome.status)] ?? 0) + 1;
-        if (outcome.status >= 200 && outcome.status < 300) answered2xx++;
-      } else if (outcome.kind === 'timeout') {
-        errors++;
-        timeouts++;
-      } else {
-        errors++;
-      }
-      if (++finished === scheduled) {
-        clearInterval(sweeper);
-        for (const c of live) c.socket.destroy();
-        resolve(summarise(spec, scheduled, latencies, lags, statusCodes, { errors, timeouts, answered2xx, elapsedMs: now - start }));
-      }
-    };
-    /** Drops a connection (a socket error, the server closing it, a bad response, a timeout), failing its request. */
-    const drop = (c: Connection, outcome: Outcome): void => {
-      if (!live.delete(c)) return;
-      const at = idle.indexOf(c);
-      if (at >= 0) idle.splice(at, 1);
-      c.socket.destroy();
-      const i = c.request;
-      c.request = -1;
-      if (i >= 0) settle(i, outcome);
-      // A request waiting for a connection may open a new one now.
-      while (live.size < socketsMax) {
-        const next = takeWaiting();
-        if (next === undefined) break;
-        carry(open(), next);
-      }
-    };
-    const open = (): Connection => {
-      const socket = net.connect({ host: target.hostname, port });
-      socket.setNoDelay(true);
-      const c: Connection = { socket, framer: new ResponseFramer(), request: -1 };
-      live.add(c);
-      socket.on('data', (chunk: Buffer) => {
-        c.framer.push(chunk);
-        let end: ReturnType<ResponseFramer['next']>;
-        try {
-          end = c.framer.next();
-        } catch {
-          drop(c, { kind: 'error' });
-          return;
-        }
-        if (end === null) return;
-        const i = c.request;
-        if (i < 0) {
-          drop(c, { kind: 'error' });
-          return;
-        }
-        c.request = -1;
-        settle(i, { kind: 'answered', status: end.status });
-        if (end.close) drop(c, { kind: 'error' });
-        else release(c);
-      });
-      socket.on('error', () => drop(c, { kind: 'error' }));
-      socket.on('close', () => drop(c, { kind: 'error' }));
-      return c;
-    };
-    const carry = (c: Connection, i: number): void => {
-      const r = spec.request();
-      c.request = i;
-      sent.set(i, c);
-      c.socket.write(requestBytes(target.host, 'POST', r.path, r.headers, r.body));
-    };
-    /** Settles as timeouts the waiting requests already past theirs (the oldest wait first). */
-    const expireWaiting = (): void => {
-      const late = performance.now() - timeoutMs;
-      while (waiting.length > 0 && dueAt(waiting[0] as number) < late) settle(waiting.shift() as number, { kind: 'timeout' });
-    };
-    /** The next request waiting for a connection that is not past its timeout. */
-    const takeWaiting = (): number | undefined => {
-      expireWaiting();
-      return waiting.shift();
-    };
-    const release = (c: Connection): void => {
-      const i = takeWaiting();
-      if (i === undefined) idle.push(c);
-      else carry(c, i);
-    };
-    const send = (i: number): void => {
-      lags[i] = Math.max(0, performance.now() - dueAt(i));
-      const c = idle.pop();
-      if (c !== undefined) carry(c, i);
-      else if (live.size < socketsMax) carry(open(), i);
-      else waiting.push(i);
-    };
-    const sweeper = setInterval(() => {
-      expireWaiting();
-      const late = performance.now() - timeoutMs;
-      for (const [i, c] of [...sent]) {
-        if (dueAt(i) >= late) continue;
-        // Dropping a live connection settles its request; one on a connection already gone is settled here.
-        if (live.has(c)) drop(c, { kind: 'timeout' });
-        else settle(i, { kind: 'timeout' });
-      }
-    }, SWEEP_MS);
-    let next = 0;
-    const tick = (): void => {
-      const due = Math.min(scheduled, Math.floor((performance.now() - start) / intervalMs) + 1);
-      while (next < due) send(next++);
-      if (next < scheduled) setTimeout(tick, TICK_MS);
-    };
-    tick();
-  });
+  private readonly sent = new Map<number, Connection>();
+  private finished = 0;
+  private errors = 0;
+  private timeouts = 0;
+  private answered2xx = 0;
+  private start = 0;
+  /** The next request of the schedule to send. */
+  private next = 0;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly spec: FixedRateSpec,
+    private readonly plan: Plan,
+    private readonly resolve: (figures: FixedRateFigures) => void,
+  ) {
+    this.latencies = new Float64Array(plan.scheduled);
+    this.lags = new Float64Array(plan.scheduled);
+  }
+
+  run(): void {
+    this.start = performance.now();
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
+    this.tick();
+  }
+
+  private dueAt(i: number): number {
+    return this.start + i * this.plan.intervalMs;
+  }
+
+  /** Sends what has come due since the last tick, and wakes again until the schedule is spent. */
+  private tick(): void {
+    const due = Math.min(this.plan.scheduled, Math.floor((performance.now() - this.start) / this.plan.intervalMs) + 1);
+    while (this.next < due) this.send(this.next++);
+    if (this.next < this.plan.scheduled) setTimeout(() => this.tick(), TICK_MS);
+  }
+
+  private send(i: number): void {
+    this.lags[i] = Math.max(0, performance.now() - this.dueAt(i));
+    const c = this.idle.pop();
+    if (c !== undefined) this.carry(c, i);
+    else if (this.live.size < this.plan.socketsMax) this.carry(this.open(), i);
+    else this.waiting.push(i);
+  }
+
+  private carry(c: Connection, i: number): void {
+    const r = this.spec.request();
+    c.request = i;
+    this.sent.set(i, c);
+    c.socket.write(requestBytes(this.plan.target.host, 'POST', r.path, r.headers, r.body));
+  }
+
+  private open(): Connection {
+    const socket = net.connect({ host: this.plan.target.hostname, port: this.plan.port });
+    socket.setNoDelay(true);
+    const c: Connection = { socket, framer: new ResponseFramer(), request: -1 };
+    this.live.add(c);
+    socket.on('data', (chunk: Buffer) => this.receive(c, chunk));
+    socket.on('error', () => this.drop(c, { kind: 'error' }));
+    socket.on('close', () => this.drop(c, { kind: 'error' }));
+    return c;
+  }
+
+  /** Bytes off a connection: settles its request once a whole response is framed. */
+  private receive(c: Connection, chunk: Buffer): void {
+    c.framer.push(chunk);
+    let end: ReturnType<ResponseFramer['next']>;
+    try {
+      end = c.framer.next();
+    } catch {
+      this.drop(c, { kind: 'error' });
+      return;
+    }
+    if (end === null) return;
+    const i = c.request;
+    if (i < 0) {
+      this.drop(c, { kind: 'error' });
+      return;
+    }
+    c.request = -1;
+    this.settle(i, { kind: 'answered', status: end.status });
+    if (end.close) this.drop(c, { kind: 'error' });
+    else this.release(c);
+  }
+
+  private release(c: Connection): void {
+    const i = this.takeWaiting();
+    if (i === undefined) this.idle.push(c);
+    else this.carry(c, i);
+  }
+
+  /** Drops a connection (a socket error, the server closing it, a bad response, a timeout), failing its request. */
+  private drop(c: Connection, outcome: Outcome): void {
+    if (!this.live.delete(c)) return;
+    const at = this.idle.indexOf(c);
+    if (at >= 0) this.idle.splice(at, 1);
+    c.socket.destroy();
+    const i = c.request;
+    c.request = -1;
+    if (i >= 0) this.settle(i, outcome);
+    // A request waiting for a connection may open a new one now.
+    while (this.live.size < this.plan.socketsMax) {
+      const next = this.takeWaiting();
+      if (next === undefined) break;
+      this.carry(this.open(), next);
+    }
+  }
+
+  /** The next request waiting for a connection that is not past its timeout. */
+  private takeWaiting(): number | undefined {
+    this.expireWaiting();
+    return this.waiting.shift();
+  }
+
+  /** Settles as timeouts the waiting requests already past theirs (the oldest wait first). */
+  private expireWaiting(): void {
+    const late = performance.now() - this.plan.timeoutMs;
+    while (this.waiting.length > 0 && this.dueAt(this.waiting[0] as number) < late)
+      this.settle(this.waiting.shift() as number, { kind: 'timeout' });
+  }
+
+  private sweep(): void {
+    this.expireWaiting();
+    const late = performance.now() - this.plan.timeoutMs;
+    for (const [i, c] of [...this.sent]) {
+      if (this.dueAt(i) >= late) continue;
+      // Dropping a live connection settles its request; one on a connection already gone is settled here.
+      if (this.live.has(c)) this.drop(c, { kind: 'timeout' });
+      else this.settle(i, { kind: 'timeout' });
+    }
+  }
+
+  private settle(i: number, outcome: Outcome): void {
+    this.sent.delete(i);
+    const now = performance.now();
+    this.latencies[i] = now - this.dueAt(i);
+    if (outcome.kind === 'answered') {
+      this.statusCodes[String(outcome.status)] = (this.statusCodes[String(outcome.status)] ?? 0) + 1;
+      if (outcome.status >= 200 && outcome.status < 300) this.answered2xx++;
+    } else if (outcome.kind === 'timeout') {
+      this.errors++;
+      this.timeouts++;
+    } else {
+      this.errors++;
+    }
+    if (++this.finished === this.plan.scheduled) this.finish(now);
+  }
+
+  private finish(now: number): void {
+    clearInterval(this.sweeper);
+    for (const c of this.live) c.socket.destroy();
+    const { errors, timeouts, answered2xx } = this;
+    this.resolve(
+      summarise(this.spec, this.plan.scheduled, this.latencies, this.lags, this.statusCodes, {
+        errors,
+        timeouts,
+        answered2xx,
+        elapsedMs: now - this.start,
+      }),
+    );
+  }
 }
 
 function summarise(
