@@ -27,7 +27,7 @@ format: $(INSTALL_STAMP)
 ## make test-external: the suite and a short drill on Debian's system PostgreSQL (installed when missing) through DATABASE_URL
 test-external: build
 	bash test/system-pg.sh node dist/test/run.js $(FILTER)
-	bash test/system-pg.sh sh -c 'psql -q "$$TEST_PG_ADMIN_URL" -c "CREATE DATABASE drill" && DATABASE_URL="$${TEST_PG_ADMIN_URL%/postgres}/drill" DRILL_CYCLES=$${DRILL_CYCLES:-3} node dist/bench/drill.js'
+	bash test/system-pg.sh sh -c 'psql -q "$$TEST_PG_ADMIN_URL" -c "CREATE DATABASE drill" && DATABASE_URL="$${TEST_PG_ADMIN_URL%/postgres}/drill" DRILL_CYCLES=$${DRILL_CYCLES:-3} node dist/test/drill/drill.js'
 
 ## make test-browser: the operator console in Debian's Chromium (installed when missing, as root); screenshots in test/artifacts/
 test-browser: build
@@ -40,7 +40,7 @@ migrate: build
 
 ## make drill: kill the service with SIGKILL under load DRILL_CYCLES times (default 10), then verify every transfer and balance
 drill: build
-	node dist/bench/drill.js
+	node dist/test/drill/drill.js
 
 ## make bench: transfers/s, latency and memory under load beside the machine's limits measured in the same run (BENCH_DURATION_S, BENCH_MEMORY_S); writes bench/results/
 .PHONY: bench

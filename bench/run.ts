@@ -9,20 +9,19 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { benchRestart, httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './baselines.js';
-import { benchChain, type ChainLevel } from './chain-alone.js';
-import { cleanupAll } from './cleanup.js';
-import { measureDiskUse, type DiskUse } from './disk-use.js';
-import { monotonicUs, summariseProfiles } from './cpu-profile.js';
-import { runLoad } from './load.js';
-import { sampleRss } from './memory.js';
-import { benchRecovery } from './recovery.js';
+import { httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './baselines/ceilings.js';
+import { benchRestart, type RestartFigures } from './parts/ubscore-restart-run.js';
+import { benchChain, type ChainLevel } from './baselines/chain-alone.js';
+import { cleanupAll } from './support/cleanup.js';
+import { measureDiskUse, type DiskUse } from './meters/disk-use.js';
+import { monotonicUs, summariseProfiles } from './meters/cpu-profile.js';
+import { runLoad } from './load/closed-loop.js';
+import { sampleRss } from './meters/memory.js';
+import { benchRecovery, type RecoveryReport } from './parts/recovery.js';
 import {
   figuresOf,
   ratio,
-  TARGETS,
   writeResults,
-  type BenchParameters,
   type BenchReport,
   type Conservation,
   type FixedRateRun,
@@ -31,51 +30,20 @@ import {
   type Part,
   type ProfileRun,
   type ServiceLevel,
-} from './report.js';
-import { adminToken, seedUsers, type BenchUser } from './seed.js';
-import { ROOT, startBenchService, type BenchService } from './service-child.js';
-import { renderSummary } from './summary.js';
-import { bottleneckLines, judgeTargets, serviceTargetMissed } from './targets.js';
-import { driveFixedRate, driveTransfers, transferRequests } from './transfer-load.js';
-import { benchUbsCore } from './ubscore-throughput.js';
+} from './report/report.js';
+import { defaultOptions, paramsOf, type BenchOptions } from './options.js';
+import { adminToken, seedUsers, type BenchUser } from './support/seed.js';
+import { ROOT, startBenchService, type BenchService } from './support/service-child.js';
+import { renderSummary } from './report/summary.js';
+import { bottleneckLines, judgeTargets, serviceTargetMissed } from './report/targets.js';
+import { driveFixedRate, driveTransfers, transferRequests } from './load/transfer-load.js';
+import { benchUbsCore } from './parts/ubscore-throughput.js';
 
 const run = promisify(execFile);
 const MEMORY_RUN_CONNECTIONS = 64;
 const PROFILE_CONNECTIONS = 64;
 
-export type BenchOptions = BenchParameters & { readonly outDir: string; readonly log: (line: string) => void };
 export type BenchResult = { readonly report: BenchReport; readonly files: { readonly json: string; readonly summary: string } };
-
-/** The full run `make bench` does; BENCH_DURATION_S and BENCH_MEMORY_S shorten or lengthen it. */
-export function defaultOptions(env: NodeJS.ProcessEnv, log: (line: string) => void): BenchOptions {
-  const seconds = (name: string, fallback: number): number => {
-    const value = Number(env[name] ?? fallback);
-    if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a number of seconds, got ${env[name]}`);
-    return value;
-  };
-  const profile = env.BENCH_PROFILE === '1' ? 'always' : env.BENCH_PROFILE === '0' ? 'never' : 'auto';
-  const rate = Number(env.BENCH_FIXED_RATE ?? TARGETS.fixedRatePerSecond);
-  if (!Number.isFinite(rate) || rate < 0)
-    throw new Error(`BENCH_FIXED_RATE must be a number of transfers per second, got ${env.BENCH_FIXED_RATE}`);
-  return {
-    levels: [16, 64, 256],
-    durationS: seconds('BENCH_DURATION_S', 15),
-    warmupS: 3,
-    memoryS: seconds('BENCH_MEMORY_S', 60),
-    users: 2_000,
-    seedConcurrency: 64,
-    ubsCommands: 200_000,
-    ubsInFlight: 8_192,
-    ubsWarmupCommands: 50_000,
-    restart: { accounts: 1_000_000, records: 1_000_000 },
-    recovery: { stuck: 100_000, deadlineMs: 60_000 },
-    profile,
-    profileS: seconds('BENCH_PROFILE_S', 15),
-    fixedRatePerSecond: rate,
-    outDir: path.join(ROOT, 'bench', 'results'),
-    log,
-  };
-}
 
 async function attempt<T>(what: string, log: (line: string) => void, fn: () => Promise<T>): Promise<Part<T>> {
   try {
@@ -273,6 +241,41 @@ function levelRows(service: readonly ServiceLevel[], pg: readonly PgCeiling[] | 
   });
 }
 
+/** (d), when asked for: UBSCore's restart on a large snapshot and WAL, in a child. */
+async function restartPart(opts: BenchOptions): Promise<Part<RestartFigures>> {
+  const log = opts.log;
+  const restartOpts = opts.restart;
+  const restart =
+    restartOpts === null
+      ? skipped<never>('not asked for')
+      : await attempt('(d) restart', log, () =>
+          timed(log, `(d) UBSCore restart, ${restartOpts.accounts} accounts + ${restartOpts.records} WAL records`, () =>
+            benchRestart(restartOpts.accounts, restartOpts.records),
+          ),
+        );
+  if (restart.status === 'measured')
+    log(
+      `  (d) restart ${restart.figures.totalRestartMs} ms (snapshot load ${restart.figures.snapshotLoadMs} ms, replay ${restart.figures.replayMs} ms)`,
+    );
+  return restart;
+}
+
+/** (e), when asked for: the real service's start-up recovery of many stuck transfers. */
+async function recoveryPart(opts: BenchOptions): Promise<Part<RecoveryReport>> {
+  const log = opts.log;
+  const recoveryOpts = opts.recovery;
+  const recovery =
+    recoveryOpts === null
+      ? skipped<never>('not asked for')
+      : await attempt('(e) recovery', log, () =>
+          timed(log, `(e) start-up recovery of ${recoveryOpts.stuck} stuck transfers (deadline ${recoveryOpts.deadlineMs} ms)`, () =>
+            benchRecovery(recoveryOpts.stuck, recoveryOpts.deadlineMs),
+          ),
+        );
+  if (recovery.status === 'measured') log(`  (e) ${JSON.stringify(recovery.figures)}`);
+  return recovery;
+}
+
 /** Runs everything, writes the JSON and the summary into `opts.outDir`, and cleans up even on failure. */
 export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
@@ -291,29 +294,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     );
     const ubscore = await attempt('(c) UBSCore alone', log, () => benchUbsCore(opts.ubsCommands, opts.ubsInFlight, opts.ubsWarmupCommands));
     log(`  (c) ${JSON.stringify(figuresOf(ubscore))}`);
-    const restartOpts = opts.restart;
-    const restart =
-      restartOpts === null
-        ? skipped<never>('not asked for')
-        : await attempt('(d) restart', log, () =>
-            timed(log, `(d) UBSCore restart, ${restartOpts.accounts} accounts + ${restartOpts.records} WAL records`, () =>
-              benchRestart(restartOpts.accounts, restartOpts.records),
-            ),
-          );
-    if (restart.status === 'measured')
-      log(
-        `  (d) restart ${restart.figures.totalRestartMs} ms (snapshot load ${restart.figures.snapshotLoadMs} ms, replay ${restart.figures.replayMs} ms)`,
-      );
-    const recoveryOpts = opts.recovery;
-    const recovery =
-      recoveryOpts === null
-        ? skipped<never>('not asked for')
-        : await attempt('(e) recovery', log, () =>
-            timed(log, `(e) start-up recovery of ${recoveryOpts.stuck} stuck transfers (deadline ${recoveryOpts.deadlineMs} ms)`, () =>
-              benchRecovery(recoveryOpts.stuck, recoveryOpts.deadlineMs),
-            ),
-          );
-    if (recovery.status === 'measured') log(`  (e) ${JSON.stringify(recovery.figures)}`);
+    const restart = await restartPart(opts);
+    const recovery = await recoveryPart(opts);
     const levels = levelRows(phase.service, figuresOf(phase.pgCeiling), figuresOf(httpCeiling)?.levels ?? null);
     const judged = {
       levels,
@@ -351,11 +333,6 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   } finally {
     await cleanupAll(log);
   }
-}
-
-function paramsOf(opts: BenchOptions): BenchParameters {
-  const { outDir: _outDir, log: _log, ...params } = opts;
-  return params;
 }
 
 /** Set once a signal asked the bench to stop: the exit code is then 130 whatever else fails. */

@@ -2,7 +2,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { diskUseFrom } from '../bench/disk-use.js';
+import { diskUseFrom } from '../bench/meters/disk-use.js';
 
 const METRICS = [
   '# HELP transfer_ubscore_lmdb_bytes Bytes of each UBSCore LMDB database',

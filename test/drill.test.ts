@@ -2,7 +2,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { runDrill } from '../bench/drill.js';
+import { runDrill } from './drill/drill.js';
 
 test('INV-004 / FND-004: three SIGKILLs under load: all terminal, funds conserved per user and asset, no double effect, every seen COMMITTED kept', async () => {
   const report = await runDrill({ cycles: 3, users: 8, concurrency: 8, killAfterMsMin: 400, killAfterMsMax: 1_200, log: () => undefined });

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { runFixedRate } from '../bench/fixed-rate.js';
+import { runFixedRate } from '../bench/load/fixed-rate.js';
 
 /** A server that answers each request `delayMs` after it arrived, and records the arrival times. */
 async function server(delayMs: number): Promise<{ url: string; arrivals: number[]; close: () => Promise<void> }> {

@@ -2,7 +2,7 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { requestBytes, ResponseFramer } from '../bench/http1-wire.js';
+import { requestBytes, ResponseFramer } from '../bench/load/http1-wire.js';
 
 /** Feeds `bytes` to a framer in pieces of `size` bytes and collects every whole response. */
 function frameAll(bytes: string, size: number): { status: number; close: boolean }[] {

@@ -2,7 +2,7 @@
 // service beside its baselines at each concurrency, the open-loop run, what each committed
 // transfer cost, and what the profile says limits it.
 
-import { FIXED_RATE_SOCKETS_MAX, FIXED_RATE_TIMEOUT_MS, type FixedRateFigures } from './fixed-rate.js';
+import { FIXED_RATE_SOCKETS_MAX, FIXED_RATE_TIMEOUT_MS, type FixedRateFigures } from '../load/fixed-rate.js';
 import { figuresOf, ratio, TARGETS, type BenchReport, type Part } from './report.js';
 
 const n = (x: number | null | undefined, digits = 1): string =>

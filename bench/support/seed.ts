@@ -3,8 +3,8 @@
 // conservation check sums). SPOT goes through POST /admin/v1/deposit, since only UBSCore may
 // change a spot balance and its WAL must hold every one.
 
-import type { Sql } from '../src/db/sql.js';
-import { signJwt } from '../src/http/auth/jwt.js';
+import type { Sql } from '../../src/db/sql.js';
+import { signJwt } from '../../src/http/auth/jwt.js';
 import { BENCH_JWT_SECRET, type BenchService } from './service-child.js';
 
 export const BENCH_ASSETS = ['USDT', 'BTC'] as const;

@@ -8,27 +8,27 @@
 // the coordinator cost; set beside (a), what the chain itself allows on this machine.
 // It runs in a database of its own on the service's PostgreSQL, idle by then, with users of its
 // own in its own UBSCore, so the service's data and its conservation check are untouched.
-// Run alone: node dist/bench/chain-alone.js [levels, e.g. 16,64] [seconds per level]
+// Run alone: node dist/bench/baselines/chain-alone.js [levels, e.g. 16,64] [seconds per level]
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startUbsCore, UbsClient, type UbsCoreHandle } from '../actors/ubscore/client.js';
-import type { NewTransfer } from '../src/domain/transfer.js';
-import { migrate } from '../src/db/migrations.js';
-import { openSql, type Sql } from '../src/db/sql.js';
-import { TransferWrites, type PathStep, type WriteItem } from '../src/db/transfer-writes.js';
-import { STATE_IDS, type TransferEvent, type TransferStateName } from '../src/domain/fsm.js';
-import { newReqId } from '../src/http/req-ids.js';
-import { PG_BATCH_MAX_DEFAULT } from '../src/config/config.js';
-import { registerCleanup } from './cleanup.js';
-import { measureCpu } from './cpu-share.js';
-import { quantile, round1 } from './load.js';
-import { BENCH_ASSETS } from './seed.js';
-import { pgUrl, startBenchService, type BenchService } from './service-child.js';
-import { currentXid } from './transfer-load.js';
+import { startUbsCore, UbsClient, type UbsCoreHandle } from '../../actors/ubscore/client.js';
+import type { NewTransfer } from '../../src/domain/transfer.js';
+import { migrate } from '../../src/db/migrations.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { TransferWrites, type PathStep, type WriteItem } from '../../src/db/transfer-writes.js';
+import { STATE_IDS, type TransferEvent, type TransferStateName } from '../../src/domain/fsm.js';
+import { newReqId } from '../../src/http/req-ids.js';
+import { PG_BATCH_MAX_DEFAULT } from '../../src/config/config.js';
+import { registerCleanup } from '../support/cleanup.js';
+import { measureCpu } from '../meters/cpu-share.js';
+import { quantile, round1 } from '../load/closed-loop.js';
+import { BENCH_ASSETS } from '../support/seed.js';
+import { pgUrl, startBenchService, type BenchService } from '../support/service-child.js';
+import { currentXid } from '../load/transfer-load.js';
 
 /** The service's defaults: PG_POOL_MAX connections for a coordinator, UBS_BATCH_MAX commands per WAL batch. */
 const CHAIN_PG_POOL_MAX = 8;
@@ -194,6 +194,9 @@ async function seed(svc: BenchService, sql: Sql, ubs: UbsClient, users: number):
   return userIds;
 }
 
+/** The chain one run of levels drives: its batched writer, its UBSCore client and its users. */
+type Chain = { readonly writes: TransferWrites; readonly ubs: UbsClient; readonly userIds: readonly bigint[] };
+
 async function runLevels(
   svc: BenchService,
   sql: Sql,
@@ -203,81 +206,10 @@ async function runLevels(
   durationS: number,
   log: (line: string) => void,
 ): Promise<ChainLevel[]> {
-  const writes = new TransferWrites(sql, { batchMax: PG_BATCH_MAX_DEFAULT });
-  const transfer = async (stages: Stages): Promise<void> => {
-    const from = Math.random() < 0.5 ? 'FUNDING' : 'SPOT';
-    const t: NewTransfer = {
-      reqId: newReqId(),
-      userId: userIds[Math.floor(Math.random() * userIds.length)] as bigint,
-      from,
-      to: from === 'FUNDING' ? 'SPOT' : 'FUNDING',
-      asset: BENCH_ASSETS[Math.floor(Math.random() * BENCH_ASSETS.length)] as string,
-      amount: BigInt(1 + Math.floor(Math.random() * AMOUNT_UNITS_MAX)),
-      clientOrderId: null,
-    };
-    const { create, ubsOp, complete } = itemsOf(t);
-    const t0 = performance.now();
-    const created = await writes.write(create);
-    if (created.kind !== 'moved' || created.state !== endOf(create)) throw new Error(`(f) creating: ${JSON.stringify(created)}`);
-    const t1 = performance.now();
-    const answer = await ubs.send(
-      { kind: 'transfer_op', op: ubsOp, reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount },
-      CHAIN_CALL_TIMEOUT_MS,
-    );
-    if (answer?.kind !== 'applied') throw new Error(`(f) UBSCore ${ubsOp}: ${JSON.stringify(answer)}`);
-    const t2 = performance.now();
-    const completed = await writes.write(complete);
-    if (completed.kind !== 'moved' || completed.state !== endOf(complete)) throw new Error(`(f) completing: ${JSON.stringify(completed)}`);
-    stages.create += t1 - t0;
-    stages.ubscore += t2 - t1;
-    stages.complete += performance.now() - t2;
-  };
+  const chain: Chain = { writes: new TransferWrites(sql, { batchMax: PG_BATCH_MAX_DEFAULT }), ubs, userIds };
   const out: ChainLevel[] = [];
   for (const connections of levels) {
-    const stages: Stages = { create: 0, ubscore: 0, complete: 0 };
-    const latencies: number[] = [];
-    const before = await committedCount(sql);
-    const xidBefore = await currentXid(svc.sql);
-    const cpu = await measureCpu(svc.pid, svc.dataDir);
-    const started = performance.now();
-    const end = started + durationS * 1000;
-    await Promise.all(
-      Array.from({ length: connections }, async () => {
-        while (performance.now() < end) {
-          const t = performance.now();
-          await transfer(stages);
-          latencies.push(performance.now() - t);
-        }
-      }),
-    );
-    const elapsedS = (performance.now() - started) / 1000;
-    const shares = await cpu.stop();
-    const xidAfter = await currentXid(svc.sql);
-    const committed = latencies.length;
-    // Every transfer answered COMMITTED is one in the table, and no other became one.
-    const counted = (await committedCount(sql)) - before;
-    if (counted !== committed) throw new Error(`(f) ${committed} transfers answered COMMITTED, ${counted} in transfers_tb`);
-    latencies.sort((a, b) => a - b);
-    const per = (x: number, digits: number): number | null =>
-      committed > 0 ? Math.round((x / committed) * 10 ** digits) / 10 ** digits : null;
-    const mean = (x: number): number => round1(x / Math.max(committed, 1));
-    const level: ChainLevel = {
-      connections,
-      durationS: round1(elapsedS),
-      committed,
-      committedPerSecond: round1(committed / elapsedS),
-      latencyMs: {
-        p50: round1(quantile(latencies, 0.5)),
-        p99: round1(quantile(latencies, 0.99)),
-        mean: mean(latencies.reduce((sum, x) => sum + x, 0)),
-      },
-      stageMs: { create: mean(stages.create), ubscore: mean(stages.ubscore), complete: mean(stages.complete) },
-      // Each read of the id assigns one itself: the second read's is not the chain's.
-      pgWriteTxnsPerCommitted: per(xidAfter - xidBefore - 1, 2),
-      postgresCpuMsPerCommitted: per(shares.postgresCpuS * 1000, 3),
-      chainCpuMsPerCommitted: per(shares.loadGeneratorCpuS * 1000, 3),
-      machineCores: shares.machineCores,
-    };
+    const level = await runLevel(svc, sql, chain, connections, durationS);
     log(
       `  (f) chain alone at ${connections} connections: ${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} ms; ` +
         `waits ${level.stageMs.create} / ${level.stageMs.ubscore} / ${level.stageMs.complete} ms; ${level.pgWriteTxnsPerCommitted} write txns, ` +
@@ -286,6 +218,89 @@ async function runLevels(
     out.push(level);
   }
   return out;
+}
+
+/** A random user's transfer, half FUNDING→SPOT and half SPOT→FUNDING, of a random asset and amount. */
+function randomTransfer(userIds: readonly bigint[]): NewTransfer {
+  const from = Math.random() < 0.5 ? 'FUNDING' : 'SPOT';
+  return {
+    reqId: newReqId(),
+    userId: userIds[Math.floor(Math.random() * userIds.length)] as bigint,
+    from,
+    to: from === 'FUNDING' ? 'SPOT' : 'FUNDING',
+    asset: BENCH_ASSETS[Math.floor(Math.random() * BENCH_ASSETS.length)] as string,
+    amount: BigInt(1 + Math.floor(Math.random() * AMOUNT_UNITS_MAX)),
+    clientOrderId: null,
+  };
+}
+
+/** One transfer through the chain's three durable commits, each wait added to its stage. */
+async function chainTransfer(chain: Chain, stages: Stages): Promise<void> {
+  const t = randomTransfer(chain.userIds);
+  const { create, ubsOp, complete } = itemsOf(t);
+  const t0 = performance.now();
+  const created = await chain.writes.write(create);
+  if (created.kind !== 'moved' || created.state !== endOf(create)) throw new Error(`(f) creating: ${JSON.stringify(created)}`);
+  const t1 = performance.now();
+  const answer = await chain.ubs.send(
+    { kind: 'transfer_op', op: ubsOp, reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount },
+    CHAIN_CALL_TIMEOUT_MS,
+  );
+  if (answer?.kind !== 'applied') throw new Error(`(f) UBSCore ${ubsOp}: ${JSON.stringify(answer)}`);
+  const t2 = performance.now();
+  const completed = await chain.writes.write(complete);
+  if (completed.kind !== 'moved' || completed.state !== endOf(complete)) throw new Error(`(f) completing: ${JSON.stringify(completed)}`);
+  stages.create += t1 - t0;
+  stages.ubscore += t2 - t1;
+  stages.complete += performance.now() - t2;
+}
+
+/** One level: `connections` closed loops for `durationS`, and what the window cost per committed transfer. */
+async function runLevel(svc: BenchService, sql: Sql, chain: Chain, connections: number, durationS: number): Promise<ChainLevel> {
+  const stages: Stages = { create: 0, ubscore: 0, complete: 0 };
+  const latencies: number[] = [];
+  const before = await committedCount(sql);
+  const xidBefore = await currentXid(svc.sql);
+  const cpu = await measureCpu(svc.pid, svc.dataDir);
+  const started = performance.now();
+  const end = started + durationS * 1000;
+  await Promise.all(
+    Array.from({ length: connections }, async () => {
+      while (performance.now() < end) {
+        const t = performance.now();
+        await chainTransfer(chain, stages);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  const elapsedS = (performance.now() - started) / 1000;
+  const shares = await cpu.stop();
+  const xidAfter = await currentXid(svc.sql);
+  const committed = latencies.length;
+  // Every transfer answered COMMITTED is one in the table, and no other became one.
+  const counted = (await committedCount(sql)) - before;
+  if (counted !== committed) throw new Error(`(f) ${committed} transfers answered COMMITTED, ${counted} in transfers_tb`);
+  latencies.sort((a, b) => a - b);
+  const per = (x: number, digits: number): number | null =>
+    committed > 0 ? Math.round((x / committed) * 10 ** digits) / 10 ** digits : null;
+  const mean = (x: number): number => round1(x / Math.max(committed, 1));
+  return {
+    connections,
+    durationS: round1(elapsedS),
+    committed,
+    committedPerSecond: round1(committed / elapsedS),
+    latencyMs: {
+      p50: round1(quantile(latencies, 0.5)),
+      p99: round1(quantile(latencies, 0.99)),
+      mean: mean(latencies.reduce((sum, x) => sum + x, 0)),
+    },
+    stageMs: { create: mean(stages.create), ubscore: mean(stages.ubscore), complete: mean(stages.complete) },
+    // Each read of the id assigns one itself: the second read's is not the chain's.
+    pgWriteTxnsPerCommitted: per(xidAfter - xidBefore - 1, 2),
+    postgresCpuMsPerCommitted: per(shares.postgresCpuS * 1000, 3),
+    chainCpuMsPerCommitted: per(shares.loadGeneratorCpuS * 1000, 3),
+    machineCores: shares.machineCores,
+  };
 }
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {

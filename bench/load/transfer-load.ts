@@ -5,15 +5,15 @@
 // window, from just before the load until every transfer it started is final.
 
 import type autocannon from 'autocannon';
-import type { Sql } from '../src/db/sql.js';
-import { STATE_IDS } from '../src/domain/fsm.js';
-import { measureCpu, type CpuShares } from './cpu-share.js';
+import type { Sql } from '../../src/db/sql.js';
+import { STATE_IDS } from '../../src/domain/fsm.js';
+import { measureCpu, type CpuShares } from '../meters/cpu-share.js';
 import { runFixedRate, type FixedRateFigures, type FixedRateRequest } from './fixed-rate.js';
-import { round1, runLoad, type LoadFigures } from './load.js';
-import { sampleActivity, type PgActivity } from './pg-activity.js';
-import { countStatements, type StatementCounts } from './pg-statements.js';
-import { BENCH_ASSETS, type BenchUser } from './seed.js';
-import { SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './service-child.js';
+import { round1, runLoad, type LoadFigures } from './closed-loop.js';
+import { sampleActivity, type PgActivity } from '../meters/pg-activity.js';
+import { countStatements, type StatementCounts } from '../meters/pg-statements.js';
+import { BENCH_ASSETS, type BenchUser } from '../support/seed.js';
+import { SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from '../support/service-child.js';
 
 /** After the load stops, how long to wait for transfers answered 202 to become final. */
 const SETTLE_MS_MAX = 30_000;

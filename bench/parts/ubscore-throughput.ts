@@ -1,7 +1,7 @@
 // Baseline (c): UBSCore alone. Durable commands per second through the real actor (its worker
 // thread, group commit into the LMDB WAL) from one UbsClient with many sends in flight, the way
 // the coordinators reach it, with no HTTP and no PostgreSQL in the way.
-// Run alone: node dist/bench/ubscore-throughput.js [commands] [in flight] [warm-up commands]
+// Run alone: node dist/bench/parts/ubscore-throughput.js [commands] [in flight] [warm-up commands]
 // (defaults 200,000, 8,192 and 50,000, as in `make bench`); prints the figures as one JSON object.
 
 import fs from 'node:fs/promises';
@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { startUbsCore, UbsClient } from '../actors/ubscore/client.js';
-import { registerCleanup } from './cleanup.js';
-import { measureCpu, type CpuShares } from './cpu-share.js';
+import { startUbsCore, UbsClient } from '../../actors/ubscore/client.js';
+import { registerCleanup } from '../support/cleanup.js';
+import { measureCpu, type CpuShares } from '../meters/cpu-share.js';
 
 /** The service's default UBS_BATCH_MAX: commands per WAL transaction. */
 const UBS_BATCH_MAX = 4_096;

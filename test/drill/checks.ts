@@ -2,8 +2,8 @@
 // equal to what the external movements and the committed transfers say it must be; every
 // (req_id, op) applied once at the Funding adapter; every COMMITTED a client saw still COMMITTED.
 
-import type { Sql } from '../src/db/sql.js';
-import { isTerminal, STATE_IDS, stateName, TERMINAL_STATE_IDS } from '../src/domain/fsm.js';
+import type { Sql } from '../../src/db/sql.js';
+import { isTerminal, STATE_IDS, stateName, TERMINAL_STATE_IDS } from '../../src/domain/fsm.js';
 
 export type Violation = { readonly check: string; readonly detail: string };
 

@@ -7,13 +7,13 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openSql, type Sql } from '../src/db/sql.js';
-import { freePort } from '../test/support/ports.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { freePort } from '../../test/support/ports.js';
 import { registerCleanup } from './cleanup.js';
 
 export { freePort };
 
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 export const BENCH_JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0000';
 const READY_TIMEOUT_MS = 120_000;
 /** How long a SIGTERM may take (it flushes UBSCore's WAL and stops PostgreSQL) before SIGKILL. */

@@ -9,11 +9,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ulid } from 'ulid';
-import { openSql, type Sql } from '../src/db/sql.js';
-import { freePort } from '../test/support/ports.js';
-import { CLOCK_TICKS_PER_SECOND, machineTicks } from './cpu-share.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { freePort } from '../../test/support/ports.js';
+import { CLOCK_TICKS_PER_SECOND, machineTicks } from '../meters/cpu-share.js';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const USERS = 1_000;
 const INSERT_CHUNK = 5_000;
 

@@ -5,7 +5,7 @@
 // pg_stat_statements records COMMIT unreliably (seen here: a postgres.js transaction's COMMIT
 // is sometimes absent while its BEGIN is present).
 
-import type { Sql } from '../src/db/sql.js';
+import type { Sql } from '../../src/db/sql.js';
 
 const TRANSACTION_CONTROL = /^\s*(begin|commit|rollback|abort|end|start\s+transaction|savepoint|release|prepare\s+transaction)\b/i;
 const QUERY_TEXT_CHARS_MAX = 160;

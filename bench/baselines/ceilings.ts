@@ -3,8 +3,8 @@
 //     postgres.js, and through pgbench with the same script, on the service's own server;
 // (b) HTTP: the same Hono + @hono/node-server stack answering a trivial JSON POST, closed loop
 //     and at the open loop's fixed rate;
-// (d) UBSCore restart with 1M accounts and 1M WAL records (bench/ubscore-restart, a child).
-// (c), UBSCore alone, is in ubscore-throughput.ts; (e), start-up recovery, is bench/recovery.ts.
+// (c), UBSCore alone, is bench/parts/ubscore-throughput.ts; (d), UBSCore restart with 1M accounts and
+// 1M WAL records, is bench/parts/ubscore-restart-run.ts; (e), start-up recovery, is bench/parts/recovery.ts.
 
 import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -12,15 +12,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { promisify } from 'node:util';
-import { openSql, type Sql } from '../src/db/sql.js';
-import { registerCleanup } from './cleanup.js';
-import { measureCpu } from './cpu-share.js';
-import { runFixedRate, type FixedRateFigures } from './fixed-rate.js';
-import { round1, runLoad, type LoadFigures } from './load.js';
-import { countStatements } from './pg-statements.js';
-import type { BenchUser } from './seed.js';
-import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from './service-child.js';
-import { randomTransfer, transferRequests } from './transfer-load.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
+import { registerCleanup } from '../support/cleanup.js';
+import { measureCpu } from '../meters/cpu-share.js';
+import { runFixedRate, type FixedRateFigures } from '../load/fixed-rate.js';
+import { round1, runLoad, type LoadFigures } from '../load/closed-loop.js';
+import { countStatements } from '../meters/pg-statements.js';
+import type { BenchUser } from '../support/seed.js';
+import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from '../support/service-child.js';
+import { randomTransfer, transferRequests } from '../load/transfer-load.js';
 
 const run = promisify(execFile);
 
@@ -223,7 +223,7 @@ export async function httpCeilings(
 }
 
 async function startHttpCeilingServer(): Promise<{ base: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bench', 'http-ceiling-server.js')], {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'bench', 'baselines', 'http-ceiling-server.js')], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -244,61 +244,4 @@ async function startHttpCeilingServer(): Promise<{ base: string; stop: () => Pro
     throw error;
   });
   return { base: `http://127.0.0.1:${port}`, stop };
-}
-
-export type RestartFigures = {
-  readonly accounts: number;
-  readonly recordsAfterSnapshot: number;
-  readonly snapshotLoadMs: number;
-  readonly replayMs: number;
-  readonly totalRestartMs: number;
-  readonly recordsPerSecond: number;
-  /** Everything bench/ubscore-restart printed, as it printed it. */
-  readonly raw: Readonly<Record<string, unknown>>;
-};
-
-/** Building 1M accounts and 1M records takes about half a minute here; this bounds a hang. */
-const RESTART_BENCH_TIMEOUT_MS = 5 * 60_000;
-
-/**
- * (d) bench/ubscore-restart.ts exports no function (it runs on import), so it runs as a child
- * and its one line of JSON is read back.
- */
-export async function benchRestart(accounts: number, records: number): Promise<RestartFigures> {
-  const script = path.join(ROOT, 'dist', 'bench', 'ubscore-restart.js');
-  const child = spawn(process.execPath, [script, String(accounts), String(records)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout?.on('data', (c: Buffer) => (stdout += c.toString()));
-  child.stderr?.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4_000)));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const stop = registerCleanup(async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await exited;
-  });
-  const timer = setTimeout(() => child.kill('SIGTERM'), RESTART_BENCH_TIMEOUT_MS);
-  const code = await exited;
-  clearTimeout(timer);
-  await stop();
-  const line = stdout
-    .trim()
-    .split('\n')
-    .filter((l) => l.startsWith('{'))
-    .pop();
-  if (code !== 0 || line === undefined) throw new Error(`ubscore-restart exited with ${String(code)}: ${stderr || stdout}`);
-  const raw = JSON.parse(line) as Record<string, unknown>;
-  const num = (key: string): number => {
-    const value = raw[key];
-    if (typeof value !== 'number') throw new Error(`ubscore-restart printed no number ${key}: ${line}`);
-    return value;
-  };
-  return {
-    accounts: num('accounts'),
-    recordsAfterSnapshot: num('recordsAfterSnapshot'),
-    snapshotLoadMs: num('snapshotLoadMs'),
-    replayMs: num('replayMs'),
-    totalRestartMs: num('totalRestartMs'),
-    recordsPerSecond: num('recordsPerSecond'),
-    raw,
-  };
 }

@@ -1,6 +1,6 @@
 // Measures a cold restart of the real UBSCore worker from a snapshot of 1,000,000 spot accounts
 // plus 1,000,000 WAL records after it, and prints the figures as one JSON object.
-// Run: node dist/bench/ubscore-restart.js [accounts] [records after the snapshot]
+// Run: node dist/bench/parts/ubscore-restart.js [accounts] [records after the snapshot]
 // The state is built in this process through the same ledger, codec, WAL and snapshot modules
 // the worker uses, so every record is one the worker's replay accepts; the worker then starts on
 // that directory from nothing (a new thread, a new LMDB environment, an empty ledger).
@@ -9,18 +9,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { UbsClient, startUbsCore } from '../actors/ubscore/client.js';
-import type { UbsCoreHandle } from '../actors/ubscore/client.js';
-import { SpotLedger } from '../src/ubscore/core.js';
-import type { OpRecord } from '../src/ubscore/core.js';
-import type { UbsCommand } from '../src/ubscore/types.js';
-import { BatchEncoder } from '../wal/block.js';
-import { openWal } from '../wal/log.js';
-import type { WalLog } from '../wal/log.js';
-import { SnapshotEncoder } from '../wal/snapshot.js';
-import { SnapshotStore } from '../wal/snapshot-store.js';
-import { seededRandom as random } from '../test/support/random.js';
-import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../src/limits.js';
+import { UbsClient, startUbsCore } from '../../actors/ubscore/client.js';
+import type { UbsCoreHandle } from '../../actors/ubscore/client.js';
+import { SpotLedger } from '../../src/ubscore/core.js';
+import type { OpRecord } from '../../src/ubscore/core.js';
+import type { UbsCommand } from '../../src/ubscore/types.js';
+import { BatchEncoder } from '../../wal/block.js';
+import { openWal } from '../../wal/log.js';
+import type { WalLog } from '../../wal/log.js';
+import { SnapshotEncoder } from '../../wal/snapshot.js';
+import { SnapshotStore } from '../../wal/snapshot-store.js';
+import { seededRandom as random } from '../../test/support/random.js';
+import { WAL_PRUNE_RECORDS_PER_TXN_MAX } from '../../src/limits.js';
 
 const ACCOUNTS_DEFAULT = 1_000_000;
 const TAIL_RECORDS_DEFAULT = 1_000_000;

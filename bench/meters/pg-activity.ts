@@ -4,7 +4,7 @@
 // database-bound service (connections busy, WAL sync waits) from a client-bound one (connections
 // idle in transaction or idle while transfers queue).
 
-import type { Sql } from '../src/db/sql.js';
+import type { Sql } from '../../src/db/sql.js';
 
 const SAMPLE_INTERVAL_MS = 250;
 

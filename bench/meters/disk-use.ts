@@ -4,8 +4,8 @@
 // transfers. What is measured is what stays on disk: WAL records a snapshot covers are pruned,
 // and the count includes the seeding deposits' records, a small share of the total.
 
-import { STATE_IDS } from '../src/domain/fsm.js';
-import type { BenchService } from './service-child.js';
+import { STATE_IDS } from '../../src/domain/fsm.js';
+import type { BenchService } from '../support/service-child.js';
 
 export type DiskUse = {
   readonly committed: number;

@@ -3,15 +3,16 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { HttpCeiling, HttpCeilings, PgCeiling, RestartFigures } from './baselines.js';
-import type { ThreadProfile } from './cpu-profile.js';
-import type { CpuShares } from './cpu-share.js';
-import type { MemoryFigures } from './memory.js';
-import type { RecoveryReport } from './recovery.js';
-import type { FixedRateLevel, TransferLevel } from './transfer-load.js';
-import type { UbsThroughput } from './ubscore-throughput.js';
-import type { ChainLevel } from './chain-alone.js';
-import type { DiskUse } from './disk-use.js';
+import type { HttpCeiling, HttpCeilings, PgCeiling } from '../baselines/ceilings.js';
+import type { RestartFigures } from '../parts/ubscore-restart-run.js';
+import type { ThreadProfile } from '../meters/cpu-profile.js';
+import type { CpuShares } from '../meters/cpu-share.js';
+import type { MemoryFigures } from '../meters/memory.js';
+import type { RecoveryReport } from '../parts/recovery.js';
+import type { FixedRateLevel, TransferLevel } from '../load/transfer-load.js';
+import type { UbsThroughput } from '../parts/ubscore-throughput.js';
+import type { ChainLevel } from '../baselines/chain-alone.js';
+import type { DiskUse } from '../meters/disk-use.js';
 
 /** A part of the run: measured, deliberately skipped (with why), or failed (with the error). */
 export type Part<T> =
@@ -113,7 +114,7 @@ export type BenchReport = {
   readonly pgCeiling: Part<readonly PgCeiling[]>;
   readonly httpCeiling: Part<HttpCeilings>;
   readonly ubscore: Part<UbsThroughput>;
-  /** (f): the transfer's three durable commits alone, at each level (bench/chain-alone.ts). */
+  /** (f): the transfer's three durable commits alone, at each level (bench/baselines/chain-alone.ts). */
   readonly chain: Part<readonly ChainLevel[]>;
   readonly restart: Part<RestartFigures>;
   readonly recovery: Part<RecoveryReport>;
