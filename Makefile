@@ -6,7 +6,7 @@ TSC := node_modules/.bin/tsc
 
 .PHONY: run test lint format test-external test-browser drill build install clean backup restore migrate
 
-## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see README)
+## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see docs/configuration.md)
 run: build
 	node dist/actors/main.js
 

@@ -31,7 +31,7 @@ async function main(): Promise<number> {
     case 'restore':
       return restore(config, backup);
     default:
-      process.stderr.write('usage: node dist/src/backup-cli.js backup|restore (see README: How to back up and restore)\n');
+      process.stderr.write('usage: node dist/src/backup-cli.js backup|restore (see docs/operations.md: How to back up and restore)\n');
       return 2;
   }
 }

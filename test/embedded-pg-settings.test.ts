@@ -1,7 +1,7 @@
 // Proves the embedded PostgreSQL runs with the write-smoothing settings of src/db/embedded-pg.ts
 // (WRITE_SMOOTHING): new WAL segments created without zero-filling, and backends' evicted data
-// pages written out as they come. Both are measured in the README's performance section; without
-// them a committing backend zero-fills each new 16 MB WAL segment while every commit waits.
+// pages written out as they come. Both are measured in bench/README.md; without them a
+// committing backend zero-fills each new 16 MB WAL segment while every commit waits.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -1,7 +1,7 @@
 // Proves the start-up check of src/limits.ts: the table of every limit holds and names each one, each kind of broken
 // row (a range upside down, a default outside its range, a cap of zero, a batch above the queue it
 // feeds) fails loudly with the limit's name, loading the configuration runs the check, and the
-// README's configuration table names exactly the variables the configuration reads.
+// configuration table of docs/configuration.md names exactly the variables the configuration reads.
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -84,7 +84,7 @@ test("a coordinator receives the configuration's coordinator section whole, and 
   assert.is((section as Record<string, unknown>).jwt, undefined);
 });
 
-test("the README's configuration table names exactly the variables the configuration reads", async () => {
+test('the configuration table of docs/configuration.md names exactly the variables the configuration reads', async () => {
   const read = new Set<string>();
   loadConfig(
     new Proxy({} as Record<string, string>, {
@@ -94,17 +94,17 @@ test("the README's configuration table names exactly the variables the configura
       },
     }),
   );
-  const readme = await fs.readFile(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('| variable | default | meaning |');
-  assert.ok(start >= 0, 'the README has a configuration table');
-  const rows = readme.slice(start).split('\n\n')[0]?.split('\n').slice(2) ?? [];
+  const doc = await fs.readFile(path.join(PROJECT_ROOT, 'docs', 'configuration.md'), 'utf8');
+  const start = doc.indexOf('| variable | default | meaning |');
+  assert.ok(start >= 0, 'docs/configuration.md has the configuration table');
+  const rows = doc.slice(start).split('\n\n')[0]?.split('\n').slice(2) ?? [];
   const documented = new Set(
     rows.flatMap((row) => [...(row.split('|')[1] ?? '').matchAll(/`([A-Z][A-Z0-9_]+)`/g)].map((m) => m[1] as string)),
   );
   // Read by other entry points: make backup / make restore, and make test-browser.
   for (const other of ['BACKUP_DIR', 'SERVICE_URL', 'ADMIN_TOKEN', 'CHROMIUM_PATH']) documented.delete(other);
-  assert.equal([...read].filter((name) => !documented.has(name)).sort(), [], 'read but not in the README');
-  assert.equal([...documented].filter((name) => !read.has(name)).sort(), [], 'in the README but not read');
+  assert.equal([...read].filter((name) => !documented.has(name)).sort(), [], 'read but not in docs/configuration.md');
+  assert.equal([...documented].filter((name) => !read.has(name)).sort(), [], 'in docs/configuration.md but not read');
 });
 
 test.run();

@@ -120,7 +120,7 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
       await statesOf(svc, parked),
       parked.map(() => 'INIT'),
     );
-    // The README's remedy: a balance changed behind the service is named by the check, refused a
+    // The remedy of docs/operations.md: a balance changed behind the service is named by the check, refused a
     // plain withdrawal while halted, and repaired by a correction, which the check then accepts.
     await svc.sql`UPDATE funding_balances SET available = available + 200000000 WHERE user_id = 951 AND asset = 'USDT'`;
     const found = await svc.call('GET', '/admin/v1/invariant', { token: admin });

@@ -33,7 +33,7 @@ type ApiCode = (typeof API_CODES)[number];
 
 export type ErrorCode = ValidationCode | BusinessCode | ApiCode;
 
-/** Every code an answer can carry, for the status and message tables, the OpenAPI document and the README. */
+/** Every code an answer can carry, for the status and message tables, the OpenAPI document and docs/api.md. */
 export const ERROR_CODES: readonly ErrorCode[] = [...VALIDATION_CODES, ...BUSINESS_CODES, ...API_CODES];
 
 const ERROR_CODE_SET: ReadonlySet<string> = new Set(ERROR_CODES);

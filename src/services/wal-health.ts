@@ -1,6 +1,6 @@
 // Whether UBSCore's WAL takes writes, as the main thread knows it: set by UBSCore's reports
 // (ubs.degraded, ubs.recovered), read by GET /readyz, and announced once per episode as a
-// CRITICAL alert (README "A full disk").
+// CRITICAL alert (docs/operations.md, "A full disk").
 
 import type { AlertSink } from '../alerts/alerts.js';
 import type { Logger } from '../log.js';

@@ -96,7 +96,7 @@ export type UbsCoreOptions = {
   /** Accounts encoded per slice of a periodic snapshot, between batches. Default 20,000. */
   readonly snapshotSliceAccounts?: number;
   /**
-   * No write is started while fewer bytes than this are free on the WAL's filesystem (README
+   * No write is started while fewer bytes than this are free on the WAL's filesystem (docs/operations.md,
    * "A full disk"); 0 disables the check. Default 256 MiB.
    */
   readonly diskReserveBytes?: number;

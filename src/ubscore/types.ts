@@ -70,7 +70,7 @@ export type UbsResult =
   | { readonly kind: 'op_seqs'; readonly seqs: readonly (number | null)[] }
   /**
    * Nothing about the command is known: UBSCore could not make its batch durable, or refuses
-   * every command while its disk takes no writes (README "A full disk"). An unknown outcome,
+   * every command while its disk takes no writes (docs/operations.md, "A full disk"). An unknown outcome,
    * never a failure: retry idempotently later. Answered at once, so no caller waits for its timeout.
    */
   | { readonly kind: 'unavailable'; readonly reason: UbsUnavailableReason };

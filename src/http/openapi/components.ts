@@ -65,7 +65,7 @@ const AMOUNT = {
 
 /**
  * What the checks inside TransferBody's pipe enforce, which have no JSON Schema form there (the
- * pipe keeps the fields plain strings so that each answers its own code, README "Check order").
+ * pipe keeps the fields plain strings so that each answers its own code, docs/api.md, "Check order").
  */
 const TRANSFER_FIELDS = {
   from: { type: 'string', enum: [...ACCOUNT_KINDS] },

@@ -24,7 +24,7 @@ export function adminRoutes(deps: AppDeps): Hono<AdminEnv> {
   routes.post('/withdraw', audit('withdraw'), movement(deps, 'WITHDRAW'));
   routes.put('/assets/:symbol', audit('asset.put'), putAsset(deps));
   routes.post('/account_status', audit('account.status'), setAccountStatus(deps));
-  // A backup of both stores at one cut into an empty directory on the service's host (README).
+  // A backup of both stores at one cut into an empty directory on the service's host (docs/operations.md).
   routes.post('/backup', audit('ledger.backup'), backup(deps));
   mountOperatorRoutes(routes, deps, audit);
   mountAuditRoutes(routes, deps);
