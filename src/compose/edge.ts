@@ -62,7 +62,6 @@ export function appDeps(start: Start, built: Built): AppDeps {
     external: main.external,
     balances: new BalanceReader({ sql, ubs: main.ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
     log,
-    isReady: () => true,
     ownerHeld: () => stores.owner.held(),
     drain: built.drain,
     backup: (dir) => backups.take(dir),

@@ -60,7 +60,6 @@ export type AppDeps = {
     readonly walReason: string | null;
   }>;
   readonly log: Logger;
-  readonly isReady: () => boolean;
   /** Whether this process holds the database's owner lock (rule 7); without it no new work is taken. */
   readonly ownerHeld: () => boolean;
   /** Turns new requests away once a stop begins, and counts the ones in flight. */

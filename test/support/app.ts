@@ -66,7 +66,6 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean;
     probe: async () => ({ postgres: true, ubscore: true, walWritable: true, walReason: null }),
     ownerHeld: () => true,
     log,
-    isReady: () => true,
     drain: new Drain(),
     ...opts.deps,
   } as unknown as AppDeps;
