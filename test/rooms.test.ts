@@ -1,7 +1,9 @@
-// Proves bench/ and the drill's home (test/drill/) keep the product's room sizes as `wc -l` counts
-// them: no file over 400 lines, no folder holding more than 25 files directly. Biome's
-// noExcessiveLinesPerFile (biome.json) counts blank lines there too but not the lines inside a
-// block comment, so this counts newlines itself.
+// Proves the house keeps its room sizes as `wc -l` counts them, in src/, actors/, wal/, bench/ and
+// the drill's home (test/drill/): no file over 400 lines, no folder holding more than 25 files
+// directly. Biome's noExcessiveLinesPerFile (biome.json) counts blank lines too but not the lines
+// inside a block comment, so this counts newlines itself. The schema migrations are left out of
+// the line count: an applied migration may never change (src/db/migrations.ts refuses an edited
+// one), so a long one stays as it was applied.
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -13,6 +15,8 @@ const FILE_LINES_MAX = 400;
 const FOLDER_FILES_MAX = 25;
 /** Folders of results a run writes, not code. */
 const NOT_CODE = new Set(['bench/results']);
+/** Applied migrations are frozen by their checksums: their length is history, not a room to split. */
+const FROZEN = /^src\/db\/migrations\/\d{4}_.*\.sql$/;
 
 type Room = { readonly dir: string; readonly files: readonly string[] };
 
@@ -25,13 +29,14 @@ async function rooms(dir: string): Promise<Room[]> {
   return [{ dir: rel, files }, ...below.flat()];
 }
 
-const houses = ['bench', path.join('test', 'drill')];
+const houses = ['src', 'actors', 'wal', 'bench', path.join('test', 'drill')];
 
-test('no file in bench/ or test/drill/ runs over 400 lines by wc -l', async () => {
+test('no file in src/, actors/, wal/, bench/ or test/drill/ runs over 400 lines by wc -l', async () => {
   const over: string[] = [];
   for (const house of houses)
     for (const room of await rooms(path.join(PROJECT_ROOT, house)))
       for (const file of room.files) {
+        if (FROZEN.test(file)) continue;
         const text = await fs.readFile(path.join(PROJECT_ROOT, file), 'utf8');
         const lines = text.split('\n').length - 1;
         if (lines > FILE_LINES_MAX) over.push(`${file}: ${lines}`);
@@ -39,7 +44,7 @@ test('no file in bench/ or test/drill/ runs over 400 lines by wc -l', async () =
   assert.equal(over, []);
 });
 
-test('no folder in bench/ or test/drill/ holds more than 25 files directly', async () => {
+test('no folder in src/, actors/, wal/, bench/ or test/drill/ holds more than 25 files directly', async () => {
   const crowded: string[] = [];
   for (const house of houses)
     for (const room of await rooms(path.join(PROJECT_ROOT, house)))
