@@ -118,7 +118,7 @@ test('every pointer of the map names a file or folder that exists, and each symb
 test('the check finds each kind of wrong pointer', () => {
   const wrong = [
     '`leading`: a symbol before any file',
-    '`src/http/answers.ts` `transferJson`: a symbol the file does not define',
+    '`src/http/openapi/answers.ts` `transferJson`: a symbol the file does not define',
     '`src/http/no-such-file.ts`: a file that does not exist',
     '`src/coordinator/` `Shard`: a symbol after a folder',
     '`src/coordinator/driver.ts` `TransferDriver.nothing`: a method the class does not have',
@@ -126,13 +126,14 @@ test('the check finds each kind of wrong pointer', () => {
   ].join('\n');
   assert.equal(mapProblems(wrong, PROJECT_ROOT), [
     'leading: a symbol before any file',
-    'transferJson: not defined in src/http/answers.ts',
+    'transferJson: not defined in src/http/openapi/answers.ts',
     'src/http/no-such-file.ts: no such file or folder',
     'Shard: after the folder src/coordinator/, which is not a file',
     'TransferDriver.nothing: not defined in src/coordinator/driver.ts',
     'Shard.submit: not defined in src/coordinator/driver.ts',
   ]);
-  const right = '`src/http/views.ts` `transferJson`; `src/coordinator/driver.ts` `TransferDriver.step`, `TransferDriver`; `make lint`';
+  const right =
+    '`src/http/routes/views.ts` `transferJson`; `src/coordinator/driver.ts` `TransferDriver.step`, `TransferDriver`; `make lint`';
   assert.equal(mapProblems(right, PROJECT_ROOT), []);
 });
 
