@@ -11,6 +11,15 @@ import { startTestService, type TestService } from './support/service.js';
 
 let svc: TestService;
 const COIN = 10n ** 8n;
+/** ETH with a daily amount limit of 5 per user. */
+const ETH_DAILY_5 = {
+  precision: 8,
+  min_transfer_amount: '0.00000001',
+  max_transfer_amount: '1000',
+  status: 'ACTIVE',
+  internal_transfer_enabled: true,
+  daily_amount_limit: '5',
+};
 
 test.before(async () => {
   svc = await startTestService({ RATE_LIMIT_PER_SECOND: '0', DAILY_TRANSFER_LIMIT: '0' });
@@ -140,15 +149,7 @@ test('limits: requests per second, transfers per day, amount per asset per day, 
     const ok2 = await transfer(limited, 502n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
     const third = await transfer(limited, 502n, { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' });
     assert.equal([ok1.status, ok2.status, third.status, third.body.code], [200, 200, 429, 'DAILY_LIMIT_EXCEEDED']);
-    const spec = {
-      precision: 8,
-      min_transfer_amount: '0.00000001',
-      max_transfer_amount: '1000',
-      status: 'ACTIVE',
-      internal_transfer_enabled: true,
-      daily_amount_limit: '5',
-    };
-    assert.is((await limited.call('PUT', '/admin/v1/assets/ETH', { token: limited.adminToken(), body: spec })).status, 200);
+    assert.is((await limited.call('PUT', '/admin/v1/assets/ETH', { token: limited.adminToken(), body: ETH_DAILY_5 })).status, 200);
     await deposit(limited, 503n, 'FUNDING', 'ETH', '100', 'lim-eth');
     await new Promise((r) => setTimeout(r, 1_100));
     const eth1 = await transfer(limited, 503n, { from: 'FUNDING', to: 'SPOT', asset: 'ETH', amount: '3' });
@@ -182,15 +183,7 @@ test("spec 001 §1.5.7: a client_order_id repeated once the day's count or amoun
     assert.ok(other.body.req_id !== first.body.req_id);
     assert.is((await limited.call('GET', `/api/v1/internal_transfer/${third.body.req_id}`, { token: limited.userToken(511) })).status, 404);
 
-    const spec = {
-      precision: 8,
-      min_transfer_amount: '0.00000001',
-      max_transfer_amount: '1000',
-      status: 'ACTIVE',
-      internal_transfer_enabled: true,
-      daily_amount_limit: '5',
-    };
-    assert.is((await limited.call('PUT', '/admin/v1/assets/ETH', { token: limited.adminToken(), body: spec })).status, 200);
+    assert.is((await limited.call('PUT', '/admin/v1/assets/ETH', { token: limited.adminToken(), body: ETH_DAILY_5 })).status, 200);
     await deposit(limited, 512n, 'FUNDING', 'ETH', '100', 'rep-eth');
     const eth = (coid: string) => ({ from: 'FUNDING', to: 'SPOT', asset: 'ETH', amount: '4', client_order_id: coid });
     const eth1 = await transfer(limited, 512n, eth('eth-1'));

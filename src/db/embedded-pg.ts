@@ -106,15 +106,18 @@ function stopServerNow(bin: Binaries, runAs: RunAs, pgData: string, log: (line: 
   } catch (error) {
     log(`PostgreSQL immediate stop: ${describe(error)}`);
   }
-  // pg_ctl failed (or found no server): SIGQUIT, PostgreSQL's immediate shutdown, to the pid the
-  // lock file names, if that process is still alive.
-  const pid = Number(readFileSafe(path.join(pgData, 'postmaster.pid')).split('\n')[0]);
-  if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) {
-    try {
-      process.kill(pid, 'SIGQUIT');
-    } catch {
-      // gone meanwhile
-    }
+  // pg_ctl failed (or found no server): PostgreSQL's immediate shutdown by signal.
+  quitPostmaster(path.join(pgData, 'postmaster.pid'));
+}
+
+/** SIGQUIT, PostgreSQL's immediate shutdown, to the postmaster a pid file names, if it is alive. */
+export function quitPostmaster(pidFile: string): void {
+  const pid = Number(readFileSafe(pidFile).split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || !isAlive(pid)) return;
+  try {
+    process.kill(pid, 'SIGQUIT');
+  } catch {
+    // gone meanwhile
   }
 }
 

@@ -3,7 +3,7 @@
 // (children, temp dirs, databases, a file-local PostgreSQL) is registered and removed at the end.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,7 @@ import {
   startEmbeddedPg,
   type EmbeddedPg,
 } from '../../src/db/embedded-pg.js';
+import { quitPostmaster } from '../../src/db/embedded-pg.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { signJwt } from '../../src/http/auth/jwt.js';
 import { createTestDatabase, startScratchPg, type ScratchPg, type TestDatabase } from './database.js';
@@ -140,25 +141,6 @@ function removeEverythingNow(): void {
   if (filePg !== null) quitPostmaster(path.join(filePg.dir, 'pg', 'postmaster.pid'));
   for (const pgData of livePgData) quitPostmaster(path.join(pgData, 'postmaster.pid'));
   for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
-}
-
-/** SIGQUIT (immediate shutdown) to the postmaster a pid file names, if any. */
-function quitPostmaster(pidFile: string): void {
-  const pid = Number(readFileSafe(pidFile).split('\n')[0]);
-  if (!Number.isInteger(pid) || pid <= 0) return;
-  try {
-    process.kill(pid, 'SIGQUIT');
-  } catch {
-    // already gone
-  }
-}
-
-function readFileSafe(file: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return '';
-  }
 }
 
 process.once('exit', removeEverythingNow);
