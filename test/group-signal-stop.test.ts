@@ -3,7 +3,8 @@
 // from 16 keep-alive clients every request sent before the signal gets an HTTP answer and none is
 // reset, although the service receives the signal twice (from the group, and relayed by make);
 // a deliberate second request (the same signal after SIGNAL_REPEAT_WINDOW_MS) exits at once; and
-// neither stop leaves the embedded PostgreSQL running. GROUP_STOP_RUNS sets the SIGTERM runs (2).
+// neither stop leaves the embedded PostgreSQL running, nor does a fatal stop (exit code 70).
+// GROUP_STOP_RUNS sets the SIGTERM runs (2).
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'uvu';
@@ -150,6 +151,31 @@ test('the same signal within the repeat window is the same stop; after it, a del
       assert.not.match(log, /FATAL ERROR|stopped in order/, log);
       await assertNoPostgresLeft(h);
       row.release();
+    },
+    { pg: 'embedded' },
+  );
+});
+
+test('a fatal stop (a coordinator thread dies) exits with code 70 and stops the embedded PostgreSQL too', async () => {
+  await withHarness(
+    async (h) => {
+      const svc = await h.startToDie({ CRASH_POINT: 'coordinator_thread_uncaught' });
+      const seeded = await svc.call('POST', '/admin/v1/deposit', {
+        token: h.adminToken(),
+        body: { user_id: String(FIRST_USER), account: 'FUNDING', asset: 'USDT', amount: '10', ref: 'fatal-seed' },
+      });
+      assert.is(seeded.status, 200, JSON.stringify(seeded.body));
+      // The first FUNDING → SPOT transfer past its create-and-debit commit kills its shard's thread.
+      void svc
+        .call('POST', '/api/v1/internal_transfer', {
+          token: h.userToken(FIRST_USER),
+          body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '1' },
+        })
+        .catch(() => undefined);
+      const exit = await svc.waitForExit(15_000);
+      assert.is(exit.code, 70, svc.stderrTail());
+      assert.match(svc.stderrTail(), /fatal: stopping the process/);
+      await assertNoPostgresLeft(h);
     },
     { pg: 'embedded' },
   );

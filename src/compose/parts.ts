@@ -57,8 +57,13 @@ export type Built = {
   readonly drain: Drain;
 };
 
-/** A part that cannot go on safely stops the process; restart recovers from the stores. */
-export function fatal(log: Logger, message: string): never {
-  log.critical('fatal: stopping the process', { reason: message });
+/**
+ * A part that cannot go on safely stops the process; restart recovers from the stores. The
+ * synchronous stop steps run first (the embedded PostgreSQL is stopped at once: it runs in a
+ * session of its own, and nothing else would stop it).
+ */
+export function fatal(start: Pick<Start, 'log' | 'nowStack'>, message: string): never {
+  start.log.critical('fatal: stopping the process', { reason: message });
+  for (const step of start.nowStack) step();
   process.exit(70);
 }

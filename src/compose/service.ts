@@ -108,7 +108,7 @@ async function startUbs<Core extends UbsCore>(start: Start, threads: ServiceThre
     replay_ms: ubs.ready.replayMs,
   });
   ubs.onExit((code) => {
-    if (!start.stopping()) fatal(log, `UBSCore exited with code ${code}`);
+    if (!start.stopping()) fatal(start, `UBSCore exited with code ${code}`);
   });
   return ubs;
 }
@@ -130,7 +130,7 @@ async function startShards<Core extends UbsCore>(
     logFormat: config.logFormat,
     log,
     onFatal: (error: Error) => {
-      if (!start.stopping()) fatal(log, `coordinator thread failed: ${error.stack ?? error.message}`);
+      if (!start.stopping()) fatal(start, `coordinator thread failed: ${error.stack ?? error.message}`);
     },
   };
   const pools = await threads.startCoordinators(options, ubs);

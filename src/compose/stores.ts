@@ -23,7 +23,7 @@ export async function openStores(start: Start): Promise<Stores> {
   const dirLock = await lockDataDir(config.dataDir);
   stack.push(() => dirLock.release());
   const { url: databaseUrl, watch } = await database(config, log, stack, start.nowStack);
-  const owner = await ownDatabase(databaseUrl, ownerEvents(log, watch, start.stopping), {
+  const owner = await ownDatabase(databaseUrl, ownerEvents(start, watch), {
     retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
   });
   stack.push(() => owner.release());
@@ -83,7 +83,8 @@ async function database(
  * owner gate, /readyz) until the lock is taken again; a lock another process took meanwhile
  * stops this one. A closed connection is also the event that tells the watcher to look now.
  */
-function ownerEvents(log: Logger, watch: PgWatch | null, stopping: () => boolean) {
+function ownerEvents(start: Start, watch: PgWatch | null) {
+  const { log, stopping } = start;
   return {
     onLost: (reason: string) => {
       if (stopping()) return;
@@ -94,7 +95,7 @@ function ownerEvents(log: Logger, watch: PgWatch | null, stopping: () => boolean
     onTakenByOther: (holder: string) => {
       if (!stopping())
         fatal(
-          log,
+          start,
           `another process took the owner lock while this one had lost it: ${holder}. Two processes on one database would split the SPOT ledger`,
         );
     },
