@@ -14,6 +14,7 @@ import { benchRestart, type RestartFigures } from './parts/ubscore-restart-run.j
 import { benchChain, type ChainLevel } from './baselines/chain-alone.js';
 import { cleanupAll } from './support/cleanup.js';
 import { measureDiskUse, type DiskUse } from './meters/disk-use.js';
+import { readPg } from './meters/pg-growth.js';
 import { monotonicUs, summariseProfiles } from './meters/cpu-profile.js';
 import { runLoad } from './load/closed-loop.js';
 import { sampleRss } from './meters/memory.js';
@@ -102,6 +103,8 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
   const svc = await startBenchService({ statementStats: true });
   try {
     const users = await timed(log, `seeding ${opts.users} users on both sides`, () => seedUsers(svc, opts.users, opts.seedConcurrency));
+    // PostgreSQL's relations before any transfer: the disk reading after the levels is their growth.
+    const pgBefore = await readPg(svc.sql);
     if (opts.warmupS > 0)
       await runLoad({ url: svc.base, connections: opts.levels[0] ?? 16, durationS: opts.warmupS, requests: transferRequests(users) });
     const service: ServiceLevel[] = [];
@@ -122,11 +125,13 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
         ? await attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log))
         : skipped<MemoryRun>('BENCH_MEMORY_S=0');
     // After the levels: the disk the WAL, the processed set and snapshots took for what committed.
-    const disk = await attempt('disk use', log, () => measureDiskUse(svc));
-    if (disk.status === 'measured')
+    const disk = await attempt('disk use', log, () => measureDiskUse(svc, pgBefore));
+    if (disk.status === 'measured') {
       log(
         `  disk per million committed transfers (bytes): ${JSON.stringify(disk.figures.perMillionTransfers)}; ${disk.figures.committed} committed`,
       );
+      log(`  PostgreSQL growth per million committed transfers (bytes): ${JSON.stringify(disk.figures.postgres)}`);
+    }
     const conservation = await attempt('conservation check', log, () => conservationCheck(svc));
     log(`conservation: ${JSON.stringify(figuresOf(conservation))}`);
     log('(a) PostgreSQL ceiling on the same server, the service idle');

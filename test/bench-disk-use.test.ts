@@ -1,8 +1,9 @@
-// Proves the bench's disk figures: the WAL, processed-set and snapshot bytes read from GET /metrics, scaled to one million committed transfers.
+// Proves the bench's disk figures: the WAL, processed-set and snapshot bytes read from GET /metrics, scaled to one million committed transfers, and PostgreSQL's growth per relation between two readings.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { diskUseFrom } from '../bench/meters/disk-use.js';
+import { pgGrowth } from '../bench/meters/pg-growth.js';
 
 const METRICS = [
   '# HELP transfer_ubscore_lmdb_bytes Bytes of each UBSCore LMDB database',
@@ -30,6 +31,37 @@ test('a missing gauge is an error, not a zero', () => {
     () => diskUseFrom(METRICS.replace('transfer_ubscore_lmdb_file_bytes{thread="ubscore"} 16384000', ''), 10),
     /transfer_ubscore_lmdb_file_bytes/,
   );
+});
+
+test("PostgreSQL's growth: each relation's bytes gained over the transfers committed in between, largest first", () => {
+  const before = {
+    committed: 100,
+    bytes: new Map([
+      ['table transfers_tb', 8_192],
+      ['index transfers_tb_pkey', 8_192],
+      ['table assets', 8_192],
+    ]),
+  };
+  const after = {
+    committed: 20_100,
+    bytes: new Map([
+      ['table transfers_tb', 4_104_192],
+      ['index transfers_tb_pkey', 1_032_192],
+      ['table assets', 8_192],
+      ['table alerts', 8_192],
+    ]),
+  };
+  assert.equal(pgGrowth(before, after), {
+    committed: 20_000,
+    perMillionTransfers: [
+      { relation: 'table transfers_tb', bytes: 204_800_000 },
+      { relation: 'index transfers_tb_pkey', bytes: 51_200_000 },
+      { relation: 'table alerts', bytes: 409_600 },
+      { relation: 'table assets', bytes: 0 },
+    ],
+    totalPerMillionTransfers: 256_409_600,
+  });
+  assert.is(pgGrowth(after, after), null, 'nothing committed in between: no per-million figures');
 });
 
 test.run();

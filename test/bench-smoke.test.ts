@@ -95,6 +95,11 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       report.disk.status === 'measured' && report.disk.figures.perMillionTransfers !== null,
       'disk bytes per million transfers measured',
     );
+    const growth = report.disk.figures.postgres ?? null;
+    assert.ok(
+      growth !== null && (growth.perMillionTransfers.find((r) => r.relation === 'table transfer_state_history')?.bytes ?? 0) > 0,
+      `PostgreSQL's growth per relation measured: ${JSON.stringify(growth)}`,
+    );
     const pm = report.disk.figures.perMillionTransfers;
     assert.ok(
       pm.wal > 0 && pm.processed > 0 && pm.dataFile >= pm.wal + pm.processed,

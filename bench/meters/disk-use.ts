@@ -6,12 +6,15 @@
 
 import { STATE_IDS } from '../../src/domain/fsm.js';
 import type { BenchService } from '../support/service-child.js';
+import { pgGrowth, readPg, type PgGrowth, type PgReading } from './pg-growth.js';
 
 export type DiskUse = {
   readonly committed: number;
   readonly bytes: DiskParts;
   /** `bytes` scaled to one million committed transfers; null parts when none committed. */
   readonly perMillionTransfers: DiskParts | null;
+  /** PostgreSQL's growth by table and index over the load levels (bench/meters/pg-growth.ts). */
+  readonly postgres?: PgGrowth | null;
 };
 export type DiskParts = { readonly wal: number; readonly processed: number; readonly snapshot: number; readonly dataFile: number };
 
@@ -56,10 +59,11 @@ export function diskUseFrom(metricsText: string, committed: number): DiskUse {
   return { committed, bytes, perMillionTransfers };
 }
 
-export async function measureDiskUse(svc: BenchService): Promise<DiskUse> {
+/** UBSCore's parts from /metrics, and PostgreSQL's growth since `pgBefore` (read before the load levels). */
+export async function measureDiskUse(svc: BenchService, pgBefore: PgReading): Promise<DiskUse> {
   const response = await fetch(`${svc.base}/metrics`, { signal: AbortSignal.timeout(10_000) });
   if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
   const text = await response.text();
   const rows = await svc.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state = ${STATE_IDS.COMMITTED}`;
-  return diskUseFrom(text, rows[0]?.n ?? 0);
+  return { ...diskUseFrom(text, rows[0]?.n ?? 0), postgres: pgGrowth(pgBefore, await readPg(svc.sql)) };
 }

@@ -163,6 +163,13 @@ function componentLines(r: BenchReport): string[] {
         `the data file ${mib(pm.dataFile)} (free pages included). WAL records a snapshot covers are pruned, so the WAL figure is what stays between snapshots.`,
     );
   }
+  const pg = disk?.postgres ?? null;
+  if (pg !== null) {
+    const parts = pg.perMillionTransfers.filter((r) => r.bytes > 0).map((r) => `${r.relation} ${mib(r.bytes)}`);
+    out.push(
+      `- PostgreSQL's growth over the load levels (${n(pg.committed, 0)} transfers committed), MiB per million transfers: ${mib(pg.totalPerMillionTransfers)} in all; ${parts.join(', ')}.`,
+    );
+  }
   const cons = figuresOf(r.conservation);
   if (cons !== null)
     out.push(
