@@ -1,6 +1,6 @@
 // One shard's mailbox of new transfers, on the main thread. It counts transfers, not tasks: at
 // most `concurrencyMax` are in the shard at once and at most `mailboxMax` wait behind them; one
-// more is answered `busy` at once (the caller records it for the recovery scan). The transfers
+// more is answered `busy` at once (admission then parks it for the recovery scan). The transfers
 // that arrive in one event-loop turn leave together, in batches of at most SUBMIT_BATCH_MAX, so
 // the shard gets one message per batch rather than one per transfer.
 

@@ -4,7 +4,6 @@
 // transfers. What is measured is what stays on disk: WAL records a snapshot covers are pruned,
 // and the count includes the seeding deposits' records, a small share of the total.
 
-import { STATE_IDS } from '../../src/domain/fsm.js';
 import type { BenchService } from '../support/service-child.js';
 import { pgGrowth, readPg, type PgGrowth, type PgReading } from './pg-growth.js';
 
@@ -64,6 +63,7 @@ export async function measureDiskUse(svc: BenchService, pgBefore: PgReading): Pr
   const response = await fetch(`${svc.base}/metrics`, { signal: AbortSignal.timeout(10_000) });
   if (!response.ok) throw new Error(`GET /metrics answered ${response.status}`);
   const text = await response.text();
-  const rows = await svc.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state = ${STATE_IDS.COMMITTED}`;
-  return { ...diskUseFrom(text, rows[0]?.n ?? 0), postgres: pgGrowth(pgBefore, await readPg(svc.sql)) };
+  // One reading of PostgreSQL gives both the committed count and the relations' sizes.
+  const pg = await readPg(svc.sql);
+  return { ...diskUseFrom(text, pg.committed), postgres: pgGrowth(pgBefore, pg) };
 }

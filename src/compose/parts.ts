@@ -64,6 +64,11 @@ export type Built = {
  */
 export function fatal(start: Pick<Start, 'log' | 'nowStack'>, message: string): never {
   start.log.critical('fatal: stopping the process', { reason: message });
-  for (const step of start.nowStack) step();
+  stopNow(start.nowStack);
   process.exit(70);
+}
+
+/** Runs the synchronous stop steps (Service.stopNow, and the fatal stop before its exit). */
+export function stopNow(nowStack: readonly (() => void)[]): void {
+  for (const step of nowStack) step();
 }

@@ -24,7 +24,7 @@ import { WalHealth } from '../services/wal-health.js';
 import { ALERT_ROWS_MAX, RETRY_TIMERS_MAX, SCAN_BATCH_MAX, UBS_CLOSE_TIMEOUT_MS } from '../limits.js';
 import { within } from '../within.js';
 import { appDeps } from './edge.js';
-import { fatal, type MainParts, type Start, type Stores } from './parts.js';
+import { fatal, stopNow, type MainParts, type Start, type Stores } from './parts.js';
 import { openStores } from './stores.js';
 
 export type Service = {
@@ -54,9 +54,6 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
     for (const undo of stack.reverse()) await undo().catch((e: unknown) => log.error('stop step failed', { error: String(e) }));
   };
   const nowStack: (() => void)[] = [];
-  const stopNow = (): void => {
-    for (const step of nowStack) step();
-  };
   const start: Start = { config, log, stack, nowStack, stopping: () => stopping };
   try {
     // The JWKS first: a set that cannot be read or used stops the start before anything runs.
@@ -78,7 +75,7 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
       coordinators: config.coordinators,
       data_dir: config.dataDir,
     });
-    return { ...listeners, databaseUrl: stores.databaseUrl, apps, stop, stopNow };
+    return { ...listeners, databaseUrl: stores.databaseUrl, apps, stop, stopNow: () => stopNow(nowStack) };
   } catch (error) {
     await stop();
     throw error;

@@ -23,11 +23,6 @@ export class HaltFlag {
     return this.state;
   }
 
-  /** Moves out of INIT under way: what a halt waits for. */
-  get departures(): number {
-    return this.departing;
-  }
-
   /** Takes a place for a move out of INIT; false while halted (the move must not start). */
   enter(): boolean {
     if (this.state !== null) return false;

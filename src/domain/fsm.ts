@@ -34,6 +34,9 @@ export function isTerminal(state: TransferStateName): boolean {
   return TERMINAL_STATES.has(state);
 }
 
+/** Every state that is not final, in STATE_IDS order: what a client is shown as PENDING. */
+export const UNFINISHED_STATES: readonly TransferStateName[] = STATE_NAMES.filter((name) => !isTerminal(name));
+
 /** Events, named after spec 003 §4.2; `_RETRY` and `ROLLBACK_FAIL` are the stay-and-retry loops. */
 export const EVENTS = [
   'SOURCE_CALL',

@@ -6,7 +6,7 @@
 // Every series is labelled with the thread it came from (src/metrics/aggregate.ts).
 
 import type { Sql } from '../db/sql.js';
-import { isTerminal, STATE_NAMES, type TransferStateName } from '../domain/fsm.js';
+import { UNFINISHED_STATES } from '../domain/fsm.js';
 import { aggregate, MAIN_THREAD, type ShardScrape, type ThreadScrape } from './aggregate.js';
 import { renderExactGauge } from './exact.js';
 import { Registry, type MetricFamily } from './registry.js';
@@ -24,8 +24,6 @@ type MetricSources = {
 
 export const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const IN_FLIGHT_AMOUNT = 'transfer_in_flight_amount_units';
-
-const UNFINISHED_STATES: readonly TransferStateName[] = STATE_NAMES.filter((s) => !isTerminal(s));
 
 export async function collectMetrics(src: MetricSources): Promise<string> {
   const [shards, ubs, pg] = await Promise.all([src.shards(), src.ubs(), fromPostgres(src.sql)]);

@@ -5,7 +5,7 @@
 import type { Hono } from 'hono';
 import type { TransferView } from '../../domain/transfer.js';
 import { isClientOrderId, isReqId, parseUserId } from '../../domain/checks.js';
-import { isTerminal, STATE_NAMES } from '../../domain/fsm.js';
+import { UNFINISHED_STATES } from '../../domain/fsm.js';
 import { formatAmount } from '../../domain/money.js';
 import { adminTransfersJson } from '../routes/admin-views.js';
 import type { AppDeps } from '../deps.js';
@@ -25,7 +25,7 @@ export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void 
     const last = deps.invariant.lastReport;
     return c.json({
       now: deps.pulse.summary(),
-      unfinished_by_state: Object.fromEntries(STATE_NAMES.filter((s) => !isTerminal(s)).map((s) => [s, snapshot.byState.get(s) ?? 0])),
+      unfinished_by_state: Object.fromEntries(UNFINISHED_STATES.map((s) => [s, snapshot.byState.get(s) ?? 0])),
       in_flight: inFlight,
       wal_seq: snapshot.walSeq,
       halt: { halted: halted !== null, reason: halted?.reason ?? null, since: halted?.since ?? null },

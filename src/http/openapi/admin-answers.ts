@@ -6,7 +6,7 @@ import { ALERT_KINDS } from '../../alerts/alerts.js';
 import { CONDITION_KINDS } from '../../alerts/rules.js';
 import { ADMIN_ACTIONS } from '../../audit/audit-log.js';
 import { ULID } from '../../domain/checks.js';
-import { STATE_NAMES, isTerminal, type TransferStateName } from '../../domain/fsm.js';
+import { STATE_NAMES, UNFINISHED_STATES, type TransferStateName } from '../../domain/fsm.js';
 import { ACCOUNT_KINDS } from '../../domain/types.js';
 import { StateChange } from './answers.js';
 import { ERROR_CODES } from '../../domain/errors.js';
@@ -102,7 +102,7 @@ export const AuditEntry = v.object({
 });
 export const AuditPage = v.object({ items: v.array(AuditEntry), next_cursor: v.nullable(v.string()) });
 
-const unfinished = Object.fromEntries(STATE_NAMES.filter((s) => !isTerminal(s)).map((s) => [s, count]));
+const unfinished = Object.fromEntries(UNFINISHED_STATES.map((s) => [s, count]));
 export const Overview = v.object({
   now: v.object({
     window_s: count,

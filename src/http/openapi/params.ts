@@ -2,10 +2,10 @@
 // routes enforce (each constant is imported from the route that checks it).
 
 import { ASSET_SYMBOL, KEY, ULID, USER_ID_TEXT } from '../../domain/checks.js';
-import { STATE_NAMES } from '../../domain/fsm.js';
+import { STATE_NAMES, UNFINISHED_STATES } from '../../domain/fsm.js';
 import { CURSOR } from '../routes/cursor.js';
 import { EPOCH_MS, ISO_TIME } from '../routes/history.js';
-import { CLIENT_PENDING, PENDING_STATES } from '../routes/views.js';
+import { CLIENT_PENDING } from '../routes/views.js';
 import {
   AUDIT_LIMIT_DEFAULT,
   AUDIT_LIMIT_MAX,
@@ -77,7 +77,7 @@ export const historyParams: Json[] = [
   query(
     'state',
     { type: 'string', enum: [...STATE_NAMES, CLIENT_PENDING] },
-    `Only transfers in this state: ${CLIENT_PENDING}, the state an answer shows for an unfinished transfer, is every state that is not final (${PENDING_STATES.join(', ')}); a state of the machine (internal_state) is that state alone`,
+    `Only transfers in this state: ${CLIENT_PENDING}, the state an answer shows for an unfinished transfer, is every state that is not final (${UNFINISHED_STATES.join(', ')}); a state of the machine (internal_state) is that state alone`,
     CLIENT_PENDING,
   ),
   time('from_time', 'Created at or after (inclusive): ISO 8601 with a zone, or epoch milliseconds'),

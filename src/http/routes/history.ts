@@ -4,13 +4,13 @@ import type { Context } from 'hono';
 import * as v from 'valibot';
 import type { ListQuery } from '../../db/transfers.js';
 import { ASSET_SYMBOL } from '../../domain/checks.js';
-import { STATE_NAMES, type TransferStateName } from '../../domain/fsm.js';
+import { STATE_NAMES, type TransferStateName, UNFINISHED_STATES } from '../../domain/fsm.js';
 import type { AppDeps } from '../deps.js';
 import type { AuthEnv } from '../auth/auth.js';
 import { keysetCursor } from './cursor.js';
 import { fail } from '../errors.js';
 import { cursorText, firstCode, pageLimitText } from './schemas.js';
-import { CLIENT_PENDING, PENDING_STATES, transferJson } from './views.js';
+import { CLIENT_PENDING, transferJson } from './views.js';
 import { HISTORY_LIMIT_DEFAULT, HISTORY_LIMIT_MAX } from '../../limits.js';
 
 export const ISO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/;
@@ -41,7 +41,7 @@ const HistoryQuery = v.strictObject(
  */
 function statesOf(state: TransferStateName | typeof CLIENT_PENDING | undefined): readonly TransferStateName[] | null {
   if (state === undefined) return null;
-  return state === CLIENT_PENDING ? PENDING_STATES : [state];
+  return state === CLIENT_PENDING ? UNFINISHED_STATES : [state];
 }
 
 function parseTime(s: string): Date {

@@ -2,7 +2,7 @@
 
 import type { TransferView } from '../../domain/transfer.js';
 import type { HistoryEntry } from '../../db/transfers.js';
-import { isTerminal, STATE_NAMES, type TransferStateName } from '../../domain/fsm.js';
+import { isTerminal } from '../../domain/fsm.js';
 import { formatAmount } from '../../domain/money.js';
 
 const MESSAGE_BY_STATE: Readonly<Record<string, string>> = {
@@ -13,9 +13,6 @@ const MESSAGE_BY_STATE: Readonly<Record<string, string>> = {
 
 /** What a client is shown for every state that is not final (spec 001 §8.1). */
 export const CLIENT_PENDING = 'PENDING';
-
-/** The states a client sees as PENDING: every one that is not final. */
-export const PENDING_STATES: readonly TransferStateName[] = STATE_NAMES.filter((name) => !isTerminal(name));
 
 /**
  * Spec 001 §8.1: `state` is a final state or "PENDING"; where the transfer is in the machine is
