@@ -290,6 +290,12 @@ export const RESTART_BACKOFF_BASE_MS = 200;
 
 /** How long a take waits for a lock held by a process that just died (its backend exits when it sees the closed socket). */
 export const TAKE_WAIT_MS = 3_000;
+/**
+ * The owner's lease (issue 26): how long past its last renewal the owner of record stays the
+ * owner. A standby may take over once it has passed, so this bounds how long a hung owner keeps
+ * the ledger from being served.
+ */
+export const OWNER_LEASE_MS_DEFAULT = 2_000;
 /** How long the owner-lock connection may take to connect (seconds, as postgres.js takes it). */
 export const CONNECT_TIMEOUT_S = 10;
 /** The first wait before taking the lock again after a loss; it doubles per failed attempt up to the cap given. */

@@ -63,7 +63,7 @@ test('rule 7: a second process on the same database exits non-zero within second
       assert.is(second.code, REFUSED_EXIT_CODE, second.stderr);
       assert.ok(second.ms < REFUSAL_WITHIN_MS, `refused after ${second.ms} ms`);
       assert.match(second.stderr, /refused to start: the database is owned by another process/);
-      assert.match(second.stderr, new RegExp(`transfer owner pid ${first.pid} on `), 'names the owner');
+      assert.match(second.stderr, new RegExp(`transfer-${first.pid}-[0-9a-f]{6}@[^ ]+ owner lock`), 'names the owner');
       assert.equal(await fs.readdir(otherDir), [], 'nothing written in its DATA_DIR, and its lock released');
     } finally {
       await fs.rm(otherDir, { recursive: true, force: true });
@@ -152,8 +152,8 @@ test('rule 7: an owner whose lock connection an operator ends takes no new work 
   await withHarness(async (h) => {
     const first = await h.start();
     await fund(h, first, 40, 'own-lost-1');
-    const ownerName = `transfer owner pid ${first.pid} on ${os.hostname()}`.slice(0, 63);
-    const killed = await h.sql`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = ${ownerName}`;
+    const ownerName = `transfer-${first.pid}-%owner lock`;
+    const killed = await h.sql`SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name LIKE ${ownerName}`;
     assert.equal(
       killed.map((r) => r.ok),
       [true],
@@ -170,10 +170,11 @@ test('rule 7: an owner whose lock connection an operator ends takes no new work 
       describe: () => 'readyz 200 again',
     });
     const holders = await h.sql`SELECT a.application_name FROM pg_locks AS l JOIN pg_stat_activity AS a ON a.pid = l.pid
-                                 WHERE l.locktype = 'advisory' AND l.granted AND a.datname = current_database()`;
-    assert.equal(
-      holders.map((r) => r.application_name),
-      [ownerName],
+                                 WHERE l.locktype = 'advisory' AND l.granted AND l.mode = 'ExclusiveLock' AND a.datname = current_database()`;
+    assert.equal(holders.length, 1, 'one session holds the owner lock');
+    assert.match(
+      String(holders[0]?.application_name),
+      new RegExp(`^transfer-${first.pid}-[0-9a-f]{6}@[^ ]+ owner lock$`),
       'the owner holds its lock again',
     );
     await fund(h, first, 41, 'own-lost-2');

@@ -133,6 +133,7 @@ async function init(port: MessagePort, controlPort: MessagePort): Promise<Coordi
     max: config.pgPoolMax,
     application: `coordinator-${config.shard}`,
     timeouts: config.pgTimeouts,
+    owner: config.owner,
   });
   const ubs = new UbsClient(port, {});
   const { shard, assets, limits, metrics, halt } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });

@@ -120,7 +120,7 @@ async function startShards<Core extends UbsCore>(
   const { config, log } = start;
   const options = {
     shards: config.coordinators,
-    base: coordinatorBase(config, stores.databaseUrl),
+    base: coordinatorBase(config, stores),
     mailboxMax: config.coordinatorMailboxMax,
     concurrencyMax: config.coordinatorConcurrencyMax,
     logLevel: config.logLevel,
@@ -183,8 +183,14 @@ function startAlertMonitor(
 }
 
 /** What every shard receives: the configuration's coordinator section, and what only a shard has. */
-function coordinatorBase(config: Config, databaseUrl: string) {
-  return { ...coordinatorSettings(config), databaseUrl, scanBatchMax: SCAN_BATCH_MAX, retryTimersMax: RETRY_TIMERS_MAX };
+function coordinatorBase(config: Config, stores: Stores) {
+  return {
+    ...coordinatorSettings(config),
+    databaseUrl: stores.databaseUrl,
+    owner: stores.owner.identity(),
+    scanBatchMax: SCAN_BATCH_MAX,
+    retryTimersMax: RETRY_TIMERS_MAX,
+  };
 }
 
 /** UBSCore's reports after start: its WAL's health, or why it is about to stop (its exit stops the process). */

@@ -6,7 +6,8 @@ import type { Config } from '../config/config.js';
 import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from '../db/embedded-pg.js';
 import { watchEmbeddedPg, type PgWatch } from '../db/embedded-pg-watch.js';
 import { checkMigrated, migrate, seedDemoAssets } from '../db/schema.js';
-import { openSql } from '../db/sql.js';
+import { openSql, type Sql } from '../db/sql.js';
+import { OWNER_LEASE_MS_DEFAULT } from '../limits.js';
 import type { Logger } from '../log.js';
 import { HaltSwitch } from '../services/halt.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
@@ -27,10 +28,31 @@ export async function openStores(start: Start): Promise<Stores> {
     retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
   });
   stack.push(() => owner.release());
-  const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts });
+  // The schema and the ledger pairing are checked on a connection of their own, not fenced:
+  // the owner epoch is claimed only once the schema that holds it is there.
+  const setup = openSql(databaseUrl, { max: 1, application: 'setup', timeouts: config.pgTimeouts });
+  try {
+    await prepareSchema(config, setup, log);
+  } finally {
+    await setup.end({ timeout: 5 });
+  }
+  const identity = await owner.claim(OWNER_LEASE_MS_DEFAULT);
+  log.info('owner epoch claimed', { epoch: identity.epoch, owner: identity.tag });
+  const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts, owner: identity });
   stack.push(() => sql.end({ timeout: 5 }));
-  // Production migrates as its own step (`make migrate`), so a start never changes the schema
-  // under a running fleet by surprise: it only checks that none is pending and none was edited.
+  const halt = await HaltSwitch.load(sql, log);
+  if (halt.current !== null)
+    log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', {
+      reason: halt.current.reason,
+    });
+  return { databaseUrl, sql, owner, halt };
+}
+
+/**
+ * Production migrates as its own step (`make migrate`), so a start never changes the schema
+ * under a running fleet by surprise: it only checks that none is pending and none was edited.
+ */
+async function prepareSchema(config: Config, sql: Sql, log: Logger): Promise<void> {
   let applied = 0;
   if (config.migrateOnStart) applied = (await migrate(sql)).applied;
   else await checkMigrated(sql);
@@ -38,12 +60,6 @@ export async function openStores(start: Start): Promise<Stores> {
   // The demo assets are a development convenience; in production an operator creates assets.
   if (config.nodeEnv === 'development') await seedDemoAssets(sql);
   log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });
-  const halt = await HaltSwitch.load(sql, log);
-  if (halt.current !== null)
-    log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', {
-      reason: halt.current.reason,
-    });
-  return { databaseUrl, sql, owner, halt };
 }
 
 /**

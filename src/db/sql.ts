@@ -23,8 +23,20 @@ export function reconnectBackoffS(retries: number): number {
   return Math.min(RECONNECT_BACKOFF_CAP_MS, RECONNECT_BACKOFF_BASE_MS * 2 ** Math.min(retries, RECONNECT_BACKOFF_EXPONENT_MAX)) / 1000;
 }
 
-export function openSql(url: string, opts: { max: number; application: string; timeouts?: PgTimeouts }): Sql {
+/**
+ * Who a connection writes for (issue 26). `tag` names the owning process at the front of the
+ * connection's application_name, so a standby taking over from a hung owner can end every session
+ * of that process; `epoch` is the owner epoch the fence of migration 0010 checks on every write of
+ * money (`standby`: a connection that may write nothing).
+ */
+export type PgOwnerIdentity = { readonly tag: string; readonly epoch: number | 'standby' };
+
+/** application_name is cut by the server at 63 bytes: the tag stays whole in front. */
+const APPLICATION_NAME_BYTES_MAX = 63;
+
+export function openSql(url: string, opts: { max: number; application: string; timeouts?: PgTimeouts; owner?: PgOwnerIdentity }): Sql {
   const t = opts.timeouts;
+  const owner = opts.owner;
   return postgres(url, {
     max: opts.max,
     types: { bigint: postgres.BigInt },
@@ -33,7 +45,8 @@ export function openSql(url: string, opts: { max: number; application: string; t
     connect_timeout: 10,
     backoff: reconnectBackoffS,
     connection: {
-      application_name: opts.application,
+      application_name: (owner === undefined ? opts.application : `${owner.tag} ${opts.application}`).slice(0, APPLICATION_NAME_BYTES_MAX),
+      ...(owner === undefined ? {} : { 'transfer.owner_epoch': String(owner.epoch) }),
       ...(t === undefined
         ? {}
         : { statement_timeout: t.statementMs, lock_timeout: t.lockMs, idle_in_transaction_session_timeout: t.idleInTransactionMs }),

@@ -12,16 +12,22 @@
 // dropped but the server has not noticed yet) is not another process: known by its backend pid
 // and start time, it is ended and the lock taken again.
 
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
-import { reconnectBackoffS } from '../db/sql.js';
+import { reconnectBackoffS, type PgOwnerIdentity } from '../db/sql.js';
 import { OwnershipError } from './errors.js';
 import { CONNECT_TIMEOUT_S, RETAKE_BACKOFF_BASE_MS, TAKE_WAIT_MS } from '../limits.js';
 
 /** The advisory lock every owner of a database takes: "ledger-o" in ASCII. Per database, as every advisory lock is. */
 export const OWNER_LOCK_KEY = 0x6c65646765722d6fn;
 const TAKE_RETRY_MS = 250;
+/**
+ * The fence lock of migration 0010 ("ledgerfd"): every write of money takes it shared and checks
+ * the epoch; a claim holds it exclusively while it increments the epoch.
+ */
+export const FENCE_LOCK_KEY = 0x6c65646765726664n;
 
 type OwnerEvents = {
   /** The connection holding the lock closed: stop taking new work until `onRegained`. */
@@ -36,6 +42,14 @@ type OwnerEvents = {
 export type PgOwner = {
   /** Whether this process holds the owner lock now. */
   readonly held: () => boolean;
+  /**
+   * Makes this process the owner of record: increments the owner epoch under the fence lock,
+   * so every write of a former owner is refused from then on, and records this process's tag
+   * and lease. Runs once, after the schema is migrated (ledger_owner is migration 0010's).
+   */
+  readonly claim: (leaseMs: number) => Promise<PgOwnerIdentity>;
+  /** The tag and epoch every pool that writes money carries; throws before claim. */
+  readonly identity: () => PgOwnerIdentity;
   readonly release: () => Promise<void>;
 };
 
@@ -46,8 +60,9 @@ type Holder = { pid: number; application_name: string; client_addr: string | nul
 
 /** Takes the database's owner lock, or throws OwnershipError naming the process that holds it. */
 export async function ownDatabase(url: string, events: OwnerEvents, opts: { readonly retakeBackoffCapMs: number }): Promise<PgOwner> {
+  const tag = ownerTag();
   // application_name is at most 63 bytes: enough to name the process in the refusal.
-  const applicationName = `transfer owner pid ${process.pid} on ${os.hostname()}`.slice(0, 63);
+  const applicationName = `${tag} owner lock`.slice(0, 63);
   let held = false;
   let released = false;
   let closes = 0;
@@ -116,6 +131,7 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
   held = true;
   return {
     held: () => held,
+    ...epochClaim(sql, tag),
     release: async () => {
       released = true;
       held = false;
@@ -159,4 +175,41 @@ async function findHolder(sql: postgres.Sql): Promise<Holder | null> {
 function describeHolder(r: Holder | null): string {
   if (r === null) return 'a session that has just let go of the owner lock (try again)';
   return `"${r.application_name}" (backend pid ${r.pid}, from ${r.client_addr ?? 'a local socket'}, connected ${r.backend_start.toISOString()})`;
+}
+
+/**
+ * A tag no other process shares: pid, a random part (a pid is reused across hosts and restarts)
+ * and the host, short enough to leave room in application_name for what the connection is for.
+ */
+function ownerTag(): string {
+  return `transfer-${process.pid}-${randomBytes(3).toString('hex')}@${os.hostname().slice(0, 16)}`;
+}
+
+/** The owner's claim of the epoch: made once, then read by every pool that writes money. */
+function epochClaim(sql: postgres.Sql, tag: string): Pick<PgOwner, 'claim' | 'identity'> {
+  let identity: PgOwnerIdentity | null = null;
+  return {
+    claim: async (leaseMs) => {
+      if (identity !== null) throw new Error('the owner epoch is claimed once per process');
+      identity = { tag, epoch: await claimEpoch(sql, tag, leaseMs) };
+      return identity;
+    },
+    identity: () => {
+      if (identity === null) throw new Error('the owner epoch is not claimed yet');
+      return identity;
+    },
+  };
+}
+
+async function claimEpoch(sql: postgres.Sql, tag: string, leaseMs: number): Promise<number> {
+  const rows = await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${FENCE_LOCK_KEY.toString()}::bigint)`;
+    return tx<{ epoch: string }[]>`
+      UPDATE ledger_owner SET epoch = epoch + 1, owner = ${tag},
+             lease_until = now() + make_interval(secs => ${leaseMs / 1000}), promoted_at = now()
+       RETURNING epoch::text AS epoch`;
+  });
+  const epoch = Number(rows[0]?.epoch);
+  if (!Number.isSafeInteger(epoch) || epoch < 1) throw new Error(`claiming the owner epoch answered ${JSON.stringify(rows[0])}`);
+  return epoch;
 }

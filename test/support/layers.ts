@@ -27,6 +27,8 @@ export const LAYER_CONFIG: CoordinatorConfig = {
   shard: 0,
   shards: 1,
   databaseUrl: '',
+  // The layers open their own pool, unfenced; epoch 0 is a fresh database's.
+  owner: { tag: 'test-layers', epoch: 0 },
   pgPoolMax: 4,
   pgTimeouts: loadConfig({}).pgTimeouts,
   adapterTimeoutMs: 5_000,
