@@ -77,7 +77,8 @@ export async function restoreBackup(backupDir: string, target: RestoreTarget): P
 
 /** The service's own start-up check, on the restored pair: it must find one ledger, the backup's. */
 async function verify(sql: Sql, dataDir: string, manifest: BackupManifest): Promise<RestoreOutcome> {
-  const identity = await checkLedgerIdentity(sql, path.join(dataDir, 'ubscore'));
+  // A restore brings both halves: a WAL missing from it is refused, never rebuilt from the log.
+  const identity = await checkLedgerIdentity(sql, path.join(dataDir, 'ubscore'), false);
   if (identity.created || identity.id !== manifest.ledgerId)
     throw new Error(`the restored pair names ledger ${identity.id}, the backup ${manifest.ledgerId}`);
   const rows = manifest.tables.reduce((sum, t) => sum + t.rows, 0);

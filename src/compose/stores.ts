@@ -7,7 +7,10 @@ import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from 
 import { watchEmbeddedPg, type PgWatch } from '../db/embedded-pg-watch.js';
 import { checkMigrated, migrate, seedDemoAssets } from '../db/schema.js';
 import { openSql, type Sql } from '../db/sql.js';
-import { OWNER_LEASE_MS_DEFAULT } from '../limits.js';
+import { OWNER_LEASE_MS_DEFAULT, SPOT_LOG_ARCHIVE_INTERVAL_MS } from '../limits.js';
+import { SpotLogArchive } from '../spot-log/archive.js';
+import { reconcileSpotLog } from '../spot-log/reconcile.js';
+import { SpotLogStore } from '../spot-log/store.js';
 import type { Logger } from '../log.js';
 import { HaltSwitch } from '../services/halt.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
@@ -40,12 +43,27 @@ export async function openStores(start: Start): Promise<Stores> {
   log.info('owner epoch claimed', { epoch: identity.epoch, owner: identity.tag });
   const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts, owner: identity });
   stack.push(() => sql.end({ timeout: 5 }));
+  if (config.spotLog === 'postgres') await reconcileAndArchive(start, sql, identity.epoch);
   const halt = await HaltSwitch.load(sql, log);
   if (halt.current !== null)
     log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', {
       reason: halt.current.reason,
     });
   return { databaseUrl, sql, owner, halt };
+}
+
+/**
+ * UBSCore's local WAL and PostgreSQL's SPOT log made one log again before UBSCore opens its
+ * directory (src/spot-log/reconcile.ts), then the archive of the PostgreSQL log started.
+ */
+async function reconcileAndArchive(start: Start, sql: Sql, epoch: number | 'standby'): Promise<void> {
+  const { config, log, stack } = start;
+  const store = new SpotLogStore(sql);
+  // ROLE arrives with the standby (issue 26 item 4); until then every start is the primary's.
+  await reconcileSpotLog({ sql, store, walDir: path.join(config.dataDir, 'ubscore'), role: 'primary', epoch, log });
+  const archive = new SpotLogArchive(store, log);
+  archive.start(SPOT_LOG_ARCHIVE_INTERVAL_MS);
+  stack.push(() => archive.stop());
 }
 
 /**
@@ -56,7 +74,7 @@ async function prepareSchema(config: Config, sql: Sql, log: Logger): Promise<voi
   let applied = 0;
   if (config.migrateOnStart) applied = (await migrate(sql)).applied;
   else await checkMigrated(sql);
-  const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'));
+  const ledger = await checkLedgerIdentity(sql, path.join(config.dataDir, 'ubscore'), config.spotLog === 'postgres');
   // The demo assets are a development convenience; in production an operator creates assets.
   if (config.nodeEnv === 'development') await seedDemoAssets(sql);
   log.info('schema ready', { migrations_applied: applied, ledger_id: ledger.id, ledger_created: ledger.created });

@@ -94,6 +94,8 @@ export type Config = {
   readonly dataDir: string;
   /** Null: start the embedded PostgreSQL server inside dataDir. */
   readonly databaseUrl: string | null;
+  /** SPOT_LOG: `postgres` keeps UBSCore's log in PostgreSQL too (issue 26); `off` exists only for the bench's comparison. */
+  readonly spotLog: 'postgres' | 'off';
   readonly embeddedPgPort: number;
   readonly embeddedPgSharedBuffersMb: number;
   readonly nodeEnv: NodeEnv;
@@ -248,15 +250,26 @@ function listenerVars(env: Env, nodeEnv: NodeEnv): ListenerVars {
 
 type StoreVars = Pick<
   Config,
-  'dataDir' | 'databaseUrl' | 'embeddedPgPort' | 'embeddedPgSharedBuffersMb' | 'migrateOnStart' | 'pgRecoveryBackoffCapMs' | 'mainPgPoolMax'
+  | 'dataDir'
+  | 'databaseUrl'
+  | 'spotLog'
+  | 'embeddedPgPort'
+  | 'embeddedPgSharedBuffersMb'
+  | 'migrateOnStart'
+  | 'pgRecoveryBackoffCapMs'
+  | 'mainPgPoolMax'
 >;
 
 /** Where the data lives: the data directory, and the PostgreSQL server (given, or embedded in it). */
 function storeVars(env: Env, nodeEnv: NodeEnv): StoreVars {
   const migrateDefault = nodeEnv === 'development' ? 'true' : 'false';
+  const spotLog = enumVar(env, 'SPOT_LOG', ['postgres', 'off'] as const, 'postgres');
+  // Without the log in PostgreSQL the SPOT ledger lives on one disk only (rule 8).
+  if (spotLog === 'off' && nodeEnv === 'production') throw new ConfigError('SPOT_LOG=off is refused with NODE_ENV=production');
   return {
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     databaseUrl: nonEmpty(env.DATABASE_URL),
+    spotLog,
     embeddedPgPort: intVar(env, 'EMBEDDED_PG_PORT', 54329, EMBEDDED_PG_PORT_MIN, PORT_MAX),
     embeddedPgSharedBuffersMb: intVar(
       env,

@@ -3,7 +3,9 @@
 // refuses a pair that is not one ledger: a WAL from another database, a fresh WAL against a used
 // database (its SPOT balances would be lost), or a used WAL against a fresh database (SPOT funds
 // with no ledger behind them). Runs while this process owns both (DATA_DIR lock, owner lock),
-// before UBSCore opens the WAL.
+// before UBSCore opens the WAL. With the SPOT log kept in PostgreSQL (issue 26), a fresh WAL
+// against a used database is no loss: the start rebuilds the SPOT ledger from PostgreSQL
+// (src/spot-log/reconcile.ts) once the owner epoch is claimed.
 
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -13,17 +15,26 @@ import type { WalDatabases } from '../../wal/databases.js';
 import { openWalDatabases } from '../../wal/log.js';
 import { checkFormatVersion, holdsLedgerState, readLedgerId, writeLedgerId } from '../../wal/meta.js';
 import { OwnershipError } from './errors.js';
+import { SpotLogStore } from '../spot-log/store.js';
 
 type LedgerIdentity = { readonly id: string; readonly created: boolean };
 
 /** The file of an LMDB environment opened on a directory (lmdb-js, without noSubdir). */
 const LMDB_DATA_FILE = 'data.mdb';
 
-type Side = { readonly id: string | null; readonly used: boolean };
+type Side = {
+  readonly id: string | null;
+  readonly used: boolean;
+  /** PostgreSQL's side only: it holds the SPOT log (spot_log and its snapshots) and SPOT_LOG is on, so the SPOT ledger can be rebuilt from it. */
+  readonly spotLog?: boolean;
+};
 
-/** Checks (or, on a first start, writes) the ledger id of the database and of the WAL in `walDir`. */
-export async function checkLedgerIdentity(sql: Sql, walDir: string): Promise<LedgerIdentity> {
-  const pg = await postgresSide(sql);
+/**
+ * Checks (or, on a first start, writes) the ledger id of the database and of the WAL in `walDir`;
+ * `spotLog`: SPOT_LOG is on, so a SPOT ledger PostgreSQL holds may be rebuilt from it.
+ */
+export async function checkLedgerIdentity(sql: Sql, walDir: string, spotLog: boolean): Promise<LedgerIdentity> {
+  const pg = { ...(await postgresSide(sql)), spotLog: spotLog && (await new SpotLogStore(sql).holdsLedger()) };
   // A WAL directory that holds no environment is not created by a start that is then refused.
   const databases = (await hasEnvironment(walDir)) ? openWalDatabases(walDir) : null;
   try {
@@ -56,7 +67,13 @@ async function stampWal(open: WalDatabases | null, walDir: string, id: string): 
   }
 }
 
-type Decision = { readonly id: string; readonly writePostgres: boolean; readonly writeWal: boolean };
+type Decision = {
+  readonly id: string;
+  readonly writePostgres: boolean;
+  readonly writeWal: boolean;
+  /** The WAL is to be rebuilt from PostgreSQL's SPOT log (src/spot-log/rebuild.ts stamps it). */
+  readonly rebuild?: boolean;
+};
 
 /** What a start may do with the two ids it found; throws OwnershipError for a pair that is not one ledger. */
 export function decide(pg: Side, wal: Side, walDir: string): Decision {
@@ -71,6 +88,8 @@ export function decide(pg: Side, wal: Side, walDir: string): Decision {
   }
   if (pg.id !== null) {
     if (wal.used) refuse(`the WAL holds SPOT state but no ledger id, and the database belongs to ledger ${pg.id}`);
+    // An empty DATA_DIR against a database holding the SPOT log: the ledger is rebuilt from it.
+    if (pg.spotLog === true) return { id: pg.id, writePostgres: false, writeWal: false, rebuild: true };
     if (pg.used)
       refuse(`the WAL is empty but the database of ledger ${pg.id} holds transfers and balances: its SPOT balances would be lost`);
     return { id: pg.id, writePostgres: false, writeWal: true }; // a first start cut short between the two writes

@@ -12,7 +12,7 @@
 // success (a retried commit whose answer was lost); the same key with other bytes is a conflict,
 // which no retry can mend (two writers, or a damaged row) and which stops the writer.
 
-import type { Sql } from '../db/sql.js';
+import type { Sql, Tx } from '../db/sql.js';
 
 /** One stored block: its bytes carry their own header and checksums (wal/block.ts). */
 export type LogBlock = { readonly firstSeq: number; readonly lastSeq: number; readonly bytes: Buffer };
@@ -152,17 +152,37 @@ export class SpotLogStore {
    */
   async archiveThrough(seq: number, entries: readonly ArchivedEntry[]): Promise<void> {
     await this.sql.begin(async (tx) => {
-      for (let i = 0; i < entries.length; i += 1000) {
-        const slice = entries.slice(i, i + 1000);
-        await tx`
-          INSERT INTO spot_processed (key, record, seq)
-          SELECT decode(k, 'hex'), decode(r, 'hex'), s
-            FROM unnest(${slice.map((e) => e.key.toString('hex'))}::text[], ${slice.map((e) => e.record.toString('hex'))}::text[],
-                        ${slice.map((e) => e.seq)}::bigint[]) AS u(k, r, s)
-          ON CONFLICT (key) DO NOTHING`;
-      }
+      await insertArchived(tx, entries);
       await tx`DELETE FROM spot_log WHERE last_seq <= ${seq}::bigint`;
-      await tx`UPDATE spot_log_state SET archived_through_seq = GREATEST(archived_through_seq, ${seq}::bigint)`;
+      await markArchived(tx, seq);
+    });
+  }
+
+  /**
+   * Seeds PostgreSQL's log from a local ledger in ONE transaction (src/spot-log/seed.ts), so a
+   * crash leaves either all of it or none: `write` stores the snapshot, blocks and archived
+   * entries through the writer it is given. Refused unless PostgreSQL holds no SPOT ledger yet.
+   */
+  async seed(epoch: number, write: (writer: SeedWriter) => Promise<void>): Promise<void> {
+    await this.sql.begin(async (tx) => {
+      // The owner's table lock: two seeds of one database never interleave.
+      await tx`LOCK TABLE spot_log_state IN EXCLUSIVE MODE`;
+      const [row] = await tx<{ held: boolean }[]>`
+        SELECT EXISTS (SELECT 1 FROM spot_log) OR EXISTS (SELECT 1 FROM spot_snapshots)
+            OR EXISTS (SELECT 1 FROM spot_processed) OR (SELECT archived_through_seq > 0 FROM spot_log_state) AS held`;
+      if (row?.held === true) throw new SpotLogConflict('spot log: PostgreSQL already holds a SPOT ledger; refusing to seed it again');
+      await write({
+        blocks: async (blocks) => {
+          for (const block of blocks) await this.insert(tx as unknown as Sql, epoch, block);
+        },
+        snapshot: async (snapshot) => {
+          const parts = [snapshot.header, ...snapshot.chunks];
+          for (let part = 0; part < parts.length; part++)
+            await tx`INSERT INTO spot_snapshots (seq, part, bytes) VALUES (${snapshot.seq}::bigint, ${part}, ${parts[part] as Buffer})`;
+        },
+        entries: (entries) => insertArchived(tx, entries),
+        archivedThrough: (seq) => markArchived(tx, seq),
+      });
     });
   }
 
@@ -177,4 +197,29 @@ export class SpotLogStore {
       after = (rows[rows.length - 1] as { key: Buffer }).key;
     }
   }
+}
+
+/** What a seed writes, all in its one transaction. */
+export type SeedWriter = {
+  readonly blocks: (blocks: readonly LogBlock[]) => Promise<void>;
+  readonly snapshot: (snapshot: StoredSnapshot) => Promise<void>;
+  readonly entries: (entries: readonly ArchivedEntry[]) => Promise<void>;
+  readonly archivedThrough: (seq: number) => Promise<void>;
+};
+
+/** Inserts archived processed-set entries in statements of 1,000; an entry already there is kept (archiving twice is harmless). */
+async function insertArchived(tx: Tx, entries: readonly ArchivedEntry[]): Promise<void> {
+  for (let i = 0; i < entries.length; i += 1000) {
+    const slice = entries.slice(i, i + 1000);
+    await tx`
+      INSERT INTO spot_processed (key, record, seq)
+      SELECT decode(k, 'hex'), decode(r, 'hex'), s
+        FROM unnest(${slice.map((e) => e.key.toString('hex'))}::text[], ${slice.map((e) => e.record.toString('hex'))}::text[],
+                    ${slice.map((e) => e.seq)}::bigint[]) AS u(k, r, s)
+      ON CONFLICT (key) DO NOTHING`;
+  }
+}
+
+async function markArchived(tx: Tx, seq: number): Promise<void> {
+  await tx`UPDATE spot_log_state SET archived_through_seq = GREATEST(archived_through_seq, ${seq}::bigint)`;
 }
