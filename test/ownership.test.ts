@@ -284,7 +284,7 @@ test('rule 7: an owner killed but not yet reaped by its parent (a zombie) does n
 test('ledger identity: every pair of ids and contents, decided', () => {
   const A = '11111111-1111-4111-8111-111111111111';
   const B = '22222222-2222-4222-8222-222222222222';
-  const rows: Array<[{ id: string | null; used: boolean }, { id: string | null; used: boolean }, string]> = [
+  const rows: Array<[{ id: string | null; used: boolean; spotLog?: boolean }, { id: string | null; used: boolean }, string]> = [
     [{ id: null, used: false }, { id: null, used: false }, 'new both'],
     [{ id: null, used: true }, { id: null, used: true }, 'new both'],
     [{ id: null, used: true }, { id: null, used: false }, 'refused'],
@@ -297,12 +297,26 @@ test('ledger identity: every pair of ids and contents, decided', () => {
     [{ id: null, used: false }, { id: A, used: false }, 'stamp database'],
     [{ id: null, used: false }, { id: A, used: true }, 'refused'],
     [{ id: null, used: true }, { id: A, used: false }, 'refused'],
+    // Issue 26: an empty WAL against a database holding the SPOT log (and SPOT_LOG on) is rebuilt from it.
+    [{ id: A, used: true, spotLog: true }, { id: null, used: false }, 'rebuild'],
+    [{ id: A, used: false, spotLog: true }, { id: null, used: false }, 'rebuild'],
+    [{ id: A, used: true, spotLog: false }, { id: null, used: false }, 'refused'],
+    [{ id: A, used: true, spotLog: true }, { id: null, used: true }, 'refused'],
   ];
   for (const [pg, wal, expected] of rows) {
     let got: string;
     try {
       const d = decide(pg, wal, '/data/ubscore');
-      got = d.writePostgres && d.writeWal ? 'new both' : d.writeWal ? 'stamp WAL' : d.writePostgres ? 'stamp database' : 'ok';
+      got =
+        d.rebuild === true
+          ? 'rebuild'
+          : d.writePostgres && d.writeWal
+            ? 'new both'
+            : d.writeWal
+              ? 'stamp WAL'
+              : d.writePostgres
+                ? 'stamp database'
+                : 'ok';
     } catch (error) {
       assert.ok(error instanceof OwnershipError);
       got = 'refused';
