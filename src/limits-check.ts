@@ -191,6 +191,9 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('WAL_PRUNE_RECORDS_PER_TXN_MAX', limit.WAL_PRUNE_RECORDS_PER_TXN_MAX),
   positive('SNAPSHOT_CHUNK_BYTES_MAX', limit.SNAPSHOT_CHUNK_BYTES_MAX),
   positive('READER_ASSETS_MAX', limit.READER_ASSETS_MAX),
+  positive('SPOT_LOG_PAGE_BLOCKS', limit.SPOT_LOG_PAGE_BLOCKS),
+  positive('SPOT_PROCESSED_PAGE_ROWS', limit.SPOT_PROCESSED_PAGE_ROWS),
+  positive('SPOT_LOG_ARCHIVE_INTERVAL_MS', limit.SPOT_LOG_ARCHIVE_INTERVAL_MS),
   // Relations: a batch not above what it feeds, a first wait not above its cap, a wait not above the timeout around it.
   atMost(
     'UBS_CLIENT_BATCH_MAX_DEFAULT',

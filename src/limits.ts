@@ -393,18 +393,8 @@ export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
 export const SNAPSHOT_CHUNK_BYTES_MAX = MIB;
 /** Distinct assets remembered by a RecordReader; a replay meets a few assets a million times. */
 export const READER_ASSETS_MAX = 256;
-
-// ---- The SPOT log in PostgreSQL: reconciliation, rebuild and archive (issue 26) ----
-
-/**
- * Blocks read from spot_log per query, and written to LMDB per transaction, when a start catches
- * up or rebuilds: a block holds at most WAL_BLOCK_RECORDS_MAX records (about 1 MiB), so a page
- * is at most 128 MiB in the worst case and a few MiB with UBSCore's usual batches.
- */
+/** spot_log blocks per query and per LMDB transaction of a catch-up or rebuild: <= 1 MiB each, a few MiB per page usually. */
 export const SPOT_LOG_PAGE_BLOCKS = 128;
-/** Processed-set entries read per query and written per LMDB transaction by a rebuild or a seed: about 1 MiB of rows. */
+/** Processed-set entries per query and per LMDB transaction of a rebuild or a seed: about 1 MiB of rows. */
 export const SPOT_PROCESSED_PAGE_ROWS = 10_000;
-/** How often the main thread archives spot_log through the oldest snapshot PostgreSQL keeps (it also runs at start). */
-export const SPOT_LOG_ARCHIVE_INTERVAL_MS = 5 * 60_000;
-/** Blocks archived per PostgreSQL transaction: one page of SPOT_LOG_PAGE_BLOCKS, so no transaction grows with the log. */
-export const SPOT_LOG_ARCHIVE_PAGE_BLOCKS = SPOT_LOG_PAGE_BLOCKS;
+export const SPOT_LOG_ARCHIVE_INTERVAL_MS = 5 * 60_000; // how often (and at start) spot_log is archived through the oldest snapshot kept

@@ -263,8 +263,7 @@ type StoreVars = Pick<
 /** Where the data lives: the data directory, and the PostgreSQL server (given, or embedded in it). */
 function storeVars(env: Env, nodeEnv: NodeEnv): StoreVars {
   const migrateDefault = nodeEnv === 'development' ? 'true' : 'false';
-  const spotLog = enumVar(env, 'SPOT_LOG', ['postgres', 'off'] as const, 'postgres');
-  // Without the log in PostgreSQL the SPOT ledger lives on one disk only (rule 8).
+  const spotLog = enumVar(env, 'SPOT_LOG', ['postgres', 'off'] as const, 'postgres'); // off: SPOT on one disk only (rule 8)
   if (spotLog === 'off' && nodeEnv === 'production') throw new ConfigError('SPOT_LOG=off is refused with NODE_ENV=production');
   return {
     dataDir: path.resolve(env.DATA_DIR ?? './data'),

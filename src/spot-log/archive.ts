@@ -11,7 +11,7 @@
 
 import { performance } from 'node:perf_hooks';
 import { errorText } from '../error-text.js';
-import { SPOT_LOG_ARCHIVE_PAGE_BLOCKS } from '../limits.js';
+import { SPOT_LOG_PAGE_BLOCKS } from '../limits.js';
 import type { Logger } from '../log.js';
 import { blockEntries } from '../../wal/import.js';
 import type { ArchivedEntry, SpotLogStore } from './store.js';
@@ -19,7 +19,7 @@ import type { ArchivedEntry, SpotLogStore } from './store.js';
 export type Archived = { readonly throughSeq: number; readonly blocks: number; readonly entries: number; readonly ms: number };
 
 /** Archives spot_log through the oldest snapshot PostgreSQL keeps, page by page; resolves what it did. */
-export async function archiveSpotLog(store: SpotLogStore, pageBlocks = SPOT_LOG_ARCHIVE_PAGE_BLOCKS): Promise<Archived> {
+export async function archiveSpotLog(store: SpotLogStore, pageBlocks = SPOT_LOG_PAGE_BLOCKS): Promise<Archived> {
   const started = performance.now();
   const seqs = await store.snapshotSeqs();
   const oldest = seqs[seqs.length - 1];
