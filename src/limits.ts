@@ -393,3 +393,16 @@ export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
 export const SNAPSHOT_CHUNK_BYTES_MAX = MIB;
 /** Distinct assets remembered by a RecordReader; a replay meets a few assets a million times. */
 export const READER_ASSETS_MAX = 256;
+
+// ---- A standby (issue 26) ----
+
+/** How often a standby reads spot_log for the owner's new blocks by default: the lag it adds at most. */
+export const STANDBY_POLL_MS_DEFAULT = 50;
+export const STANDBY_POLL_MS_MIN = 5;
+/** Past ten seconds a standby would start its takeover far behind the owner. */
+export const STANDBY_POLL_MS_MAX = 10_000;
+/**
+ * spot_log blocks read and handed to UBSCore per follow call: up to 64 blocks of WAL_BLOCK_RECORDS_MAX
+ * records is at most about 64 MiB in flight; a group commit's block is usually far smaller.
+ */
+export const STANDBY_READ_BLOCKS_MAX = 64;

@@ -7,6 +7,7 @@ import type { PgTimeouts } from '../db/sql.js';
 import type { CrashPoint } from '../faults/crash-points.js';
 import { bannerVar, ConfigError, crashPointVar, type Env, enumVar, intVar, logFormatVar, type NodeEnv, nonEmpty, urlVar } from './vars.js';
 import { jwtConfig, type JwtConfig } from './jwt.js';
+import { roleVars, type RoleVars } from './role.js';
 import { checkLimits } from '../limits-check.js';
 import {
   ABNORMAL_TRANSFERS_PER_MINUTE_MAX,
@@ -88,7 +89,7 @@ import {
 export { ConfigError, type NodeEnv } from './vars.js';
 export { DEV_JWT_SECRET, type JwtConfig } from './jwt.js';
 
-export type Config = {
+export type Config = RoleVars & {
   readonly port: number;
   readonly host: string;
   readonly dataDir: string;
@@ -176,6 +177,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...threadVars(env),
     ...coordinatorVars(env),
     ...watchVars(env),
+    ...roleVars(env, nonEmpty(env.DATABASE_URL)),
     nodeEnv,
     jwt: jwtConfig(env, nodeEnv),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),

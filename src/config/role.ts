@@ -1,0 +1,20 @@
+// Which part this process plays (issue 26): the owner of the SPOT ledger, or a standby that
+// follows the owner's log in PostgreSQL and takes over when the owner's lease ends.
+
+import { STANDBY_POLL_MS_DEFAULT, STANDBY_POLL_MS_MAX, STANDBY_POLL_MS_MIN } from '../limits.js';
+import { ConfigError, type Env, enumVar, intVar } from './vars.js';
+
+export type RoleVars = {
+  /** `standby`: serve nothing, follow spot_log, take over once the ownership is free. */
+  readonly role: 'primary' | 'standby';
+  /** How often a standby reads spot_log for new blocks. */
+  readonly standbyPollMs: number;
+};
+
+/** ROLE and STANDBY_POLL_MS; a standby follows the owner's log in PostgreSQL, so it needs DATABASE_URL. */
+export function roleVars(env: Env, databaseUrl: string | null): RoleVars {
+  const role = enumVar(env, 'ROLE', ['primary', 'standby'] as const, 'primary');
+  if (role === 'standby' && databaseUrl === null)
+    throw new ConfigError('ROLE=standby needs DATABASE_URL: a standby follows the owner through a PostgreSQL both reach');
+  return { role, standbyPollMs: intVar(env, 'STANDBY_POLL_MS', STANDBY_POLL_MS_DEFAULT, STANDBY_POLL_MS_MIN, STANDBY_POLL_MS_MAX) };
+}
