@@ -18,6 +18,8 @@ import type {
   UbsPauseOutcome,
   UbsPortMessage,
   UbsResumeOutcome,
+  UbsFollowOutcome,
+  UbsLeadOutcome,
   UbsStats,
 } from '../protocol.js';
 import { PauseGate } from './pause.js';
@@ -25,7 +27,9 @@ import { errorDetail as describe } from '../../src/error-text.js';
 import { UbsMetrics } from './metrics.js';
 import type { CoreState } from './state.js';
 import { RequestUnpacker, isPortMessage } from './wire.js';
-import { answerWriteFailed, refuseAll, type Batch } from './batch.js';
+import { answerWriteFailed, followedBatch, refuseAll, type Batch } from './batch.js';
+import { applyFollowed, planFollow } from './follow.js';
+import type { LogBlock } from '../../src/spot-log/store.js';
 import { closeForRebuild, DegradedEpisode, logRebuilt } from './degraded.js';
 import { GroupCommit } from './group-commit.js';
 import { logger } from './log.js';
@@ -39,6 +43,8 @@ type ActorHooks = {
   readonly walDir: string;
   /** No write starts with fewer bytes free than this on the WAL's filesystem; 0: no check. */
   readonly diskReserveBytes: number;
+  /** Start as a standby's core: no commands, only followed blocks, until `lead` (follow.ts). */
+  readonly follow: boolean;
 };
 
 export class UbsActor {
@@ -54,6 +60,10 @@ export class UbsActor {
   private readonly gate = new PauseGate();
   private readonly metrics = new UbsMetrics();
   private readonly writer: GroupCommit;
+  /** A standby's core: commands are refused, the owner's blocks are followed. */
+  private following: boolean;
+  /** Follow calls run one at a time, in the order they came. */
+  private followed: Promise<unknown> = Promise.resolve();
 
   constructor(
     /** The ledger, its LMDB environment, the snapshot cycle and the processed set: replaced whole after a failed write. */
@@ -61,6 +71,7 @@ export class UbsActor {
     batchMax: number,
     private readonly hooks: ActorHooks,
   ) {
+    this.following = hooks.follow;
     this.writer = new GroupCommit(
       {
         state: () => this.state,
@@ -132,8 +143,8 @@ export class UbsActor {
     // After close nothing is taken: the caller's timeout reads as "unknown" and it retries,
     // idempotently, against the restarted core.
     if (this.closing !== null || this.failed) return;
-    if (this.degraded !== null) {
-      refuseAll(this.unpacker, port, message);
+    if (this.degraded !== null || this.following) {
+      refuseAll(this.unpacker, port, message, this.following ? 'standby' : 'disk');
       return;
     }
     const gate = this.gate.hold(port, message);
@@ -250,6 +261,43 @@ export class UbsActor {
     const { held, expired } = this.gate.release();
     for (const { port, message } of held) this.onRequests(port, message);
     return { kind: 'resumed', heldMessages: held.length, expired };
+  }
+
+  /** A standby's core: verifies, writes and applies the owner's blocks (follow.ts), one call at a time. */
+  follow(blocks: readonly LogBlock[]): Promise<UbsFollowOutcome> {
+    const outcome = this.followed.then(() => this.followNow(blocks));
+    this.followed = outcome.catch(() => undefined);
+    return outcome;
+  }
+
+  private async followNow(blocks: readonly LogBlock[]): Promise<UbsFollowOutcome> {
+    if (!this.following) return { kind: 'refused', reason: 'UBSCore leads: it follows no log' };
+    if (this.closing !== null || this.failed || this.degraded !== null)
+      return { kind: 'refused', reason: 'UBSCore is closing, failed, or cannot write its WAL' };
+    const plan = planFollow(this.state, blocks);
+    if (plan.kind !== 'plan') return plan;
+    const { batch, skippedBlocks } = plan;
+    if (batch === null) return { kind: 'applied', lastSeq: this.state.ledger.lastSeq, appliedBlocks: 0, skippedBlocks };
+    try {
+      applyFollowed(this.state, plan.records);
+    } catch (error) {
+      // Every byte verified, yet a record breaks the ledger's rules: RAM is half-applied.
+      this.fatal(`applying the owner's log threw: ${describe(error)}`);
+      return { kind: 'failed', reason: describe(error) };
+    }
+    this.writer.enqueue(followedBatch(batch));
+    await this.writer.drained();
+    if (this.writer.durableSeq < batch.lastSeq)
+      return { kind: 'failed', reason: `the LMDB write of seqs ${batch.firstSeq}..${batch.lastSeq} failed; UBSCore rebuilds from disk` };
+    return { kind: 'applied', lastSeq: this.writer.durableSeq, appliedBlocks: batch.blocks.length, skippedBlocks };
+  }
+
+  /** Ends the follow mode once the follow calls under way are done: commands are taken from now on. */
+  async lead(): Promise<UbsLeadOutcome> {
+    await this.followed;
+    if (this.closing !== null || this.failed) return { kind: 'refused', reason: 'UBSCore is closing or failed' };
+    this.following = false;
+    return { kind: 'leading', lastSeq: this.writer.durableSeq };
   }
 
   close(): Promise<{ readonly closed: true }> {

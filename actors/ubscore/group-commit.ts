@@ -95,6 +95,20 @@ export class GroupCommit {
     if (batch.commands >= this.host.batchMax) this.seal();
   }
 
+  /**
+   * A standby's followed blocks (follow.ts), already applied to RAM and to the processed set's
+   * open batch: sealed as their own batch and written after the sealed ones. A standby decides
+   * nothing, so no command of the open batch is waiting.
+   */
+  enqueue(batch: Batch): void {
+    if (this.open.commands !== 0 || batch.wal === null) throw new Error('ubscore: followed blocks joined a batch of decided commands');
+    const state = this.host.state();
+    state.processed.seal();
+    this.sealed.push(batch);
+    if (!this.host.closing()) state.snapshots.maybeCapture();
+    this.pump();
+  }
+
   private seal(): void {
     if (this.open.commands === 0) return;
     const state = this.host.state();

@@ -30,7 +30,8 @@ function optionalCount(value: unknown, name: string, fallback: number, min: numb
 
 export function readWorkerData(data: unknown): UbsOptions {
   const candidate = (typeof data === 'object' && data !== null ? data : {}) as Partial<UbsWorkerData>;
-  const { walDir, batchMax } = candidate;
+  const { walDir, batchMax, follow } = candidate;
+  if (follow !== undefined && typeof follow !== 'boolean') throw new Error('ubscore: workerData.follow must be a boolean');
   if (typeof walDir !== 'string' || walDir.length === 0) throw new Error('ubscore: workerData.walDir must be a path');
   if (
     typeof batchMax !== 'number' ||
@@ -43,6 +44,7 @@ export function readWorkerData(data: unknown): UbsOptions {
   return {
     walDir,
     batchMax,
+    follow: follow ?? false,
     snapshotEveryRecords: optionalCount(
       candidate.snapshotEveryRecords,
       'snapshotEveryRecords',

@@ -22,6 +22,8 @@ function exposeControl(actor: UbsActor, port: MessagePort): void {
     pause: (pauseMsMax) => actor.pause(pauseMsMax),
     copyTo: (dir) => actor.copyTo(dir),
     resume: () => Promise.resolve(actor.resume()),
+    follow: (blocks) => actor.follow(blocks),
+    lead: () => actor.lead(),
   };
   expose(api, nodeEndpoint(port));
 }
@@ -63,6 +65,7 @@ function start(): void {
       reopen,
       walDir: options.walDir,
       diskReserveBytes: options.diskReserveBytes,
+      follow: options.follow,
     });
     const ready = actor;
     parent.on('message', (message: UbsParentMessage) => {

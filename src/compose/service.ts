@@ -25,7 +25,9 @@ import { ALERT_ROWS_MAX, RETRY_TIMERS_MAX, SCAN_BATCH_MAX, UBS_CLOSE_TIMEOUT_MS 
 import { within } from '../within.js';
 import { appDeps } from './edge.js';
 import { fatal, stopNow, type MainParts, type Start, type Stores } from './parts.js';
-import { openStores } from './stores.js';
+import { locateStores, ownStores } from './stores.js';
+import { ownerLockFreed, standBy, type Acquire } from './standby.js';
+import type { TokenVerifier } from '../http/auth/token-verifier.js';
 
 export type Service = {
   readonly port: number;
@@ -42,11 +44,21 @@ export type Service = {
   readonly stopNow: () => void;
 };
 
+/** What the process entry may give: how a standby learns that the ledger is its own (ROLE=standby). */
+export type StartHooks = { readonly acquire?: Acquire };
+
 /**
  * Starts every part in dependency order; `threads` starts the parts that run on threads of their
- * own (actors/threads.ts). A failed step stops what the steps before it started.
+ * own (actors/threads.ts). A failed step stops what the steps before it started. A primary owns
+ * the stores, then starts UBSCore; a standby starts UBSCore following the owner's log, and owns
+ * the stores once `hooks.acquire` resolves. Both then go on alike (startAfterUbs).
  */
-export async function startService<Core extends UbsCore>(config: Config, log: Logger, threads: ServiceThreads<Core>): Promise<Service> {
+export async function startService<Core extends UbsCore>(
+  config: Config,
+  log: Logger,
+  threads: ServiceThreads<Core>,
+  hooks: StartHooks = {},
+): Promise<Service> {
   const stack: (() => Promise<void>)[] = [];
   let stopping = false;
   const stop = async (): Promise<void> => {
@@ -58,34 +70,62 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
   try {
     // The JWKS first: a set that cannot be read or used stops the start before anything runs.
     const tokens = await createTokenVerifier(config.jwt, log);
-    const stores = await openStores(start);
-    const alerts = new AlertSink({ sql: stores.sql, log, webhookUrl: config.alertWebhookUrl });
+    const located = await locateStores(start);
     const walHealth = new WalHealth(log);
-    walHealth.useAlerts(alerts);
-    const ubs = await startUbs(start, threads, walHealth);
-    const pools = await startShards(start, threads, ubs, stores);
-    const main = await startMainParts(start, stores, ubs, pools, { alerts, walHealth });
-    const drain = new Drain();
-    const deps = appDeps(start, { tokens, stores, ubs, pools, main, drain });
-    const apps = createApps(deps, { separateAdmin: config.adminPort !== null });
-    const listeners = await listenAll(apps, config, stack, drain, log);
-    log.info('service ready', {
-      port: listeners.port,
-      admin_port: listeners.adminPort,
-      coordinators: config.coordinators,
-      data_dir: config.dataDir,
-    });
-    return { ...listeners, databaseUrl: stores.databaseUrl, apps, stop, stopNow: () => stopNow(nowStack) };
+    let stores: Stores;
+    let ubs: Core;
+    if (config.role === 'standby') {
+      const acquire = hooks.acquire ?? ownerLockFreed(located.databaseUrl, config.standbyPollMs);
+      ubs = await standBy(start, located.databaseUrl, () => startUbs(start, threads, walHealth, true), acquire);
+      stores = await ownStores(start, located);
+    } else {
+      stores = await ownStores(start, located);
+      ubs = await startUbs(start, threads, walHealth, false);
+    }
+    const listening = await startAfterUbs(start, threads, { tokens, stores, ubs, walHealth });
+    return { ...listening, stop, stopNow: () => stopNow(nowStack) };
   } catch (error) {
     await stop();
     throw error;
   }
 }
 
+/** The second half of every start, once UBSCore serves and the stores are owned: shards, main parts, listeners. */
+async function startAfterUbs<Core extends UbsCore>(
+  start: Start,
+  threads: ServiceThreads<Core>,
+  parts: { readonly tokens: TokenVerifier; readonly stores: Stores; readonly ubs: Core; readonly walHealth: WalHealth },
+): Promise<Omit<Service, 'stop' | 'stopNow'>> {
+  const { config, log } = start;
+  const { tokens, stores, ubs, walHealth } = parts;
+  const alerts = new AlertSink({ sql: stores.sql, log, webhookUrl: config.alertWebhookUrl });
+  walHealth.useAlerts(alerts);
+  const pools = await startShards(start, threads, ubs, stores);
+  const main = await startMainParts(start, stores, ubs, pools, { alerts, walHealth });
+  const drain = new Drain();
+  const deps = appDeps(start, { tokens, stores, ubs, pools, main, drain });
+  const apps = createApps(deps, { separateAdmin: config.adminPort !== null });
+  const listeners = await listenAll(apps, config, start.stack, drain, log);
+  log.info('service ready', {
+    port: listeners.port,
+    admin_port: listeners.adminPort,
+    coordinators: config.coordinators,
+    data_dir: config.dataDir,
+    role: config.role,
+  });
+  return { ...listeners, databaseUrl: stores.databaseUrl, apps };
+}
+
 /** UBSCore, once its snapshot is loaded and its WAL replayed; its exit outside a stop stops the process. */
-async function startUbs<Core extends UbsCore>(start: Start, threads: ServiceThreads<Core>, walHealth: WalHealth): Promise<Core> {
+async function startUbs<Core extends UbsCore>(
+  start: Start,
+  threads: ServiceThreads<Core>,
+  walHealth: WalHealth,
+  follow: boolean,
+): Promise<Core> {
   const { config, log, stack } = start;
   const ubsOptions = {
+    follow,
     walDir: path.join(config.dataDir, 'ubscore'),
     batchMax: config.ubsBatchMax,
     snapshotEveryRecords: config.ubsSnapshotEveryRecords,

@@ -23,10 +23,24 @@ import { fatal, type Start, type Stores } from './parts.js';
  * database, then the check that both hold the same ledger; only then anything is written.
  */
 export async function openStores(start: Start): Promise<Stores> {
+  return ownStores(start, await locateStores(start));
+}
+
+/** Where the stores are: DATA_DIR, locked, and the database's URL. A standby holds only these. */
+export type Located = { readonly databaseUrl: string; readonly watch: PgWatch | null };
+
+export async function locateStores(start: Start): Promise<Located> {
   const { config, log, stack } = start;
   const dirLock = await lockDataDir(config.dataDir);
   stack.push(() => dirLock.release());
   const { url: databaseUrl, watch } = await database(config, log, stack, start.nowStack);
+  return { databaseUrl, watch };
+}
+
+/** The owner lock, the schema, the owner epoch, the main pool and the halt: what only the owner holds. */
+export async function ownStores(start: Start, located: Located): Promise<Stores> {
+  const { config, log, stack } = start;
+  const { databaseUrl, watch } = located;
   const owner = await ownDatabase(databaseUrl, ownerEvents(start, watch), {
     retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
   });

@@ -7,6 +7,7 @@ import type { PgTimeouts } from '../db/sql.js';
 import type { CrashPoint } from '../faults/crash-points.js';
 import { bannerVar, ConfigError, crashPointVar, type Env, enumVar, intVar, logFormatVar, type NodeEnv, nonEmpty, urlVar } from './vars.js';
 import { jwtConfig, type JwtConfig } from './jwt.js';
+import { roleVars, type RoleVars } from './role.js';
 import { checkLimits } from '../limits-check.js';
 import {
   ABNORMAL_TRANSFERS_PER_MINUTE_MAX,
@@ -88,14 +89,12 @@ import {
 export { ConfigError, type NodeEnv } from './vars.js';
 export { DEV_JWT_SECRET, type JwtConfig } from './jwt.js';
 
-export type Config = {
+export type Config = RoleVars & {
   readonly port: number;
   readonly host: string;
   readonly dataDir: string;
   /** Null: start the embedded PostgreSQL server inside dataDir. */
   readonly databaseUrl: string | null;
-  /** SPOT_LOG: `postgres` keeps UBSCore's log in PostgreSQL too (issue 26); `off` exists only for the bench's comparison. */
-  readonly spotLog: 'postgres' | 'off';
   readonly embeddedPgPort: number;
   readonly embeddedPgSharedBuffersMb: number;
   readonly nodeEnv: NodeEnv;
@@ -178,6 +177,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...threadVars(env),
     ...coordinatorVars(env),
     ...watchVars(env),
+    ...roleVars(env, nonEmpty(env.DATABASE_URL), nodeEnv),
     nodeEnv,
     jwt: jwtConfig(env, nodeEnv),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
@@ -250,25 +250,15 @@ function listenerVars(env: Env, nodeEnv: NodeEnv): ListenerVars {
 
 type StoreVars = Pick<
   Config,
-  | 'dataDir'
-  | 'databaseUrl'
-  | 'spotLog'
-  | 'embeddedPgPort'
-  | 'embeddedPgSharedBuffersMb'
-  | 'migrateOnStart'
-  | 'pgRecoveryBackoffCapMs'
-  | 'mainPgPoolMax'
+  'dataDir' | 'databaseUrl' | 'embeddedPgPort' | 'embeddedPgSharedBuffersMb' | 'migrateOnStart' | 'pgRecoveryBackoffCapMs' | 'mainPgPoolMax'
 >;
 
 /** Where the data lives: the data directory, and the PostgreSQL server (given, or embedded in it). */
 function storeVars(env: Env, nodeEnv: NodeEnv): StoreVars {
   const migrateDefault = nodeEnv === 'development' ? 'true' : 'false';
-  const spotLog = enumVar(env, 'SPOT_LOG', ['postgres', 'off'] as const, 'postgres'); // off: SPOT on one disk only (rule 8)
-  if (spotLog === 'off' && nodeEnv === 'production') throw new ConfigError('SPOT_LOG=off is refused with NODE_ENV=production');
   return {
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     databaseUrl: nonEmpty(env.DATABASE_URL),
-    spotLog,
     embeddedPgPort: intVar(env, 'EMBEDDED_PG_PORT', 54329, EMBEDDED_PG_PORT_MIN, PORT_MAX),
     embeddedPgSharedBuffersMb: intVar(
       env,

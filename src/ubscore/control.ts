@@ -4,6 +4,7 @@
 // so that src uses UBSCore without knowing it runs on a thread; actors/ implements them.
 
 import type { MetricFamily } from '../metrics/registry.js';
+import type { LogBlock } from '../spot-log/store.js';
 import type { UbsCommand, UbsResult } from './types.js';
 
 /** One command to UBSCore with a timeout; `null` is "no answer in time": unknown, retry idempotently. */
@@ -29,7 +30,28 @@ export type UbsControlApi = {
   copyTo(dir: string): Promise<UbsCopyOutcome>;
   /** Decides the commands held by the pause, in arrival order, and takes new ones again. */
   resume(): Promise<UbsResumeOutcome>;
+  /**
+   * A standby's core (started with `follow`): verifies the blocks of the owner's log (spot_log),
+   * writes them to LMDB exactly as the owner's group commit did and applies them to RAM; blocks
+   * already held are checked byte for byte and skipped. Refused once the core leads.
+   */
+  follow(blocks: readonly LogBlock[]): Promise<UbsFollowOutcome>;
+  /** Ends the follow mode: from now on the core takes commands. */
+  lead(): Promise<UbsLeadOutcome>;
 };
+
+/**
+ * `applied`: every block is durable in LMDB and applied (`lastSeq` is the core's last seq now).
+ * `gap`: a block does not continue the core's log; `corrupt`: a block fails its checks;
+ * `divergent`: a block the core already holds has other bytes; `refused`: the core leads, is
+ * closing, or cannot write; `failed`: the LMDB write failed (the core rebuilds from disk). Nothing
+ * of a call is applied unless every block of it verifies.
+ */
+export type UbsFollowOutcome =
+  | { readonly kind: 'applied'; readonly lastSeq: number; readonly appliedBlocks: number; readonly skippedBlocks: number }
+  | { readonly kind: 'gap' | 'corrupt' | 'divergent'; readonly lastSeq: number; readonly reason: string }
+  | { readonly kind: 'refused' | 'failed'; readonly reason: string };
+export type UbsLeadOutcome = { readonly kind: 'leading'; readonly lastSeq: number } | { readonly kind: 'refused'; readonly reason: string };
 
 export type UbsMetricsOutcome =
   | { readonly kind: 'metrics'; readonly families: readonly MetricFamily[] }
@@ -100,4 +122,6 @@ export type UbsCoreOptions = {
    * "A full disk"); 0 disables the check. Default 256 MiB.
    */
   readonly diskReserveBytes?: number;
+  /** Start as a standby: take no commands, only `follow` calls, until `lead`. Default false. */
+  readonly follow?: boolean;
 };

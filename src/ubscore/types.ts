@@ -75,7 +75,10 @@ export type UbsResult =
    */
   | { readonly kind: 'unavailable'; readonly reason: UbsUnavailableReason };
 
-/** Why UBSCore answered `unavailable`: its batch failed to write, or it is waiting for the disk. */
-type UbsUnavailableReason = 'write_failed' | 'wal_unwritable';
+/**
+ * Why UBSCore answered `unavailable`: its batch failed to write, it is waiting for the disk, or it
+ * is a standby's core, following the owner's log (it decides nothing until it leads).
+ */
+type UbsUnavailableReason = 'write_failed' | 'wal_unwritable' | 'standby';
 
 export type AuditAccount = { readonly userId: bigint; readonly asset: string; readonly available: bigint };

@@ -1,0 +1,117 @@
+// ROLE=standby (issue 26): the first half of a standby's start. It holds its DATA_DIR, but not the
+// ownership; it serves nothing (a small listener answers /healthz 200 and /readyz 503 with its lag,
+// every other path 503 STANDBY); its UBSCore follows the owner's log in spot_log. Once the
+// ownership is this process's (`acquire`), it catches up one last time, UBSCore leads, the small
+// listener closes, and the start goes on as a primary's (src/compose/service.ts).
+
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Config } from '../config/config.js';
+import { openSql, type Sql } from '../db/sql.js';
+import { SpotLogStore } from '../spot-log/store.js';
+import { SpotLogTailer, type StandbyLag } from '../spot-log/tail.js';
+import type { UbsCore } from '../threads.js';
+import { OWNER_LOCK_KEY } from '../ownership/pg-owner.js';
+import { fatal, type Start } from './parts.js';
+
+/** Resolves once this process may own the SPOT ledger (the owner lease, src/ownership). */
+export type Acquire = () => Promise<void>;
+
+type StandbyListener = { readonly port: number; readonly close: () => Promise<void> };
+
+function answer(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+  res.end(JSON.stringify(body));
+}
+
+/** The standby's only listener: alive, not ready, and every other path refused as the service refuses. */
+export function listenStandby(config: Pick<Config, 'port' | 'host'>, lag: () => StandbyLag): Promise<StandbyListener> {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0];
+    const body = { status: 'standby', role: 'standby', ...lag() };
+    if (req.method === 'GET' && path === '/healthz') return answer(res, 200, body);
+    if (req.method === 'GET' && path === '/readyz') return answer(res, 503, body);
+    answer(res, 503, { code: 'STANDBY', message: 'This instance is a standby: it serves nothing until it owns the ledger' });
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => {
+      const close = (): Promise<void> =>
+        new Promise((done) => {
+          server.close(() => done());
+          server.closeAllConnections();
+        });
+      resolve({ port: (server.address() as AddressInfo).port, close });
+    });
+  });
+}
+
+/**
+ * Until the ownership protocol (src/ownership) gives the lease: the ownership is free once no
+ * session holds the owner lock of this database. A primary that dies loses its session, so its
+ * lock; a hung one keeps it, which only the lease can end.
+ */
+export function ownerLockFreed(databaseUrl: string, pollMs: number): Acquire {
+  return async () => {
+    const sql = openSql(databaseUrl, { max: 1, application: 'standby owner watch' });
+    try {
+      for (;;) {
+        const [row] = await sql<{ held: boolean }[]>`
+          SELECT EXISTS (SELECT 1 FROM pg_locks
+            WHERE locktype = 'advisory' AND granted AND objsubid = 1
+              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+              AND ((classid::bigint << 32) | objid::bigint) = ${OWNER_LOCK_KEY.toString()}::bigint) AS held`;
+        if (row?.held !== true) return;
+        await new Promise((resolve) => setTimeout(resolve, pollMs));
+      }
+    } finally {
+      await sql.end({ timeout: 5 });
+    }
+  };
+}
+
+/**
+ * Starts the standby's UBSCore in follow mode and follows the owner until `acquire` resolves;
+ * resolves UBSCore, caught up and leading. `startCore` starts it (and registers its stop).
+ */
+export async function standBy<Core extends UbsCore>(
+  start: Start,
+  databaseUrl: string,
+  startCore: () => Promise<Core>,
+  acquire: Acquire,
+): Promise<Core> {
+  const { config, log } = start;
+  let tailer: SpotLogTailer | null = null;
+  const listener = await listenStandby(config, () => tailer?.lag() ?? { lag_records: 0, lag_ms: 0, applied_seq: 0 });
+  // A standby writes nothing: its connection carries the epoch `standby`, which the fence refuses.
+  const sql: Sql = openSql(databaseUrl, {
+    max: 1,
+    application: 'standby tail',
+    timeouts: config.pgTimeouts,
+    owner: { tag: `standby-${process.pid}`, epoch: 'standby' },
+  });
+  try {
+    const ubs = await startCore();
+    const follower = new SpotLogTailer({
+      store: new SpotLogStore(sql),
+      follow: (blocks) => ubs.control.follow(blocks),
+      appliedSeq: (await ubs.control.stats()).walSeq,
+      pollMs: config.standbyPollMs,
+      log,
+      onBroken: (reason) => fatal(start, `the standby cannot follow the owner log (${reason}); a restart rebuilds its DATA_DIR`),
+    });
+    tailer = follower;
+    follower.start();
+    log.info('standby: following the owner log', { applied_seq: follower.lag().applied_seq, poll_ms: config.standbyPollMs });
+    await acquire();
+    const appliedSeq = await follower.catchUp();
+    const led = await ubs.control.lead();
+    if (led.kind !== 'leading') throw new Error(`the standby's UBSCore did not lead: ${led.reason}`);
+    log.info('standby: taking over', { applied_seq: appliedSeq });
+    return ubs;
+  } finally {
+    await tailer?.stop();
+    await listener.close();
+    await sql.end({ timeout: 5 });
+  }
+}

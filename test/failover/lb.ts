@@ -1,0 +1,97 @@
+// The failover drill's load balancer (issue 26): sends each request to whichever instance answers
+// /readyz 200, as a load balancer with health checks would, and records every answer with the
+// instance that gave it and the time it was received, so the drill can check that a fenced
+// former owner answered nothing after the takeover.
+
+/** One instance behind the balancer: a name (its DATA_DIR's role in the drill) and its base URL. */
+export type Instance = { readonly name: string; readonly base: string };
+
+/** One answer as received: which instance, when (epoch ms), the request and its status and body. */
+export type Answer = {
+  readonly instance: string;
+  readonly receivedAt: number;
+  readonly method: string;
+  readonly path: string;
+  readonly status: number;
+  readonly body: unknown;
+};
+
+const READY_PROBE_TIMEOUT_MS = 500;
+
+export class Balancer {
+  private readonly answers: Answer[] = [];
+  /** The instance that answered /readyz 200 last; asked first. */
+  private current: Instance | null = null;
+
+  constructor(private readonly instances: () => readonly Instance[]) {}
+
+  get recorded(): readonly Answer[] {
+    return this.answers;
+  }
+
+  /** The first instance that answers /readyz 200 now, or null when none does. */
+  async ready(): Promise<Instance | null> {
+    const candidates = [...this.instances()];
+    if (this.current !== null) candidates.sort((a) => (a.name === this.current?.name ? -1 : 1));
+    for (const instance of candidates) {
+      const status = await fetch(`${instance.base}/readyz`, { signal: AbortSignal.timeout(READY_PROBE_TIMEOUT_MS) }).then(
+        (r) => r.status,
+        () => 0,
+      );
+      if (status === 200) {
+        this.current = instance;
+        return instance;
+      }
+    }
+    this.current = null;
+    return null;
+  }
+
+  /**
+   * Sends one request to a ready instance and records its answer; null when no instance was ready
+   * or the request got no answer (an unknown outcome: the caller retries with the same key).
+   */
+  async send(method: string, path: string, opts: { token: string; body?: unknown; timeoutMs: number }): Promise<Answer | null> {
+    const instance = this.current ?? (await this.ready());
+    if (instance === null) return null;
+    try {
+      const response = await fetch(`${instance.base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${opts.token}`, 'content-type': 'application/json' },
+        body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+        signal: AbortSignal.timeout(opts.timeoutMs),
+      });
+      const text = await response.text();
+      const answer: Answer = {
+        instance: instance.name,
+        receivedAt: Date.now(),
+        method,
+        path,
+        status: response.status,
+        body: parsed(text),
+      };
+      this.answers.push(answer);
+      // A 503 may be a standby or a draining owner: ask the health checks again next time.
+      if (response.status === 503) this.current = null;
+      return answer;
+    } catch {
+      this.current = null;
+      return null;
+    }
+  }
+
+  /** Every answer `instance` gave that was received after `at` (epoch ms). */
+  answersAfter(instance: string, at: number): Answer[] {
+    return this.answers.filter((a) => a.instance === instance && a.receivedAt > at);
+  }
+}
+
+/** The body as JSON, or its text when it is not JSON: every answer is recorded, whatever it holds. */
+function parsed(text: string): unknown {
+  if (text === '') return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
