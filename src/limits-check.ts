@@ -173,6 +173,7 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('START_TIMEOUT_S', limit.START_TIMEOUT_S),
   positive('RESTART_BACKOFF_BASE_MS', limit.RESTART_BACKOFF_BASE_MS),
   positive('TAKE_WAIT_MS', limit.TAKE_WAIT_MS),
+  positive('OWNER_LEASE_MS_DEFAULT', limit.OWNER_LEASE_MS_DEFAULT),
   positive('CONNECT_TIMEOUT_S', limit.CONNECT_TIMEOUT_S),
   positive('RETAKE_BACKOFF_BASE_MS', limit.RETAKE_BACKOFF_BASE_MS),
   positive('ASK_OWNER_TIMEOUT_MS', limit.ASK_OWNER_TIMEOUT_MS),
