@@ -146,7 +146,7 @@ async function afterPromotion(
       'old-owner-answered',
       `cycle ${cycle}: the former owner (pid ${old.instance.pid}) answered ${answers.length} requests after the promotion: ${answers
         .slice(0, 5)
-        .map((a) => `${a.method} ${a.path} ${a.status} at +${a.receivedAt - promotedAt} ms`)
+        .map((a) => `${a.method} ${a.path} ${a.status} ${answerState(a.body)} at +${a.receivedAt - promotedAt} ms`)
         .join('; ')}`,
     );
   const [writes] = await ctx.sql<{ n: number }[]>`
@@ -179,6 +179,12 @@ async function bringBack(ctx: CycleContext, report: CycleReport, machine: Machin
     `cycle ${report.cycle}: the new standby on ${machine.name} ${end === null ? `was not at lag 0 within ${CATCH_UP_WAIT_MS} ms` : `exited (code ${end.code}): ${standby.stderrTail().slice(-1_500)}`}`,
   );
   if (end !== null) ctx.pair.standby = null;
+}
+
+/** What an answer told its client: the transfer's state, or the error code. */
+function answerState(body: unknown): string {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as { state?: unknown; code?: unknown };
+  return String(b.state ?? b.code ?? '');
 }
 
 function violate(ctx: CycleContext, check: string, detail: string): void {

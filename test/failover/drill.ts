@@ -104,9 +104,9 @@ async function runCycles(ctx: CycleContext, opts: FailoverOptions): Promise<Cycl
     const done = cycle === 2 ? await stopCycle(ctx, cycle) : await killCycle(ctx, cycle, cycle % 2 === 1);
     cycles.push(done);
     const promotion = done.promotionMs === null ? 'none' : `${done.promotionMs} ms`;
-    const caughtUp = done.catchUpMs === null ? 'never' : `in ${done.catchUpMs} ms`;
+    const caughtUp = done.catchUpMs !== null ? `in ${done.catchUpMs} ms` : done.promotionMs === null ? 'not restarted' : 'never';
     opts.log(
-      `cycle ${cycle}/${opts.cycles} ${done.kind}${done.dataDirDeleted ? ' (DATA_DIR deleted)' : ''} of ${done.primary} after ${done.loadMs} ms of load: promotion ${promotion}, new standby caught up ${caughtUp}`,
+      `cycle ${cycle}/${opts.cycles} ${done.kind}${done.dataDirDeleted ? ' (DATA_DIR deleted)' : ''} of ${done.primary} after ${done.loadMs} ms of load: promotion ${promotion}, new standby ${done.promotionMs === null ? '' : 'caught up '}${caughtUp}`,
     );
   }
   return cycles;
