@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test lint format test-external test-browser drill build install clean backup restore migrate
+.PHONY: run test lint format test-external test-browser drill failover-drill build install clean backup restore migrate
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see docs/configuration.md)
 run: build
@@ -41,6 +41,10 @@ migrate: build
 ## make drill: kill the service with SIGKILL under load DRILL_CYCLES times (default 10), then verify every transfer and balance
 drill: build
 	node dist/test/drill/drill.js
+
+## make failover-drill: a primary and a standby on one PostgreSQL under 16 clients; kill or pause the primary FAILOVER_CYCLES times (default 5), time each promotion (at most 5 s), then verify every transfer and balance
+failover-drill: build
+	node dist/test/failover/drill.js
 
 ## make bench: transfers/s, latency and memory under load beside the machine's limits measured in the same run (BENCH_DURATION_S, BENCH_MEMORY_S); writes bench/results/
 .PHONY: bench

@@ -16,10 +16,11 @@ import { freePort } from '../support/ports.js';
 import { verifyDrill, type Violation } from './checks.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const SECRET = 'drill-secret-drill-secret-drill-secret-0000';
+/** The JWT secret of the drills' services: test/failover/ signs its clients' tokens with it too. */
+export const SECRET = 'drill-secret-drill-secret-drill-secret-0000';
 const READY_TIMEOUT_MS = 60_000;
 const RECOVERY_TIMEOUT_MS = 120_000;
-const ASSETS = ['USDT', 'BTC'] as const;
+export const ASSETS = ['USDT', 'BTC'] as const;
 const SEED_WHOLE = 1_000n;
 
 export type DrillOptions = {
@@ -73,7 +74,8 @@ export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
     await seed(svc.base, opts.users);
     for (let cycle = 1; cycle <= opts.cycles; cycle++) {
       const runFor = opts.killAfterMsMin + Math.random() * (opts.killAfterMsMax - opts.killAfterMsMin);
-      const load = drive(svc.base, opts, committed);
+      const users = userIds(opts.users);
+      const load = drive(opts.concurrency, () => sendDirect(svc.base, users, committed));
       await new Promise((r) => setTimeout(r, runFor));
       svc.child.kill('SIGKILL');
       await svc.exited;
@@ -107,11 +109,11 @@ export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
   }
 }
 
-function userIds(n: number): bigint[] {
+export function userIds(n: number): bigint[] {
   return Array.from({ length: n }, (_, i) => BigInt(1_000 + i));
 }
 
-function token(userId: bigint | 'admin'): string {
+export function token(userId: bigint | 'admin'): string {
   const exp = Math.floor(Date.now() / 1000) + 3_600;
   return userId === 'admin' ? signJwt({ sub: '1', exp, role: 'admin' }, SECRET) : signJwt({ sub: userId.toString(), exp }, SECRET);
 }
@@ -134,7 +136,8 @@ async function start(env: NodeJS.ProcessEnv, port: number): Promise<Service> {
   }
 }
 
-async function seed(base: string, users: number): Promise<void> {
+/** Deposits SEED_WHOLE of every asset on both sides of every user, through `base`. */
+export async function seed(base: string, users: number): Promise<void> {
   for (const userId of userIds(users)) {
     for (const asset of ASSETS) {
       for (const account of ['FUNDING', 'SPOT']) {
@@ -156,40 +159,54 @@ async function seed(base: string, users: number): Promise<void> {
   }
 }
 
-/** Clients sending random transfers until stopped; every COMMITTED answer is remembered. */
-function drive(base: string, opts: DrillOptions, committed: Set<string>): { stop: () => Promise<void> } {
-  let running = true;
-  const users = userIds(opts.users);
-  const client = async (): Promise<void> => {
-    while (running) {
-      const userId = users[Math.floor(Math.random() * users.length)] as bigint;
-      const from = Math.random() < 0.5 ? 'FUNDING' : 'SPOT';
-      const body = {
-        from,
-        to: from === 'FUNDING' ? 'SPOT' : 'FUNDING',
-        asset: ASSETS[Math.floor(Math.random() * ASSETS.length)],
-        amount: `${1 + Math.floor(Math.random() * 20)}.${Math.floor(Math.random() * 100)}`,
-      };
-      try {
-        const r = await fetch(`${base}/api/v1/internal_transfer`, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${token(userId)}`, 'content-type': 'application/json' },
-          body: JSON.stringify(body),
-        });
-        const json = (await r.json()) as { state?: string; req_id?: string };
-        if (json.state === 'COMMITTED' && json.req_id !== undefined) committed.add(json.req_id);
-      } catch {
-        await new Promise((r) => setTimeout(r, 20)); // the service is down: the drill killed it
-      }
-    }
+/** A transfer request of the drills: its user, and the body (both directions, both assets). */
+export type DrillTransfer = {
+  readonly userId: bigint;
+  readonly body: { readonly from: string; readonly to: string; readonly asset: string; readonly amount: string };
+};
+
+/** One random transfer of one of `users`: either direction, either asset, 1 to 20.99 whole units. */
+export function randomTransfer(users: readonly bigint[]): DrillTransfer {
+  const userId = users[Math.floor(Math.random() * users.length)] as bigint;
+  const from = Math.random() < 0.5 ? 'FUNDING' : 'SPOT';
+  const body = {
+    from,
+    to: from === 'FUNDING' ? 'SPOT' : 'FUNDING',
+    asset: ASSETS[Math.floor(Math.random() * ASSETS.length)] as string,
+    amount: `${1 + Math.floor(Math.random() * 20)}.${Math.floor(Math.random() * 100)}`,
   };
-  const clients = Array.from({ length: opts.concurrency }, client);
+  return { userId, body };
+}
+
+/** `clients` concurrent clients, each calling `one` again and again until stopped; stop waits for the calls under way. */
+export function drive(clients: number, one: () => Promise<void>): { stop: () => Promise<void> } {
+  let running = true;
+  const client = async (): Promise<void> => {
+    while (running) await one();
+  };
+  const all = Array.from({ length: clients }, client);
   return {
     stop: async () => {
       running = false;
-      await Promise.all(clients);
+      await Promise.all(all);
     },
   };
+}
+
+/** One random transfer sent straight to `base`; a COMMITTED answer is remembered. */
+async function sendDirect(base: string, users: readonly bigint[], committed: Set<string>): Promise<void> {
+  const { userId, body } = randomTransfer(users);
+  try {
+    const r = await fetch(`${base}/api/v1/internal_transfer`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token(userId)}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const json = (await r.json()) as { state?: string; req_id?: string };
+    if (json.state === 'COMMITTED' && json.req_id !== undefined) committed.add(json.req_id);
+  } catch {
+    await new Promise((r) => setTimeout(r, 20)); // the service is down: the drill killed it
+  }
 }
 
 async function embeddedUrl(dataDir: string, pgPort: number): Promise<string> {
@@ -197,7 +214,8 @@ async function embeddedUrl(dataDir: string, pgPort: number): Promise<string> {
   return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/transfer`;
 }
 
-async function waitAllTerminal(sql: Sql): Promise<void> {
+/** Waits until no transfer is unfinished; throws after RECOVERY_TIMEOUT_MS. */
+export async function waitAllTerminal(sql: Sql): Promise<void> {
   const deadline = Date.now() + RECOVERY_TIMEOUT_MS;
   for (;;) {
     const open = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_tb WHERE state NOT IN ${sql([...TERMINAL_STATE_IDS])}`;

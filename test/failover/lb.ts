@@ -3,12 +3,13 @@
 // instance that gave it and the time it was received, so the drill can check that a fenced
 // former owner answered nothing after the takeover.
 
-/** One instance behind the balancer: a name (its DATA_DIR's role in the drill) and its base URL. */
-export type Instance = { readonly name: string; readonly base: string };
+/** One instance behind the balancer: a name (its DATA_DIR in the drill), its base URL and its process id. */
+export type Instance = { readonly name: string; readonly base: string; readonly pid: number };
 
-/** One answer as received: which instance, when (epoch ms), the request and its status and body. */
+/** One answer as received: which instance and process, when (epoch ms), the request and its status and body. */
 export type Answer = {
   readonly instance: string;
+  readonly pid: number;
   readonly receivedAt: number;
   readonly method: string;
   readonly path: string;
@@ -32,7 +33,8 @@ export class Balancer {
   /** The first instance that answers /readyz 200 now, or null when none does. */
   async ready(): Promise<Instance | null> {
     const candidates = [...this.instances()];
-    if (this.current !== null) candidates.sort((a) => (a.name === this.current?.name ? -1 : 1));
+    const first = this.current;
+    if (first !== null) candidates.sort((a, b) => Number(b.pid === first.pid) - Number(a.pid === first.pid));
     for (const instance of candidates) {
       const status = await fetch(`${instance.base}/readyz`, { signal: AbortSignal.timeout(READY_PROBE_TIMEOUT_MS) }).then(
         (r) => r.status,
@@ -64,6 +66,7 @@ export class Balancer {
       const text = await response.text();
       const answer: Answer = {
         instance: instance.name,
+        pid: instance.pid,
         receivedAt: Date.now(),
         method,
         path,
@@ -80,9 +83,9 @@ export class Balancer {
     }
   }
 
-  /** Every answer `instance` gave that was received after `at` (epoch ms). */
-  answersAfter(instance: string, at: number): Answer[] {
-    return this.answers.filter((a) => a.instance === instance && a.receivedAt > at);
+  /** Every answer the process `pid` gave that was received after `at` (epoch ms). */
+  answersAfter(pid: number, at: number): Answer[] {
+    return this.answers.filter((a) => a.pid === pid && a.receivedAt > at);
   }
 }
 
