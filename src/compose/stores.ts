@@ -7,7 +7,6 @@ import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from 
 import { watchEmbeddedPg, type PgWatch } from '../db/embedded-pg-watch.js';
 import { checkMigrated, migrate, seedDemoAssets } from '../db/schema.js';
 import { openSql, type Sql } from '../db/sql.js';
-import { OWNER_LEASE_MS_DEFAULT } from '../limits.js';
 import type { Logger } from '../log.js';
 import { HaltSwitch } from '../services/halt.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
@@ -36,7 +35,7 @@ export async function openStores(start: Start): Promise<Stores> {
   } finally {
     await setup.end({ timeout: 5 });
   }
-  const identity = await owner.claim(OWNER_LEASE_MS_DEFAULT);
+  const identity = await owner.claim(config.lease, (reason) => fatal(start, reason));
   log.info('owner epoch claimed', { epoch: identity.epoch, owner: identity.tag });
   const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts, owner: identity });
   stack.push(() => sql.end({ timeout: 5 }));
