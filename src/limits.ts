@@ -291,11 +291,16 @@ export const RESTART_BACKOFF_BASE_MS = 200;
 /** How long a take waits for a lock held by a process that just died (its backend exits when it sees the closed socket). */
 export const TAKE_WAIT_MS = 3_000;
 /**
- * The owner's lease (issue 26): how long past its last renewal the owner of record stays the
- * owner. A standby may take over once it has passed, so this bounds how long a hung owner keeps
- * the ledger from being served.
+ * The owner's lease (issue 26), LEASE_MS: how long past its last renewal the owner of record stays
+ * the owner; a standby may take over once it has passed. Under 0.5 s a pause of PostgreSQL would
+ * end a live owner; over a minute a hung owner would keep the ledger from being served too long.
  */
 export const OWNER_LEASE_MS_DEFAULT = 2_000;
+export const OWNER_LEASE_MS_MIN = 500;
+export const OWNER_LEASE_MS_MAX = 60_000;
+/** LEASE_RENEW_MS's default and floor (renewals more often load the server for nothing); it must stay under LEASE_MS / 3. */
+export const OWNER_LEASE_RENEW_MS_DEFAULT = 400;
+export const OWNER_LEASE_RENEW_MS_MIN = 50;
 /** How long the owner-lock connection may take to connect (seconds, as postgres.js takes it). */
 export const CONNECT_TIMEOUT_S = 10;
 /** The first wait before taking the lock again after a loss; it doubles per failed attempt up to the cap given. */

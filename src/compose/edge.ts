@@ -15,7 +15,7 @@ import { AuditLog } from '../audit/audit-log.js';
 import { BackupTaker } from '../backup/take.js';
 import { READYZ_PG_PROBE_TIMEOUT_MS, UBS_CONTROL_MS_MAX } from '../limits.js';
 import { within } from '../within.js';
-import type { Built, MainParts, Start } from './parts.js';
+import { fatal, type Built, type MainParts, type Start } from './parts.js';
 
 /** What the HTTP edge is given (src/http/deps.ts). */
 export function appDeps(start: Start, built: Built): AppDeps {
@@ -63,6 +63,8 @@ export function appDeps(start: Start, built: Built): AppDeps {
     balances: new BalanceReader({ sql, ubs: main.ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
     log,
     ownerHeld: () => stores.owner.held(),
+    leaseState: () => stores.owner.leaseState(),
+    onLeaseLapsed: (reason) => fatal(start, reason),
     drain: built.drain,
     backup: (dir) => backups.take(dir),
   };

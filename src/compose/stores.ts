@@ -7,7 +7,7 @@ import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from 
 import { watchEmbeddedPg, type PgWatch } from '../db/embedded-pg-watch.js';
 import { checkMigrated, migrate, seedDemoAssets } from '../db/schema.js';
 import { openSql, type Sql } from '../db/sql.js';
-import { OWNER_LEASE_MS_DEFAULT, SPOT_LOG_ARCHIVE_INTERVAL_MS } from '../limits.js';
+import { SPOT_LOG_ARCHIVE_INTERVAL_MS } from '../limits.js';
 import { SpotLogArchive } from '../spot-log/archive.js';
 import { reconcileSpotLog } from '../spot-log/reconcile.js';
 import { SpotLogStore } from '../spot-log/store.js';
@@ -53,7 +53,7 @@ export async function ownStores(start: Start, located: Located): Promise<Stores>
   } finally {
     await setup.end({ timeout: 5 });
   }
-  const identity = await owner.claim(OWNER_LEASE_MS_DEFAULT);
+  const identity = await owner.claim(config.lease, (reason) => fatal(start, reason));
   log.info('owner epoch claimed', { epoch: identity.epoch, owner: identity.tag });
   const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts, owner: identity });
   stack.push(() => sql.end({ timeout: 5 }));

@@ -8,6 +8,7 @@ import type { CrashPoint } from '../faults/crash-points.js';
 import { bannerVar, ConfigError, crashPointVar, type Env, enumVar, intVar, logFormatVar, type NodeEnv, nonEmpty, urlVar } from './vars.js';
 import { jwtConfig, type JwtConfig } from './jwt.js';
 import { roleVars, type RoleVars } from './role.js';
+import { leaseConfig, type LeaseConfig } from './lease.js';
 import { checkLimits } from '../limits-check.js';
 import {
   ABNORMAL_TRANSFERS_PER_MINUTE_MAX,
@@ -111,6 +112,8 @@ export type Config = RoleVars & {
    * after it died, and to take the owner lock again after its connection closed.
    */
   readonly pgRecoveryBackoffCapMs: number;
+  /** The owner's lease and how often it is renewed (src/config/lease.ts). */
+  readonly lease: LeaseConfig;
   readonly coordinators: number;
   readonly pgPoolMax: number;
   /** How long a stop waits for the requests in flight before closing their connections. */
@@ -180,6 +183,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...roleVars(env, nonEmpty(env.DATABASE_URL), nodeEnv),
     nodeEnv,
     jwt: jwtConfig(env, nodeEnv),
+    lease: leaseConfig(env),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: logFormatVar(env, nodeEnv),
   };

@@ -9,6 +9,7 @@ import { errorBody, fail } from './errors.js';
 import { mountConsole } from './console/page.js';
 import { mountDocs } from './openapi/document.js';
 import { ownerGate } from './middleware/owner-gate.js';
+import { leaseGuard } from './middleware/lease-guard.js';
 import { accessLog, requestLog, taggedTransfer } from './middleware/access-log.js';
 import { onTimed, requestTiming } from './middleware/request-timing.js';
 import type { AppDeps } from './deps.js';
@@ -46,6 +47,7 @@ function mountAdmin(app: Hono, deps: AppDeps): void {
 /** What every listener has: the drain, latency metrics, the body limit, the probes, the error answers. */
 function baseApp(deps: AppDeps): Hono {
   const app = new Hono();
+  app.use('*', leaseGuard({ state: deps.leaseState, onLapsed: deps.onLeaseLapsed }));
   app.use('*', requestTiming());
   app.use('*', accessLog({ log: deps.log }));
   app.use('*', deps.drain.middleware);

@@ -17,6 +17,7 @@ import type { InvariantService } from '../services/invariant.js';
 import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
 import type { BackupOutcome } from '../backup/take.js';
+import type { LeaseState } from '../ownership/lease.js';
 import type { Drain } from './drain.js';
 import type { TokenVerifier } from './auth/token-verifier.js';
 
@@ -62,6 +63,10 @@ export type AppDeps = {
   readonly log: Logger;
   /** Whether this process holds the database's owner lock (rule 7); without it no new work is taken. */
   readonly ownerHeld: () => boolean;
+  /** The owner lease (src/ownership/lease.ts): `lapsed` means no answer may go out. */
+  readonly leaseState: () => LeaseState;
+  /** Stops the process: an answer was ready after the lease lapsed unnoticed. */
+  readonly onLeaseLapsed: (reason: string) => void;
   /** Turns new requests away once a stop begins, and counts the ones in flight. */
   readonly drain: Drain;
   /** Takes a backup of both halves of the ledger at one cut into an empty directory. */

@@ -11,13 +11,22 @@
 // its name: this process must not go on). The session that held the lock before (the network
 // dropped but the server has not noticed yet) is not another process: known by its backend pid
 // and start time, it is ended and the lock taken again.
+//
+// Issue 26: once claimed, the ownership is a lease the owner renews (src/ownership/lease.ts). A
+// process that wants the ownership takes it when the lock is free, or when the holder is the
+// owner of record and its lease has passed by the server's clock (a hung owner: SIGSTOPped, or
+// its machine frozen, keeps its session and its lock for ever): then every session of that
+// owner is ended, which frees the lock and rolls back its open transactions, and the lock taken.
+// `mode: 'wait'` (a standby) waits for that moment instead of refusing after TAKE_WAIT_MS.
 
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
+import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { reconnectBackoffS, type PgOwnerIdentity } from '../db/sql.js';
 import { OwnershipError } from './errors.js';
+import { keepLease, type LeaseSettings, type LeaseState, type OwnerLease } from './lease.js';
 import { CONNECT_TIMEOUT_S, RETAKE_BACKOFF_BASE_MS, TAKE_WAIT_MS } from '../limits.js';
 
 /** The advisory lock every owner of a database takes: "ledger-o" in ASCII. Per database, as every advisory lock is. */
@@ -40,14 +49,18 @@ type OwnerEvents = {
 };
 
 export type PgOwner = {
-  /** Whether this process holds the owner lock now. */
+  /** Whether this process holds the owner lock now and, once claimed, its lease is proven. */
   readonly held: () => boolean;
   /**
    * Makes this process the owner of record: increments the owner epoch under the fence lock,
    * so every write of a former owner is refused from then on, and records this process's tag
-   * and lease. Runs once, after the schema is migrated (ledger_owner is migration 0010's).
+   * and lease, then renews the lease. Runs once, after the schema is migrated (ledger_owner is
+   * migration 0010's). `onEnded`: the ownership is gone (another epoch, or the lease lapsed
+   * unnoticed): the process must stop at once.
    */
-  readonly claim: (leaseMs: number) => Promise<PgOwnerIdentity>;
+  readonly claim: (lease: LeaseSettings, onEnded: (reason: string) => void) => Promise<PgOwnerIdentity>;
+  /** The lease's state (src/ownership/lease.ts); before the claim, `proven` while the lock is held. */
+  readonly leaseState: () => LeaseState;
   /** The tag and epoch every pool that writes money carries; throws before claim. */
   readonly identity: () => PgOwnerIdentity;
   readonly release: () => Promise<void>;
@@ -59,12 +72,24 @@ type Take = { readonly kind: 'held'; readonly session: Session } | { readonly ki
 type Holder = { pid: number; application_name: string; client_addr: string | null; backend_start: Date; backend_start_text: string };
 
 /** Takes the database's owner lock, or throws OwnershipError naming the process that holds it. */
-export async function ownDatabase(url: string, events: OwnerEvents, opts: { readonly retakeBackoffCapMs: number }): Promise<PgOwner> {
+export type OwnOptions = {
+  readonly retakeBackoffCapMs: number;
+  /** `refuse` (default): give up after TAKE_WAIT_MS; `wait`: wait until the ownership can be taken. */
+  readonly mode?: 'refuse' | 'wait';
+  /** Ends a wait: the promise rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+};
+
+/** A standby's way in: resolves once this process holds the owner lock (then `claim`). */
+export function waitForOwnership(url: string, events: OwnerEvents, opts: Omit<OwnOptions, 'mode'>): Promise<PgOwner> {
+  return ownDatabase(url, events, { ...opts, mode: 'wait' });
+}
+
+export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOptions): Promise<PgOwner> {
   const tag = ownerTag();
   // application_name is at most 63 bytes: enough to name the process in the refusal.
   const applicationName = `${tag} owner lock`.slice(0, 63);
-  let held = false;
-  let released = false;
+  const st: LockState = { held: false, released: false, lease: null };
   let closes = 0;
   let retaking = false;
   /** The session that took the lock last: after a loss, only it may be ended as ours. */
@@ -79,18 +104,19 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
     connection: { application_name: applicationName },
     onclose: () => {
       closes += 1;
-      if (!held || released) return;
-      held = false;
+      if (!st.held || st.released) return;
+      st.held = false;
+      st.lease?.lost();
       events.onLost('the connection holding the owner lock closed: another process may now own the database');
       if (!retaking) void retake();
     },
   });
 
   /** Takes the lock on a session that stayed open from before the ask to the answer. */
-  const takeOnOneSession = async (): Promise<Take> => {
+  const takeOnOneSession = async (how: TakeHow = { tag, wait: false, events }): Promise<Take> => {
     for (;;) {
       const before = closes;
-      const taken = await take(sql, ours);
+      const taken = await take(sql, ours, how);
       if (taken.kind === 'held') ours = taken.session;
       if (taken.kind === 'other' || closes === before) return taken;
     }
@@ -99,17 +125,17 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
   const retake = async (): Promise<void> => {
     retaking = true;
     try {
-      for (let attempt = 1; !released; attempt++) {
+      for (let attempt = 1; !st.released; attempt++) {
         await delay(Math.min(opts.retakeBackoffCapMs, RETAKE_BACKOFF_BASE_MS * 2 ** Math.min(attempt - 1, 20)));
-        if (released) return;
+        if (st.released) return;
         events.log.info('taking the owner lock again', { attempt });
         const taken = await takeOnOneSession().catch((error: unknown) => {
           events.log.info('the owner lock could not be taken yet', { attempt, error: String(error) });
           return null;
         });
-        if (taken === null || released) continue;
+        if (taken === null || st.released) continue;
         if (taken.kind === 'other') return events.onTakenByOther(taken.holder);
-        held = true;
+        st.held = true;
         return events.onRegained(attempt);
       }
     } finally {
@@ -118,27 +144,47 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
   };
 
   try {
-    const taken = await takeOnOneSession();
+    const taken = await takeOnOneSession({ tag, wait: opts.mode === 'wait', events, ...(opts.signal ? { signal: opts.signal } : {}) });
     if (taken.kind === 'other')
       throw new OwnershipError(
         `the database is owned by another process: ${taken.holder}. Stop it first; two processes on one database would split the SPOT ledger.`,
       );
   } catch (error) {
-    released = true;
+    st.released = true;
     await sql.end({ timeout: 5 }).catch(() => undefined);
     throw error;
   }
-  held = true;
+  st.held = true;
+  return ownerApi(sql, tag, st, events);
+}
+
+/** What the owner is while it runs: the lock's state, its lease once claimed. */
+type LockState = { held: boolean; released: boolean; lease: OwnerLease | null };
+
+function ownerApi(sql: postgres.Sql, tag: string, st: LockState, events: OwnerEvents): PgOwner {
+  const claimOnce = epochClaim(sql, tag);
   return {
-    held: () => held,
-    ...epochClaim(sql, tag),
+    held: () => st.held && (st.lease === null || st.lease.valid()),
+    claim: async (settings, onEnded) => {
+      const claimSentAt = performance.now();
+      const identity = await claimOnce.claim(settings.ms);
+      const epoch = Number(identity.epoch);
+      st.lease = keepLease({ sql, tag, epoch, settings, claimSentAt, lockHeld: () => st.held, onEnded, log: events.log });
+      return identity;
+    },
+    identity: claimOnce.identity,
+    leaseState: () => st.lease?.state() ?? (st.held ? 'proven' : 'standing-by'),
     release: async () => {
-      released = true;
-      held = false;
+      st.released = true;
+      st.held = false;
+      st.lease?.stop();
       await sql.end({ timeout: 5 });
     },
   };
 }
+
+/** How a take waits: `wait` until the lock can be had (a standby), else TAKE_WAIT_MS. */
+type TakeHow = { readonly tag: string; readonly wait: boolean; readonly events: Pick<OwnerEvents, 'log'>; readonly signal?: AbortSignal };
 
 /**
  * Asks for the lock for up to TAKE_WAIT_MS. A holder that is `ours`, the session this process
@@ -146,21 +192,56 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: { read
  * socket (if it cannot be ended, it is reported as the holder once the wait is over). Throws when
  * the server does not answer.
  */
-async function take(sql: postgres.Sql, ours: Session | null): Promise<Take> {
+async function take(sql: postgres.Sql, ours: Session | null, how: TakeHow): Promise<Take> {
   const deadline = Date.now() + TAKE_WAIT_MS;
+  let waitLogged = false;
   for (;;) {
+    how.signal?.throwIfAborted();
     const [row] = await sql<{ ok: boolean; pid: number; backend_start: string }[]>`
       SELECT pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) AS ok, a.pid, a.backend_start::text AS backend_start
         FROM pg_stat_activity AS a WHERE a.pid = pg_backend_pid()`;
     if (row === undefined) throw new Error('the owner session is missing from pg_stat_activity');
     if (row.ok) return { kind: 'held', session: { pid: row.pid, backendStart: row.backend_start } };
     const holder = await findHolder(sql);
-    if (Date.now() >= deadline) return { kind: 'other', holder: describeHolder(holder) };
+    if (holder !== null && (await endLapsedOwner(sql, holder, how))) continue;
+    if (!how.wait && Date.now() >= deadline) return { kind: 'other', holder: describeHolder(holder) };
+    if (how.wait && !waitLogged) {
+      waitLogged = true;
+      how.events.log.info('waiting for the ownership: the owner lock is held', { holder: describeHolder(holder) });
+    }
     if (holder !== null && ours !== null && holder.pid === ours.pid && holder.backend_start_text === ours.backendStart) {
       await sql`SELECT pg_terminate_backend(${holder.pid}::int)`;
     }
     await delay(TAKE_RETRY_MS);
   }
+}
+
+/**
+ * Ends a hung owner: when the lock's holder is a session of the owner of record and that owner's
+ * lease has passed by the server's clock, every session whose application_name starts with its
+ * tag is ended. ledger_owner's row stays locked meanwhile, so a renewal that arrives now waits,
+ * and its backend, ended, never renews. Answers whether sessions were ended (then ask again).
+ */
+async function endLapsedOwner(sql: postgres.Sql, holder: Holder, how: TakeHow): Promise<boolean> {
+  const ended = await sql
+    .begin(async (tx) => {
+      const [row] = await tx<{ owner: string }[]>`
+        SELECT owner FROM ledger_owner WHERE owner <> '' AND lease_until < now() FOR UPDATE`;
+      // This process's own former session is ended by `take` alone, never its pools with it.
+      if (row === undefined || row.owner === how.tag || !holder.application_name.startsWith(`${row.owner} `)) return null;
+      const [n] = await tx<{ ended: number }[]>`
+        SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS ended FROM pg_stat_activity
+         WHERE left(application_name, length(${row.owner}) + 1) = ${`${row.owner} `} AND pid <> pg_backend_pid()`;
+      return { owner: row.owner, sessions: n?.ended ?? 0 };
+    })
+    // Before migration 0010 there is no ledger_owner, and no lease to have passed.
+    .catch((error: unknown) => {
+      if ((error as { code?: unknown }).code === '42P01') return null;
+      throw error;
+    });
+  if (ended === null) return false;
+  how.events.log.info('the owner lease had passed: ended every session of the hung owner', ended);
+  return true;
 }
 
 async function findHolder(sql: postgres.Sql): Promise<Holder | null> {
@@ -186,7 +267,13 @@ function ownerTag(): string {
 }
 
 /** The owner's claim of the epoch: made once, then read by every pool that writes money. */
-function epochClaim(sql: postgres.Sql, tag: string): Pick<PgOwner, 'claim' | 'identity'> {
+function epochClaim(
+  sql: postgres.Sql,
+  tag: string,
+): {
+  readonly claim: (leaseMs: number) => Promise<PgOwnerIdentity>;
+  readonly identity: () => PgOwnerIdentity;
+} {
   let identity: PgOwnerIdentity | null = null;
   return {
     claim: async (leaseMs) => {

@@ -65,6 +65,10 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean;
     registry: new Registry(),
     probe: async () => ({ postgres: true, ubscore: true, walWritable: true, walReason: null }),
     ownerHeld: () => true,
+    leaseState: () => 'proven',
+    onLeaseLapsed: (reason: string) => {
+      throw new Error(`the test app's lease never lapses: ${reason}`);
+    },
     log,
     drain: new Drain(),
     ...opts.deps,

@@ -1,0 +1,118 @@
+// The owner's lease (issue 26, rule 7). After its claim the owner renews `ledger_owner.lease_until`
+// every LEASE_RENEW_MS on its lock session, and only while that epoch is still its own. It keeps
+// a local proof too, on the monotonic clock: the lease is proven until the send time of the last
+// renewal that succeeded + LEASE_MS - a margin. The server set lease_until from a later instant
+// (when the statement ran), so the local proof always ends first: once another process may take
+// over (lease_until < now() by the server's clock), this one has already stopped answering.
+//
+// Three states. `proven`: the owner may work and answer. `standing-by`: the proof ended, but the
+// process saw a renewal fail (or its lock session close) before it ended, so it knew in time and
+// took no new work: it may answer refusals and reads while it tries again. `lapsed`: the proof
+// ended and the process never noticed (it was stopped with SIGSTOP, or its event loop blocked
+// past the lease): another process may own the ledger now, so it must stop at once, answering
+// nothing more. A renewal that finds another epoch (0 rows) proves the ownership gone: stop.
+
+import { performance } from 'node:perf_hooks';
+import type postgres from 'postgres';
+
+/**
+ * The local proof ends LEASE_MS / 10 before the lease it renewed (200 ms of 2 s): room for
+ * clocks that run at slightly different rates and for the moment between the last check of an
+ * answer and its bytes leaving.
+ */
+const MARGIN_DIVISOR = 10;
+
+export type LeaseState = 'proven' | 'standing-by' | 'lapsed';
+
+export type LeaseSettings = {
+  /** LEASE_MS: how long a renewal extends the lease. */
+  readonly ms: number;
+  /** LEASE_RENEW_MS: how often the owner renews; under ms / 3. */
+  readonly renewMs: number;
+};
+
+export type OwnerLease = {
+  /** Whether the lease is proven now: only until (send time of the last good renewal) + LEASE_MS - margin. */
+  readonly valid: () => boolean;
+  readonly state: () => LeaseState;
+  /** The lock session closed: a failure seen now (before the proof ends, or, if the process was stopped, after). */
+  readonly lost: () => void;
+  readonly stop: () => void;
+};
+
+type LeaseOptions = {
+  readonly sql: postgres.Sql;
+  readonly tag: string;
+  readonly epoch: number;
+  readonly settings: LeaseSettings;
+  /** performance.now() when the claim that set the first lease was sent. */
+  readonly claimSentAt: number;
+  /** Whether the lock session is open and holds the lock: renewals run on it only then. */
+  readonly lockHeld: () => boolean;
+  /** The process no longer owns the ledger (superseded, or the lease lapsed unnoticed): it must stop. */
+  readonly onEnded: (reason: string) => void;
+  readonly log: { readonly info: (message: string, fields?: Record<string, unknown>) => void };
+};
+
+/** Starts renewing the lease claimed at `claimSentAt`; `stop` ends the renewals (release, process stop). */
+export function keepLease(opts: LeaseOptions): OwnerLease {
+  const { ms, renewMs } = opts.settings;
+  const margin = Math.ceil(ms / MARGIN_DIVISOR);
+  let provenUntil = opts.claimSentAt + ms - margin;
+  /** When the process first saw a renewal fail since the last good one (null: none failed). */
+  let failingSince: number | null = null;
+  let inFlight = false;
+  let stopped = false;
+
+  const valid = () => performance.now() < provenUntil;
+  const state = (): LeaseState => {
+    if (valid()) return 'proven';
+    return failingSince !== null && failingSince < provenUntil ? 'standing-by' : 'lapsed';
+  };
+  const noticeFailure = () => {
+    failingSince ??= performance.now();
+  };
+  const end = (reason: string) => {
+    if (stopped) return;
+    stop();
+    opts.onEnded(reason);
+  };
+
+  const renew = () => {
+    inFlight = true;
+    const sentAt = performance.now();
+    const seconds = ms / 1000;
+    opts.sql<{ epoch: string }[]>`
+      UPDATE ledger_owner SET lease_until = now() + make_interval(secs => ${seconds})
+       WHERE epoch = ${opts.epoch} AND owner = ${opts.tag} RETURNING epoch::text AS epoch`.then(
+      (rows) => {
+        inFlight = false;
+        if (rows.length === 0) return end(`the owner epoch ${opts.epoch} was superseded: another process owns the ledger now`);
+        provenUntil = Math.max(provenUntil, sentAt + ms - margin);
+        failingSince = null;
+      },
+      (error: unknown) => {
+        inFlight = false;
+        noticeFailure();
+        opts.log.info('the owner lease could not be renewed', { error: String(error) });
+      },
+    );
+  };
+
+  const tick = () => {
+    if (stopped) return;
+    if (state() === 'lapsed')
+      return end(`the owner lease lapsed unnoticed (the process was stopped or its event loop blocked past LEASE_MS ${ms} ms)`);
+    // A renewal still unanswered after a whole period, or no lock session to send one on: failing.
+    if (inFlight || !opts.lockHeld()) return noticeFailure();
+    renew();
+  };
+
+  const timer = setInterval(tick, renewMs);
+  timer.unref();
+  function stop(): void {
+    stopped = true;
+    clearInterval(timer);
+  }
+  return { valid, state, lost: noticeFailure, stop };
+}

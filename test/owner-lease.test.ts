@@ -1,0 +1,188 @@
+// Proves the owner lease of issue 26 (src/ownership/lease.ts, pg-owner.ts, the HTTP lease guard): a live owner renews its lease and a second process is refused while it does; an owner whose epoch another process took stops within two renewals; a process waiting for the ownership takes it from a hung owner only once that owner's lease has passed, ending every session of its tag (and no other) and claiming the next epoch; an answer made after the lease lapsed unnoticed is never sent; LEASE_RENEW_MS must stay under LEASE_MS / 3.
+
+import type { AddressInfo } from 'node:net';
+import http from 'node:http';
+import { serve } from '@hono/node-server';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { ConfigError, loadConfig } from '../src/config/config.js';
+import { migrate } from '../src/db/migrations.js';
+import { openSql, type Sql } from '../src/db/sql.js';
+import { TokenVerifier } from '../src/http/auth/token-verifier.js';
+import { OwnershipError } from '../src/ownership/errors.js';
+import type { LeaseState } from '../src/ownership/lease.js';
+import { FENCE_LOCK_KEY, OWNER_LOCK_KEY, ownDatabase, waitForOwnership, type PgOwner } from '../src/ownership/pg-owner.js';
+import { stubApps } from './support/app.js';
+import { createTestDatabase } from './support/database.js';
+import { pollUntil } from './support/process.js';
+import { TEST_JWT_SECRET } from './support/service.js';
+
+const LEASE = { ms: 1_000, renewMs: 200 };
+/** How often a waiting process asks again (TAKE_RETRY_MS of pg-owner.ts). */
+const TAKE_RETRY_MS = 250;
+const quiet = { onLost: () => undefined, onRegained: () => undefined, onTakenByOther: () => undefined, log: { info: () => undefined } };
+
+async function withLedger(body: (url: string, sql: Sql) => Promise<void>): Promise<void> {
+  const db = await createTestDatabase();
+  const sql = openSql(db.url, { max: 2, application: 'test-look' });
+  try {
+    await migrate(sql);
+    await body(db.url, sql);
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
+}
+
+async function ownerRow(sql: Sql): Promise<{ epoch: number; owner: string; leaseUntil: number }> {
+  const [r] = await sql<{ epoch: string; owner: string; ms: string }[]>`
+    SELECT epoch::text AS epoch, owner, (extract(epoch FROM lease_until) * 1000)::bigint::text AS ms FROM ledger_owner`;
+  return { epoch: Number(r?.epoch), owner: String(r?.owner), leaseUntil: Number(r?.ms) };
+}
+
+test('lease: a live owner renews its lease, and a second process is refused while it does (after more than LEASE_MS)', async () => {
+  await withLedger(async (url, sql) => {
+    const ended: string[] = [];
+    const first = await ownDatabase(url, quiet, { retakeBackoffCapMs: 500 });
+    try {
+      await first.claim(LEASE, (reason) => ended.push(reason));
+      const before = await ownerRow(sql);
+      await new Promise((resolve) => setTimeout(resolve, 2 * LEASE.renewMs + 100));
+      assert.ok((await ownerRow(sql)).leaseUntil > before.leaseUntil, 'lease_until moved on');
+      // The second asks for TAKE_WAIT_MS (3 s), three times the lease: only the renewals keep it out.
+      const refused = await ownDatabase(url, quiet, { retakeBackoffCapMs: 500 }).then(
+        async (o) => {
+          await o.release();
+          return 'taken';
+        },
+        (e: unknown) => (e instanceof OwnershipError ? 'refused' : String(e)),
+      );
+      assert.is(refused, 'refused');
+      assert.equal([first.held(), first.leaseState(), ended], [true, 'proven', []]);
+      assert.is((await ownerRow(sql)).epoch, before.epoch, 'the epoch is still the first owner');
+    } finally {
+      await first.release();
+    }
+  });
+});
+
+test('lease: an owner whose epoch another process took stops within two renewals', async () => {
+  await withLedger(async (url, sql) => {
+    const ended: string[] = [];
+    const owner = await ownDatabase(url, quiet, { retakeBackoffCapMs: 500 });
+    try {
+      await owner.claim(LEASE, (reason) => ended.push(reason));
+      const at = Date.now();
+      await sql`UPDATE ledger_owner SET epoch = epoch + 1`;
+      await pollUntil(async () => (ended.length > 0 ? true : undefined), { timeoutMs: 3 * LEASE.renewMs + 200, describe: () => 'no end' });
+      assert.ok(Date.now() - at <= 3 * LEASE.renewMs, `ended after ${Date.now() - at} ms`);
+      assert.match(ended[0] ?? '', /superseded/);
+    } finally {
+      await owner.release();
+    }
+  });
+});
+
+/** A hung owner: its lock session holds the owner lock, another of its sessions holds the fence lock shared in an open transaction. */
+async function hungOwner(url: string, tag: string): Promise<{ sessions: Sql[]; end: () => Promise<void> }> {
+  const lock = openSql(url, { max: 1, application: `${tag} owner lock` });
+  await lock`SELECT pg_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint)`;
+  const pool = openSql(url, { max: 1, application: `${tag} main` });
+  // Left open, idle in its transaction, as a process stopped mid-write leaves it.
+  await pool`BEGIN`;
+  await pool`SELECT pg_advisory_xact_lock_shared(${FENCE_LOCK_KEY.toString()}::bigint)`;
+  return {
+    sessions: [lock, pool],
+    end: async () => {
+      await Promise.all([lock.end({ timeout: 1 }), pool.end({ timeout: 1 })]);
+    },
+  };
+}
+
+async function sessionsOf(sql: Sql, prefix: string): Promise<number> {
+  const [r] = await sql`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE ${`${prefix}%`}`;
+  return Number(r?.n);
+}
+
+test('takeover: a process waiting for the ownership takes it from a hung owner once its lease passed, ends every session of its tag and no other, and claims the next epoch', async () => {
+  await withLedger(async (url, sql) => {
+    const tag = 'transfer-1-abcdef@hung';
+    const hung = await hungOwner(url, tag);
+    const bystander = openSql(url, { max: 1, application: 'transfer-2-fedcba@other main' });
+    await bystander`SELECT 1`;
+    let taker: PgOwner | null = null;
+    try {
+      await sql`UPDATE ledger_owner SET epoch = 7, owner = ${tag}, lease_until = now() + make_interval(secs => ${LEASE.ms / 1000})`;
+      const at = Date.now();
+      const waiting = waitForOwnership(url, quiet, { retakeBackoffCapMs: 500 }).then((o) => {
+        taker = o;
+        return Date.now() - at;
+      });
+      await new Promise((resolve) => setTimeout(resolve, LEASE.ms / 2));
+      assert.is(taker, null, 'not taken while the lease runs');
+      const tookMs = await Promise.race([waiting, new Promise<number>((resolve) => setTimeout(() => resolve(-1), 5 * LEASE.ms))]);
+      assert.ok(tookMs >= LEASE.ms - 50 && tookMs <= LEASE.ms + TAKE_RETRY_MS + 500, `taken after ${tookMs} ms`);
+      await pollUntil(async () => ((await sessionsOf(sql, tag)) === 0 ? true : undefined), {
+        timeoutMs: 2_000,
+        describe: () => 'hung sessions',
+      });
+      assert.is(await sessionsOf(sql, 'transfer-2-fedcba@other'), 1, 'another tag is left alone');
+      const identity = await (taker as unknown as PgOwner).claim(LEASE, () => undefined);
+      assert.is(identity.epoch, 8);
+      assert.is((await ownerRow(sql)).owner, identity.tag);
+    } finally {
+      await (taker as PgOwner | null)?.release();
+      await bystander.end({ timeout: 1 });
+      await hung.end();
+    }
+  });
+});
+
+test('lease guard: an answer made after the lease lapsed unnoticed is never sent, and the process is told to stop', async () => {
+  let state: () => LeaseState = () => 'proven';
+  const lapsed: string[] = [];
+  const tokens = new TokenVerifier({ hs256Secret: TEST_JWT_SECRET, jwks: null, policy: { issuer: null, audience: null } });
+  const apps = stubApps(tokens, { deps: { leaseState: () => state(), onLeaseLapsed: (reason) => lapsed.push(reason) } });
+  const server = serve({ fetch: apps.public.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const get = (p: string) =>
+    new Promise<string>((resolve) => {
+      const req = http.get({ host: '127.0.0.1', port, path: p, agent: false }, (res) => {
+        res.resume();
+        resolve(`answered ${res.statusCode}`);
+      });
+      req.on('error', (e) => resolve(`no answer: ${e.message}`));
+    });
+  try {
+    assert.is(await get('/healthz'), 'answered 200');
+    state = () => 'standing-by';
+    assert.is(await get('/healthz'), 'answered 200', 'standing by, the process still answers');
+    // Proven as the request arrives, lapsed once its answer is made: the answer is not sent.
+    let asked = 0;
+    state = () => (asked++ === 0 ? 'proven' : 'lapsed');
+    assert.match(await get('/healthz'), /^no answer/);
+    assert.is(lapsed.length, 1);
+    assert.match(lapsed[0] ?? '', /an answer was ready after the owner lease lapsed/);
+    state = () => 'lapsed';
+    assert.match(await get('/healthz'), /^no answer/, 'a request that arrives once it lapsed');
+    assert.is(lapsed.length, 2);
+  } finally {
+    server.close();
+  }
+});
+
+test('config: LEASE_RENEW_MS must stay under LEASE_MS / 3', () => {
+  assert.equal(loadConfig({}).lease, { ms: 2_000, renewMs: 400 });
+  assert.equal(loadConfig({ LEASE_MS: '1000', LEASE_RENEW_MS: '200' }).lease, { ms: 1_000, renewMs: 200 });
+  assert.throws(
+    () => loadConfig({ LEASE_MS: '1200', LEASE_RENEW_MS: '400' }),
+    (e: unknown) => e instanceof ConfigError,
+  );
+  assert.throws(
+    () => loadConfig({ LEASE_MS: '100' }),
+    (e: unknown) => e instanceof ConfigError,
+  );
+});
+
+test.run();
