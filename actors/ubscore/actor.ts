@@ -22,7 +22,8 @@ import type {
 } from '../protocol.js';
 import { PauseGate } from './pause.js';
 import { errorDetail as describe } from '../../src/error-text.js';
-import { UbsMetrics } from './metrics.js';
+import type { UbsMetrics } from './metrics.js';
+import type { PgLog } from './pg-log.js';
 import type { CoreState } from './state.js';
 import { RequestUnpacker, isPortMessage } from './wire.js';
 import { answerWriteFailed, refuseAll, type Batch } from './batch.js';
@@ -39,6 +40,9 @@ type ActorHooks = {
   readonly walDir: string;
   /** No write starts with fewer bytes free than this on the WAL's filesystem; 0: no check. */
   readonly diskReserveBytes: number;
+  /** UBSCore's log in PostgreSQL (issue 26), written beside LMDB's; null: LMDB only. */
+  readonly pgLog: PgLog | null;
+  readonly metrics: UbsMetrics;
 };
 
 export class UbsActor {
@@ -52,7 +56,7 @@ export class UbsActor {
   private readonly ports = new Set<MessagePort>();
   /** A backup's pause: while it holds, messages wait undecided. */
   private readonly gate = new PauseGate();
-  private readonly metrics = new UbsMetrics();
+  private readonly metrics: UbsMetrics;
   private readonly writer: GroupCommit;
 
   constructor(
@@ -61,6 +65,7 @@ export class UbsActor {
     batchMax: number,
     private readonly hooks: ActorHooks,
   ) {
+    this.metrics = hooks.metrics;
     this.writer = new GroupCommit(
       {
         state: () => this.state,
@@ -72,6 +77,7 @@ export class UbsActor {
         walDir: hooks.walDir,
         diskReserveBytes: hooks.diskReserveBytes,
         batchMax,
+        pgLog: hooks.pgLog,
       },
       this.metrics,
     );
@@ -279,6 +285,10 @@ export class UbsActor {
       // Every accepted command is already durable; a failing close cannot lose any of them.
       logger.error('closing LMDB failed', { reason: describe(error) });
     }
+    // Last: every batch is durable in PostgreSQL too, and the closing snapshot's copy had its chance.
+    await this.hooks.pgLog
+      ?.close()
+      .catch((error: unknown) => logger.error('closing the PostgreSQL log failed', { reason: describe(error) }));
     return { closed: true };
   }
 }

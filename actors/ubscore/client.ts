@@ -193,7 +193,7 @@ export async function startUbsCore(
   opts: UbsWorkerData,
   onEvent: (event: UbsHealthEvent) => void = () => undefined,
 ): Promise<UbsCoreHandle> {
-  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes } = opts;
+  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes, spotLog } = opts;
   const workerData: UbsWorkerData = {
     walDir,
     batchMax,
@@ -201,6 +201,7 @@ export async function startUbsCore(
     closeSnapshotRecordsMin,
     snapshotSliceAccounts,
     diskReserveBytes,
+    spotLog: spotLog ?? null,
   };
   const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
   const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, resourceLimits });

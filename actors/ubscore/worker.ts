@@ -12,7 +12,11 @@ import { UbsActor } from './actor.js';
 import { nodeEndpoint } from './client.js';
 import { errorDetail as describe } from '../../src/error-text.js';
 import { readWorkerData } from './start.js';
-import { openCoreState } from './state.js';
+import { openCoreState, type CoreState } from './state.js';
+import { UbsMetrics } from './metrics.js';
+import { PgLog } from './pg-log.js';
+import { SnapshotStore } from '../../wal/snapshot-store.js';
+import type { EncodedSnapshot } from '../../wal/snapshot.js';
 
 function exposeControl(actor: UbsActor, port: MessagePort): void {
   const api: UbsControlApi = {
@@ -42,6 +46,17 @@ function guardUnhandledRejections(die: (message: string) => void): void {
   });
 }
 
+/**
+ * A crash between a snapshot's LMDB write and its copy leaves PostgreSQL without it: the newest
+ * snapshot LMDB holds at start is copied, unless PostgreSQL holds it already.
+ */
+function offerNewestSnapshot(state: CoreState, pgLog: PgLog): void {
+  const seq = state.restored.snapshotSeq;
+  if (seq === 0) return;
+  const stored = new SnapshotStore(state.log.databases).stored(seq);
+  if (stored !== null) pgLog.snapshots.offer(stored, true);
+}
+
 function start(): void {
   const parent = parentPort;
   if (parent === null) throw new Error('ubscore-worker must run in a worker thread');
@@ -54,15 +69,20 @@ function start(): void {
   try {
     const options = readWorkerData(workerData);
     let actor: UbsActor | null = null;
-    const hooks = { wake: () => actor?.wake(), die };
+    const metrics = new UbsMetrics();
+    const pgLog = options.spotLog === null ? null : PgLog.open(options.spotLog, { post, metrics });
+    const hooks = { wake: () => actor?.wake(), die, snapshotDurable: (snapshot: EncodedSnapshot) => pgLog?.snapshotDurable(snapshot) };
     const state = openCoreState(options, hooks);
     const reopen = () => openCoreState(options, hooks);
+    if (pgLog !== null) offerNewestSnapshot(state, pgLog);
     actor = new UbsActor(state, options.batchMax, {
       onFatal: die,
       post,
       reopen,
       walDir: options.walDir,
       diskReserveBytes: options.diskReserveBytes,
+      pgLog,
+      metrics,
     });
     const ready = actor;
     parent.on('message', (message: UbsParentMessage) => {

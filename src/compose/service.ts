@@ -62,7 +62,7 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
     const alerts = new AlertSink({ sql: stores.sql, log, webhookUrl: config.alertWebhookUrl });
     const walHealth = new WalHealth(log);
     walHealth.useAlerts(alerts);
-    const ubs = await startUbs(start, threads, walHealth);
+    const ubs = await startUbs(start, threads, walHealth, stores);
     const pools = await startShards(start, threads, ubs, stores);
     const main = await startMainParts(start, stores, ubs, pools, { alerts, walHealth });
     const drain = new Drain();
@@ -83,13 +83,23 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
 }
 
 /** UBSCore, once its snapshot is loaded and its WAL replayed; its exit outside a stop stops the process. */
-async function startUbs<Core extends UbsCore>(start: Start, threads: ServiceThreads<Core>, walHealth: WalHealth): Promise<Core> {
+async function startUbs<Core extends UbsCore>(
+  start: Start,
+  threads: ServiceThreads<Core>,
+  walHealth: WalHealth,
+  stores: Stores,
+): Promise<Core> {
   const { config, log, stack } = start;
   const ubsOptions = {
     walDir: path.join(config.dataDir, 'ubscore'),
     batchMax: config.ubsBatchMax,
     snapshotEveryRecords: config.ubsSnapshotEveryRecords,
     diskReserveBytes: config.ubsDiskReserveMb * 1024 * 1024,
+    // Issue 26: UBSCore's own fenced connection for its log and snapshots in PostgreSQL.
+    spotLog:
+      config.spotLog === 'postgres'
+        ? { databaseUrl: stores.databaseUrl, owner: stores.owner.identity(), timeouts: config.pgTimeouts }
+        : null,
   };
   const ubs = await threads.startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
   stack.push(async () => {

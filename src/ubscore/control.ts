@@ -3,6 +3,7 @@
 // pause and copy), their outcomes, and the health events the core reports. Typed here, in src,
 // so that src uses UBSCore without knowing it runs on a thread; actors/ implements them.
 
+import type { PgOwnerIdentity, PgTimeouts } from '../db/sql.js';
 import type { MetricFamily } from '../metrics/registry.js';
 import type { UbsCommand, UbsResult } from './types.js';
 
@@ -100,4 +101,17 @@ export type UbsCoreOptions = {
    * "A full disk"); 0 disables the check. Default 256 MiB.
    */
   readonly diskReserveBytes?: number;
+  /**
+   * Where UBSCore also writes its log and snapshots (issue 26: PostgreSQL's spot_log and
+   * spot_snapshots), on a connection of its own fenced by `owner`'s epoch; null or omitted: LMDB
+   * only (SPOT_LOG=off, and tests of the core alone).
+   */
+  readonly spotLog?: UbsSpotLog | null;
+};
+
+/** UBSCore's PostgreSQL log: the database, the owner identity its connection carries (a numeric epoch), and its timeouts. */
+export type UbsSpotLog = {
+  readonly databaseUrl: string;
+  readonly owner: PgOwnerIdentity;
+  readonly timeouts?: PgTimeouts;
 };
