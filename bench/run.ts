@@ -22,6 +22,7 @@ import { benchRecovery, type RecoveryReport } from './parts/recovery.js';
 import {
   figuresOf,
   ratio,
+  TARGETS,
   writeResults,
   type BenchReport,
   type Conservation,
@@ -39,6 +40,7 @@ import { renderSummary } from './report/summary.js';
 import { bottleneckLines, judgeTargets, serviceTargetMissed } from './report/targets.js';
 import { driveFixedRate, driveTransfers, transferRequests } from './load/transfer-load.js';
 import { benchUbsCore } from './parts/ubscore-throughput.js';
+import { spotLogCost } from './parts/spot-log-cost.js';
 
 const run = promisify(execFile);
 const MEMORY_RUN_CONNECTIONS = 64;
@@ -301,6 +303,10 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     log(`  (c) ${JSON.stringify(figuresOf(ubscore))}`);
     const restart = await restartPart(opts);
     const recovery = await recoveryPart(opts);
+    log(`SPOT_LOG=off: the service again without UBSCore's PostgreSQL log, ${TARGETS.mainConnections} connections`);
+    const withLog = phase.service.find((level) => level.connections === TARGETS.mainConnections);
+    const spotLog = await attempt('SPOT_LOG comparison', log, () => spotLogCost(withLog, opts));
+    log(`  SPOT_LOG postgres over off: ${JSON.stringify(figuresOf(spotLog))}`);
     const levels = levelRows(phase.service, figuresOf(phase.pgCeiling), figuresOf(httpCeiling)?.levels ?? null);
     const judged = {
       levels,
@@ -327,6 +333,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       disk: phase.disk,
       pgCeiling: phase.pgCeiling,
       chain: phase.chain,
+      spotLog,
       httpCeiling,
       profile,
       targets,

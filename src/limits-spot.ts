@@ -63,6 +63,21 @@ export const FILTER_EXIT_WAIT_MS = 5_000;
 /** Distinct assets an unpacker remembers as strings: a port meets a few assets a million times. */
 export const UNPACKER_ASSETS_MAX = 256;
 
+/**
+ * The first wait before UBSCore writes a batch to PostgreSQL's log again after an unknown outcome
+ * (issue 26); it doubles up to the cap. Nothing is answered meanwhile, so the cap stays short:
+ * the batch is answered within about this long of PostgreSQL answering again.
+ */
+export const UBS_PG_LOG_RETRY_BASE_MS = 50;
+export const UBS_PG_LOG_RETRY_CAP_MS = 2_000;
+/** Snapshots kept in PostgreSQL's spot_snapshots: the newest, and the one before it in case the newest cannot be read. */
+export const UBS_PG_SNAPSHOTS_KEPT = 2;
+/** The first wait before a failed snapshot copy to PostgreSQL is tried again; it doubles up to the cap. Nothing waits on it. */
+export const UBS_PG_SNAPSHOT_RETRY_BASE_MS = 1_000;
+export const UBS_PG_SNAPSHOT_RETRY_CAP_MS = 60_000;
+/** How long UBSCore's close waits for a snapshot copy in flight before it ends its PostgreSQL connection; below UBS_CLOSE_TIMEOUT_MS. */
+export const UBS_PG_LOG_CLOSE_WAIT_MS = 5_000;
+
 // ---- UBSCore's WAL and snapshots ----
 
 /** The smallest filter: 1M keys in 2 MiB, so a young ledger does not rebuild it often. */

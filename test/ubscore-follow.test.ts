@@ -114,7 +114,7 @@ test('follow writes the owner blocks and processed entries byte for byte and giv
   const last = owner.blocks[owner.blocks.length - 1]?.lastSeq;
   assert.equal(rest, { kind: 'applied', lastSeq: last, appliedBlocks: owner.blocks.length - half, skippedBlocks: half });
   assert.equal((await core.control.stats()).walSeq, last);
-  assert.equal(await core.control.lead(), { kind: 'leading', lastSeq: last });
+  assert.equal(await core.control.lead(null), { kind: 'leading', lastSeq: last });
   const client = new UbsClient(core.connect());
   for (const [user, balances] of owner.balances) assert.equal(await balancesOf(client, user), balances, `user ${user}`);
   // The followed processed set answers: the owner's keys are duplicates here.
@@ -136,7 +136,7 @@ test('commands are refused while following; lead() then takes them; follow after
   const client = new UbsClient(core.connect());
   assert.equal(await client.send(deposit('x1', 9n, 5n), TIMEOUT_MS), { kind: 'unavailable', reason: 'standby' });
   assert.equal(await client.send({ kind: 'balances', userId: 9n }, TIMEOUT_MS), { kind: 'unavailable', reason: 'standby' });
-  assert.equal(await core.control.lead(), { kind: 'leading', lastSeq: 0 });
+  assert.equal(await core.control.lead(null), { kind: 'leading', lastSeq: 0 });
   assert.equal(await client.send(deposit('x1', 9n, 5n), TIMEOUT_MS), { kind: 'applied', duplicate: false });
   const late = await core.control.follow(owner.blocks);
   assert.equal(late.kind, 'refused');

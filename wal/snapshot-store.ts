@@ -55,6 +55,21 @@ export class SnapshotStore {
   }
 
   /**
+   * The snapshot at `seq` exactly as stored, its header and chunks in order and not decoded (a
+   * copy to PostgreSQL; whoever loads it verifies it); null without a header or with a chunk missing.
+   */
+  stored(seq: number): { readonly seq: number; readonly header: Buffer; readonly chunks: Buffer[] } | null {
+    const header = this.dbs.snapshot.getBinary([seq, 0]);
+    if (header === undefined) return null;
+    const chunks: Buffer[] = [];
+    for (const { key, value } of this.dbs.snapshot.getRange({ start: [seq, 1], end: [seq + 1, 0] })) {
+      if (!isSnapshotKey(key) || key[1] !== chunks.length + 1) return null;
+      chunks.push(value);
+    }
+    return { seq, header: Buffer.from(header), chunks };
+  }
+
+  /**
    * Writes a whole snapshot in one transaction; resolves once it is durable. Whatever is stored
    * at the same seq already goes in that transaction: only the remains of a corrupt snapshot a
    * restart fell back from can be there, since the worker never snapshots a seq twice otherwise.

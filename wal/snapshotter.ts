@@ -44,6 +44,8 @@ export class Snapshotter {
     /** Asks the actor to offer the writer a turn: a write became ready. */
     private readonly wake: () => void,
     private readonly onFatal: (message: string) => void,
+    /** A snapshot is durable in LMDB (issue 26: copied into PostgreSQL from here); must not throw. */
+    private readonly onDurable: (snapshot: EncodedSnapshot) => void = () => undefined,
   ) {
     // A restart may follow a crash between a snapshot and its pruning: finish that pruning.
     if (newestSeq > 0) this.phase = { kind: 'pruning', throughSeq: newestSeq, snapshotsDeleted: false };
@@ -135,6 +137,7 @@ export class Snapshotter {
     await this.store.write(snapshot);
     this.newestSeq = seq;
     this.written++;
+    this.onDurable(snapshot);
     this.phase = { kind: 'pruning', throughSeq: seq, snapshotsDeleted: false };
   }
 

@@ -24,7 +24,8 @@ import type {
 } from '../protocol.js';
 import { PauseGate } from './pause.js';
 import { errorDetail as describe } from '../../src/error-text.js';
-import { UbsMetrics } from './metrics.js';
+import type { UbsMetrics } from './metrics.js';
+import type { PgLog } from './pg-log.js';
 import type { CoreState } from './state.js';
 import { RequestUnpacker, isPortMessage } from './wire.js';
 import { answerWriteFailed, followedBatch, refuseAll, type Batch } from './batch.js';
@@ -45,6 +46,9 @@ type ActorHooks = {
   readonly diskReserveBytes: number;
   /** Start as a standby's core: no commands, only followed blocks, until `lead` (follow.ts). */
   readonly follow: boolean;
+  /** UBSCore's log in PostgreSQL (issue 26), written beside LMDB's; null: LMDB only (or a standby's core until it leads). */
+  readonly pgLog: PgLog | null;
+  readonly metrics: UbsMetrics;
 };
 
 export class UbsActor {
@@ -58,10 +62,12 @@ export class UbsActor {
   private readonly ports = new Set<MessagePort>();
   /** A backup's pause: while it holds, messages wait undecided. */
   private readonly gate = new PauseGate();
-  private readonly metrics = new UbsMetrics();
+  private readonly metrics: UbsMetrics;
   private readonly writer: GroupCommit;
   /** A standby's core: commands are refused, the owner's blocks are followed. */
   private following: boolean;
+  /** Where batches also go (PostgreSQL's spot_log); a standby's core gets it when it leads. */
+  private pgLog: PgLog | null;
   /** Follow calls run one at a time, in the order they came. */
   private followed: Promise<unknown> = Promise.resolve();
 
@@ -72,6 +78,8 @@ export class UbsActor {
     private readonly hooks: ActorHooks,
   ) {
     this.following = hooks.follow;
+    this.pgLog = hooks.pgLog;
+    this.metrics = hooks.metrics;
     this.writer = new GroupCommit(
       {
         state: () => this.state,
@@ -83,9 +91,15 @@ export class UbsActor {
         walDir: hooks.walDir,
         diskReserveBytes: hooks.diskReserveBytes,
         batchMax,
+        pgLog: () => this.pgLog,
       },
       this.metrics,
     );
+  }
+
+  /** The state now (a rebuild after a failed write replaces it whole). */
+  currentState(): CoreState {
+    return this.state;
   }
 
   attach(port: MessagePort): void {
@@ -292,10 +306,14 @@ export class UbsActor {
     return { kind: 'applied', lastSeq: this.writer.durableSeq, appliedBlocks: batch.blocks.length, skippedBlocks };
   }
 
-  /** Ends the follow mode once the follow calls under way are done: commands are taken from now on. */
-  async lead(): Promise<UbsLeadOutcome> {
+  /**
+   * Ends the follow mode once the follow calls under way are done: commands are taken from now on,
+   * and every batch also goes to `pgLog` (opened with the epoch this process now owns).
+   */
+  async lead(pgLog: PgLog | null): Promise<UbsLeadOutcome> {
     await this.followed;
     if (this.closing !== null || this.failed) return { kind: 'refused', reason: 'UBSCore is closing or failed' };
+    this.pgLog = pgLog;
     this.following = false;
     return { kind: 'leading', lastSeq: this.writer.durableSeq };
   }
@@ -327,6 +345,8 @@ export class UbsActor {
       // Every accepted command is already durable; a failing close cannot lose any of them.
       logger.error('closing LMDB failed', { reason: describe(error) });
     }
+    // Last: every batch is durable in PostgreSQL too, and the closing snapshot's copy had its chance.
+    await this.pgLog?.close().catch((error: unknown) => logger.error('closing the PostgreSQL log failed', { reason: describe(error) }));
     return { closed: true };
   }
 }

@@ -193,7 +193,8 @@ export async function startUbsCore(
   opts: UbsWorkerData,
   onEvent: (event: UbsHealthEvent) => void = () => undefined,
 ): Promise<UbsCoreHandle> {
-  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes, follow } = opts;
+  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes, follow, spotLog } =
+    opts;
   const workerData: UbsWorkerData = {
     walDir,
     batchMax,
@@ -202,6 +203,7 @@ export async function startUbsCore(
     snapshotSliceAccounts,
     diskReserveBytes,
     follow,
+    spotLog: spotLog ?? null,
   };
   const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
   const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, resourceLimits });

@@ -17,6 +17,7 @@ import { diskShortfall } from '../../wal/disk.js';
 import type { Write } from '../../wal/snapshotter.js';
 import { newBatch, type Batch } from './batch.js';
 import type { UbsMetrics } from './metrics.js';
+import { durableInBoth, type PgLog } from './pg-log.js';
 import type { CoreState } from './state.js';
 import { postReplies } from './wire.js';
 
@@ -37,6 +38,8 @@ export type WriterHost = {
   /** No write starts with fewer bytes free than this on the WAL's filesystem; 0: no check. */
   readonly diskReserveBytes: number;
   readonly batchMax: number;
+  /** UBSCore's log in PostgreSQL, written beside LMDB's (pg-log.ts); null: LMDB only. */
+  readonly pgLog: () => PgLog | null;
 };
 
 export class GroupCommit {
@@ -215,10 +218,15 @@ export class GroupCommit {
     const wal = batch.wal;
     if (wal === null) return Promise.resolve();
     const started = performance.now();
-    return this.host
+    // LMDB's append first: a write it refuses at once (a broken assertion) never reaches PostgreSQL.
+    const local = this.host
       .state()
       .log.appendBatch(wal)
       .then(() => this.metrics.batchDurable(wal, started));
+    const pgLog = this.host.pgLog();
+    if (pgLog === null) return local;
+    // Side by side: the batch is answered once both hold it (pg-log.ts says what else may happen).
+    return durableInBoth(local, pgLog.append(wal), wal.lastSeq, this.host.fatal);
   }
 
   private onMaintained(): void {

@@ -37,6 +37,40 @@ export class UbsMetrics {
     );
   }
 
+  /** The PostgreSQL log is on: its counters are shown from 0. */
+  pgLogOpened(): void {
+    this.pgLogRetried(0);
+    this.pgSnapshotCopied(0, 0);
+  }
+
+  /** A batch's blocks, submitted to PostgreSQL's log at `startedMs` (retries included), are committed there. */
+  pgLogDurable(lastSeq: number, startedMs: number): void {
+    this.registry.observe(
+      'transfer_ubscore_pg_log_append_seconds',
+      "Time from submitting a batch's WAL blocks to PostgreSQL's spot_log until they are committed, retries included",
+      WAL_SYNC_BUCKETS_S,
+      {},
+      (performance.now() - startedMs) / 1000,
+    );
+    this.registry.set(
+      'transfer_ubscore_pg_log_seq',
+      "Sequence number of the last WAL record committed in PostgreSQL's spot_log",
+      {},
+      lastSeq,
+    );
+  }
+
+  /** A PostgreSQL log append ended with an unknown outcome and is tried again. */
+  pgLogRetried(by = 1): void {
+    this.registry.inc('transfer_ubscore_pg_log_retries_total', 'PostgreSQL log appends tried again after an unknown outcome', {}, by);
+  }
+
+  /** A snapshot was copied into PostgreSQL's spot_snapshots. */
+  pgSnapshotCopied(seq: number, by = 1): void {
+    this.registry.inc('transfer_ubscore_pg_log_snapshots_copied_total', "Snapshots copied into PostgreSQL's spot_snapshots", {}, by);
+    this.registry.set('transfer_ubscore_pg_log_snapshot_seq', 'Sequence number of the newest snapshot copied into PostgreSQL', {}, seq);
+  }
+
   /** The registry as values, its gauges brought up to date first; `disk` false skips the LMDB reads (a closed environment). */
   async values(stats: UbsStats, state: CoreState, walDir: string, disk: boolean): Promise<readonly MetricFamily[]> {
     setCoreGauges(this.registry, stats);

@@ -1,7 +1,7 @@
 // UBSCore's start options, read from its workerData and bounded (the ledger is rebuilt from disk
 // by wal/restore.ts).
 
-import type { UbsWorkerData } from '../protocol.js';
+import type { UbsSpotLog, UbsWorkerData } from '../protocol.js';
 import {
   UBS_BATCH_COMMANDS_MAX,
   UBS_BATCH_COMMANDS_MIN,
@@ -26,6 +26,28 @@ function optionalCount(value: unknown, name: string, fallback: number, min: numb
     throw new Error(`ubscore: workerData.${name} must be an integer in ${min}..${max}`);
   }
   return value;
+}
+
+function isCount(value: unknown, min: number): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= min;
+}
+
+/** The PostgreSQL log's settings, checked: a URL, an owner with a tag and a numeric epoch, timeouts if any. */
+function readSpotLog(value: unknown): UbsSpotLog | null {
+  if (value === undefined || value === null) return null;
+  const candidate = (typeof value === 'object' ? value : {}) as Partial<Record<keyof UbsSpotLog, unknown>>;
+  const { databaseUrl, owner, timeouts } = candidate;
+  if (typeof databaseUrl !== 'string' || databaseUrl.length === 0) throw new Error('ubscore: workerData.spotLog.databaseUrl must be a URL');
+  const { tag, epoch } = (typeof owner === 'object' && owner !== null ? owner : {}) as { tag?: unknown; epoch?: unknown };
+  if (typeof tag !== 'string' || tag.length === 0) throw new Error('ubscore: workerData.spotLog.owner.tag must be a non-empty string');
+  // A standby's connections may write nothing: only an owner with a claimed epoch writes the log.
+  if (!isCount(epoch, 1)) throw new Error('ubscore: workerData.spotLog.owner.epoch must be a claimed epoch (an integer from 1)');
+  if (timeouts === undefined) return { databaseUrl, owner: { tag, epoch } };
+  const t = (typeof timeouts === 'object' && timeouts !== null ? timeouts : {}) as Record<string, unknown>;
+  const { statementMs, lockMs, idleInTransactionMs } = t;
+  if (!isCount(statementMs, 0) || !isCount(lockMs, 0) || !isCount(idleInTransactionMs, 0))
+    throw new Error('ubscore: workerData.spotLog.timeouts must hold statementMs, lockMs and idleInTransactionMs in ms');
+  return { databaseUrl, owner: { tag, epoch }, timeouts: { statementMs, lockMs, idleInTransactionMs } };
 }
 
 export function readWorkerData(data: unknown): UbsOptions {
@@ -73,5 +95,6 @@ export function readWorkerData(data: unknown): UbsOptions {
       UBS_DISK_RESERVE_BYTES_MIN,
       UBS_DISK_RESERVE_BYTES_MAX,
     ),
+    spotLog: readSpotLog(candidate.spotLog),
   };
 }

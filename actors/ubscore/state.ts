@@ -9,6 +9,7 @@ import type { WalLog } from '../../wal/log.js';
 import { SnapshotStore } from '../../wal/snapshot-store.js';
 import { ProcessedSet } from './processed.js';
 import { Snapshotter } from '../../wal/snapshotter.js';
+import type { EncodedSnapshot } from '../../wal/snapshot.js';
 import { restore } from '../../wal/restore.js';
 import type { Restored } from '../../wal/restore.js';
 import type { UbsOptions } from './start.js';
@@ -22,8 +23,12 @@ export type CoreState = {
   readonly restored: Restored;
 };
 
-/** What the snapshot cycle calls: a write became ready, or encoding threw (fatal). */
-type CoreHooks = { readonly wake: () => void; readonly die: (message: string) => void };
+/** What the snapshot cycle calls: a write became ready, encoding threw (fatal), a snapshot is durable. */
+type CoreHooks = {
+  readonly wake: () => void;
+  readonly die: (message: string) => void;
+  readonly snapshotDurable?: (snapshot: EncodedSnapshot) => void;
+};
 
 /** Opens the environment and restores the ledger from it, exactly as at start-up. Throws on failure. */
 export function openCoreState(options: UbsOptions, hooks: CoreHooks): CoreState {
@@ -31,7 +36,16 @@ export function openCoreState(options: UbsOptions, hooks: CoreHooks): CoreState 
   try {
     const store = new SnapshotStore(log.databases);
     const restored = restore(log, store);
-    const snapshots = new Snapshotter(restored.ledger, log, store, options, restored.snapshotSeq, hooks.wake, hooks.die);
+    const snapshots = new Snapshotter(
+      restored.ledger,
+      log,
+      store,
+      options,
+      restored.snapshotSeq,
+      hooks.wake,
+      hooks.die,
+      hooks.snapshotDurable,
+    );
     const processed = new ProcessedSet(log, options.walDir);
     return { ledger: restored.ledger, log, snapshots, processed, restored };
   } catch (error) {

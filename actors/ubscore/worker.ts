@@ -7,14 +7,19 @@ import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import { isCommitFailure } from '../../wal/disk.js';
 import { unreachable } from '../protocol.js';
-import type { UbsControlApi, UbsParentEvent, UbsParentMessage } from '../protocol.js';
+import type { UbsControlApi, UbsParentEvent, UbsParentMessage, UbsSpotLog } from '../protocol.js';
 import { UbsActor } from './actor.js';
 import { nodeEndpoint } from './client.js';
 import { errorDetail as describe } from '../../src/error-text.js';
 import { readWorkerData } from './start.js';
-import { openCoreState } from './state.js';
+import { openCoreState, type CoreState } from './state.js';
+import { UbsMetrics } from './metrics.js';
+import { PgLog } from './pg-log.js';
+import { SnapshotStore } from '../../wal/snapshot-store.js';
+import type { EncodedSnapshot } from '../../wal/snapshot.js';
 
-function exposeControl(actor: UbsActor, port: MessagePort): void {
+/** `openLog`: UBSCore's PostgreSQL log for a standby's core that leads now (null with SPOT_LOG=off). */
+function exposeControl(actor: UbsActor, port: MessagePort, openLog: (spotLog: UbsSpotLog | null) => PgLog | null): void {
   const api: UbsControlApi = {
     stats: () => Promise.resolve(actor.stats()),
     metrics: () => actor.metricValues(),
@@ -23,7 +28,7 @@ function exposeControl(actor: UbsActor, port: MessagePort): void {
     copyTo: (dir) => actor.copyTo(dir),
     resume: () => Promise.resolve(actor.resume()),
     follow: (blocks) => actor.follow(blocks),
-    lead: () => actor.lead(),
+    lead: (spotLog) => actor.lead(openLog(spotLog)),
   };
   expose(api, nodeEndpoint(port));
 }
@@ -44,6 +49,17 @@ function guardUnhandledRejections(die: (message: string) => void): void {
   });
 }
 
+/**
+ * A crash between a snapshot's LMDB write and its copy leaves PostgreSQL without it: the newest
+ * snapshot LMDB holds at start is copied, unless PostgreSQL holds it already.
+ */
+function offerNewestSnapshot(state: CoreState, pgLog: PgLog): void {
+  const seq = state.restored.snapshotSeq;
+  if (seq === 0) return;
+  const stored = new SnapshotStore(state.log.databases).stored(seq);
+  if (stored !== null) pgLog.snapshots.offer(stored, true);
+}
+
 function start(): void {
   const parent = parentPort;
   if (parent === null) throw new Error('ubscore-worker must run in a worker thread');
@@ -56,9 +72,12 @@ function start(): void {
   try {
     const options = readWorkerData(workerData);
     let actor: UbsActor | null = null;
-    const hooks = { wake: () => actor?.wake(), die };
+    const metrics = new UbsMetrics();
+    let pgLog = options.spotLog === null ? null : PgLog.open(options.spotLog, { post, metrics });
+    const hooks = { wake: () => actor?.wake(), die, snapshotDurable: (snapshot: EncodedSnapshot) => pgLog?.snapshotDurable(snapshot) };
     const state = openCoreState(options, hooks);
     const reopen = () => openCoreState(options, hooks);
+    if (pgLog !== null) offerNewestSnapshot(state, pgLog);
     actor = new UbsActor(state, options.batchMax, {
       onFatal: die,
       post,
@@ -66,6 +85,8 @@ function start(): void {
       walDir: options.walDir,
       diskReserveBytes: options.diskReserveBytes,
       follow: options.follow,
+      pgLog,
+      metrics,
     });
     const ready = actor;
     parent.on('message', (message: UbsParentMessage) => {
@@ -74,7 +95,12 @@ function start(): void {
           ready.attach(message.port);
           break;
         case 'ubs.control':
-          exposeControl(ready, message.port);
+          exposeControl(ready, message.port, (spotLog) => {
+            if (pgLog !== null || spotLog === null) return pgLog;
+            pgLog = PgLog.open(spotLog, { post, metrics });
+            offerNewestSnapshot(ready.currentState(), pgLog);
+            return pgLog;
+          });
           break;
         default:
           unreachable(message);

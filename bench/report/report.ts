@@ -93,6 +93,25 @@ export type BenchParameters = {
   readonly fixedRatePerSecond: number;
 };
 
+/** Issue 26 (bench/parts/spot-log-cost.ts): one level's figures with or without the PostgreSQL log. */
+export type SpotLogLevelCost = {
+  readonly committedPerSecond: number;
+  readonly latencyP99Ms: number;
+  readonly pgWriteTxnsPerCommitted: number | null;
+  readonly postgresCpuMsPerCommitted: number | null;
+  readonly serviceCpuMsPerCommitted: number | null;
+};
+
+export type SpotLogCost = {
+  readonly connections: number;
+  readonly postgres: SpotLogLevelCost;
+  readonly off: SpotLogLevelCost;
+  /** postgres committed/s over off's. */
+  readonly ratio: number | null;
+  readonly ratioMin: number;
+  readonly met: boolean | null;
+};
+
 export type BenchReport = {
   readonly startedAt: string;
   readonly finishedAt: string;
@@ -118,6 +137,8 @@ export type BenchReport = {
   readonly chain: Part<readonly ChainLevel[]>;
   readonly restart: Part<RestartFigures>;
   readonly recovery: Part<RecoveryReport>;
+  /** Issue 26: committed/s at the main level with UBSCore's log in PostgreSQL and without it (bench/parts/spot-log-cost.ts). */
+  readonly spotLog: Part<SpotLogCost>;
   readonly profile: Part<ProfileRun>;
   readonly targets: readonly Target[];
   readonly bottleneck: readonly string[];

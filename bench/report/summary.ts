@@ -268,12 +268,32 @@ function leverLines(r: BenchReport): string[] {
   return out;
 }
 
+/** Issue 26: the same level with UBSCore's log in PostgreSQL and without it. */
+function spotLogLines(r: BenchReport): string[] {
+  const out = ["## UBSCore's log in PostgreSQL (SPOT_LOG)", ''];
+  const c = figuresOf(r.spotLog);
+  if (c === null) return [...out, partNote('SPOT_LOG comparison', r.spotLog) ?? '', ''];
+  const row = (name: string, l: typeof c.off) =>
+    `| ${name} | ${n(l.committedPerSecond)} | ${l.latencyP99Ms} | ${n(l.pgWriteTxnsPerCommitted, 2)} | ${n(l.postgresCpuMsPerCommitted, 3)} | ${n(l.serviceCpuMsPerCommitted, 3)} |`;
+  return [
+    ...out,
+    `At ${c.connections} connections: postgres over off ${c.ratio ?? '—'} (target ≥ ${c.ratioMin}: ${c.met === null ? 'n/a' : c.met ? 'met' : 'NOT met'}).`,
+    '',
+    '| SPOT_LOG | committed/s | p99 ms | PG write txns per transfer | PG CPU ms per transfer | service CPU ms per transfer |',
+    '|---|---|---|---|---|---|',
+    row('postgres', c.postgres),
+    row('off', c.off),
+    '',
+  ];
+}
+
 export function renderSummary(r: BenchReport): string {
   return [
     ...header(r),
     ...targetsTable(r),
     ...levelsTable(r),
     ...chainTable(r),
+    ...spotLogLines(r),
     ...fixedRateLines(r),
     ...componentLines(r),
     ...profileLines(r),

@@ -78,6 +78,8 @@ function spawnService(args: readonly string[], env: NodeJS.ProcessEnv): Running 
 export async function startBenchService(opts: {
   readonly cpuProfileDir?: string;
   readonly statementStats?: boolean;
+  /** Variables set for this service beside the bench's own (SPOT_LOG=off for the log's comparison). */
+  readonly env?: Readonly<Record<string, string>>;
 }): Promise<BenchService> {
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-bench-'));
   // The embedded PostgreSQL runs as the `postgres` user when we are root: it must reach the directory.
@@ -91,6 +93,7 @@ export async function startBenchService(opts: {
     PORT: String(port),
     EMBEDDED_PG_PORT: String(pgPort),
     JWT_SECRET: BENCH_JWT_SECRET,
+    ...opts.env,
   };
   delete env.DATABASE_URL;
   delete env.NODE_OPTIONS;

@@ -10,7 +10,7 @@ import { createTokenVerifier } from '../http/auth/token-setup.js';
 import { listenAll } from '../http/listeners.js';
 import { Drain } from '../http/drain.js';
 import type { Logger } from '../log.js';
-import type { UbsHealthEvent, UbsSend } from '../ubscore/control.js';
+import type { UbsHealthEvent, UbsSend, UbsSpotLog } from '../ubscore/control.js';
 import type { ServiceThreads, UbsCore } from '../threads.js';
 import { unreachable } from '../unreachable.js';
 import type { CoordinatorShards } from '../coordinator/shards.js';
@@ -25,8 +25,8 @@ import { ALERT_ROWS_MAX, RETRY_TIMERS_MAX, SCAN_BATCH_MAX, UBS_CLOSE_TIMEOUT_MS 
 import { within } from '../within.js';
 import { appDeps } from './edge.js';
 import { fatal, stopNow, type MainParts, type Start, type Stores } from './parts.js';
-import { locateStores, ownStores } from './stores.js';
-import { ownerLockFreed, standBy, type Acquire } from './standby.js';
+import { locateStores, ownStores, prepareStandby, promoteStores } from './stores.js';
+import { standBy } from './standby.js';
 import type { TokenVerifier } from '../http/auth/token-verifier.js';
 
 export type Service = {
@@ -44,21 +44,14 @@ export type Service = {
   readonly stopNow: () => void;
 };
 
-/** What the process entry may give: how a standby learns that the ledger is its own (ROLE=standby). */
-export type StartHooks = { readonly acquire?: Acquire };
-
 /**
  * Starts every part in dependency order; `threads` starts the parts that run on threads of their
  * own (actors/threads.ts). A failed step stops what the steps before it started. A primary owns
- * the stores, then starts UBSCore; a standby starts UBSCore following the owner's log, and owns
- * the stores once `hooks.acquire` resolves. Both then go on alike (startAfterUbs).
+ * the stores, then starts UBSCore; a standby (ROLE=standby) starts UBSCore following the owner's
+ * log, and owns the stores once the ownership is free or the owner's lease lapsed. Both then go
+ * on alike (startAfterUbs).
  */
-export async function startService<Core extends UbsCore>(
-  config: Config,
-  log: Logger,
-  threads: ServiceThreads<Core>,
-  hooks: StartHooks = {},
-): Promise<Service> {
+export async function startService<Core extends UbsCore>(config: Config, log: Logger, threads: ServiceThreads<Core>): Promise<Service> {
   const stack: (() => Promise<void>)[] = [];
   let stopping = false;
   const stop = async (): Promise<void> => {
@@ -75,12 +68,18 @@ export async function startService<Core extends UbsCore>(
     let stores: Stores;
     let ubs: Core;
     if (config.role === 'standby') {
-      const acquire = hooks.acquire ?? ownerLockFreed(located.databaseUrl, config.standbyPollMs);
-      ubs = await standBy(start, located.databaseUrl, () => startUbs(start, threads, walHealth, true), acquire);
-      stores = await ownStores(start, located);
+      await prepareStandby(start, located);
+      let owned: Stores | null = null;
+      const own = async (): Promise<UbsSpotLog | null> => {
+        owned = await promoteStores(start, located);
+        return spotLogOf(config, owned);
+      };
+      ubs = await standBy(start, located.databaseUrl, () => startUbs(start, threads, walHealth, { follow: true, spotLog: null }), own);
+      if (owned === null) throw new Error('the standby led without owning the stores');
+      stores = owned;
     } else {
       stores = await ownStores(start, located);
-      ubs = await startUbs(start, threads, walHealth, false);
+      ubs = await startUbs(start, threads, walHealth, { follow: false, spotLog: spotLogOf(config, stores) });
     }
     const listening = await startAfterUbs(start, threads, { tokens, stores, ubs, walHealth });
     return { ...listening, stop, stopNow: () => stopNow(nowStack) };
@@ -116,20 +115,27 @@ async function startAfterUbs<Core extends UbsCore>(
   return { ...listeners, databaseUrl: stores.databaseUrl, apps };
 }
 
+/** Issue 26: UBSCore's own fenced connection for its log and snapshots in PostgreSQL, or null with SPOT_LOG=off. */
+function spotLogOf(config: Config, stores: Stores): UbsSpotLog | null {
+  if (config.spotLog !== 'postgres') return null;
+  return { databaseUrl: stores.databaseUrl, owner: stores.owner.identity(), timeouts: config.pgTimeouts };
+}
+
 /** UBSCore, once its snapshot is loaded and its WAL replayed; its exit outside a stop stops the process. */
 async function startUbs<Core extends UbsCore>(
   start: Start,
   threads: ServiceThreads<Core>,
   walHealth: WalHealth,
-  follow: boolean,
+  mode: { readonly follow: boolean; readonly spotLog: UbsSpotLog | null },
 ): Promise<Core> {
   const { config, log, stack } = start;
   const ubsOptions = {
-    follow,
+    follow: mode.follow,
     walDir: path.join(config.dataDir, 'ubscore'),
     batchMax: config.ubsBatchMax,
     snapshotEveryRecords: config.ubsSnapshotEveryRecords,
     diskReserveBytes: config.ubsDiskReserveMb * 1024 * 1024,
+    spotLog: mode.spotLog,
   };
   const ubs = await threads.startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
   stack.push(async () => {

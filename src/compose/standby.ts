@@ -11,11 +11,15 @@ import { openSql, type Sql } from '../db/sql.js';
 import { SpotLogStore } from '../spot-log/store.js';
 import { SpotLogTailer, type StandbyLag } from '../spot-log/tail.js';
 import type { UbsCore } from '../threads.js';
-import { OWNER_LOCK_KEY } from '../ownership/pg-owner.js';
+import type { UbsSpotLog } from '../ubscore/control.js';
 import { fatal, type Start } from './parts.js';
 
-/** Resolves once this process may own the SPOT ledger (the owner lease, src/ownership). */
-export type Acquire = () => Promise<void>;
+/**
+ * Resolves once this process owns the SPOT ledger (src/ownership: the owner lock taken once it
+ * was free or its holder's lease lapsed, and the epoch claimed): with where UBSCore's log goes
+ * from now on, under that epoch.
+ */
+export type Acquire = () => Promise<UbsSpotLog | null>;
 
 type StandbyListener = { readonly port: number; readonly close: () => Promise<void> };
 
@@ -44,30 +48,6 @@ export function listenStandby(config: Pick<Config, 'port' | 'host'>, lag: () => 
       resolve({ port: (server.address() as AddressInfo).port, close });
     });
   });
-}
-
-/**
- * Until the ownership protocol (src/ownership) gives the lease: the ownership is free once no
- * session holds the owner lock of this database. A primary that dies loses its session, so its
- * lock; a hung one keeps it, which only the lease can end.
- */
-export function ownerLockFreed(databaseUrl: string, pollMs: number): Acquire {
-  return async () => {
-    const sql = openSql(databaseUrl, { max: 1, application: 'standby owner watch' });
-    try {
-      for (;;) {
-        const [row] = await sql<{ held: boolean }[]>`
-          SELECT EXISTS (SELECT 1 FROM pg_locks
-            WHERE locktype = 'advisory' AND granted AND objsubid = 1
-              AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-              AND ((classid::bigint << 32) | objid::bigint) = ${OWNER_LOCK_KEY.toString()}::bigint) AS held`;
-        if (row?.held !== true) return;
-        await new Promise((resolve) => setTimeout(resolve, pollMs));
-      }
-    } finally {
-      await sql.end({ timeout: 5 });
-    }
-  };
 }
 
 /**
@@ -103,9 +83,10 @@ export async function standBy<Core extends UbsCore>(
     tailer = follower;
     follower.start();
     log.info('standby: following the owner log', { applied_seq: follower.lag().applied_seq, poll_ms: config.standbyPollMs });
-    await acquire();
+    const spotLog = await acquire();
+    // The epoch is claimed: a former owner writes nothing more, so what spot_log holds now is all.
     const appliedSeq = await follower.catchUp();
-    const led = await ubs.control.lead();
+    const led = await ubs.control.lead(spotLog);
     if (led.kind !== 'leading') throw new Error(`the standby's UBSCore did not lead: ${led.reason}`);
     log.info('standby: taking over', { applied_seq: appliedSeq });
     return ubs;

@@ -15,7 +15,8 @@ import type { Logger } from '../log.js';
 import { HaltSwitch } from '../services/halt.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
 import { checkLedgerIdentity } from '../ownership/ledger-identity.js';
-import { ownDatabase } from '../ownership/pg-owner.js';
+import { ownDatabase, waitForOwnership } from '../ownership/pg-owner.js';
+import { OwnershipError } from '../ownership/errors.js';
 import { fatal, type Start, type Stores } from './parts.js';
 
 /**
@@ -57,27 +58,82 @@ export async function ownStores(start: Start, located: Located): Promise<Stores>
   log.info('owner epoch claimed', { epoch: identity.epoch, owner: identity.tag });
   const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts, owner: identity });
   stack.push(() => sql.end({ timeout: 5 }));
-  if (config.spotLog === 'postgres') await reconcileAndArchive(start, sql, identity.epoch);
+  if (config.spotLog === 'postgres') {
+    await reconcileSpotLog({
+      sql,
+      store: new SpotLogStore(sql),
+      walDir: path.join(config.dataDir, 'ubscore'),
+      role: 'primary',
+      epoch: identity.epoch,
+      log,
+    });
+    startArchive(start, sql);
+  }
+  return { databaseUrl, sql, owner, halt: await loadHalt(sql, log) };
+}
+
+async function loadHalt(sql: Sql, log: Logger): Promise<HaltSwitch> {
   const halt = await HaltSwitch.load(sql, log);
   if (halt.current !== null)
     log.critical('starting HALTED: new transfers and external movements are refused until an operator resumes', {
       reason: halt.current.reason,
     });
-  return { databaseUrl, sql, owner, halt };
+  return halt;
 }
 
 /**
- * UBSCore's local WAL and PostgreSQL's SPOT log made one log again before UBSCore opens its
- * directory (src/spot-log/reconcile.ts), then the archive of the PostgreSQL log started.
+ * A standby's checks before its UBSCore opens (ROLE=standby writes nothing to PostgreSQL): the
+ * schema is migrated, the database holds a ledger (the primary's first start wrote its id),
+ * the local WAL is made a prefix of PostgreSQL's log (caught up, or rebuilt from PostgreSQL when
+ * it is empty, ahead or diverged), and both name the same ledger.
  */
-async function reconcileAndArchive(start: Start, sql: Sql, epoch: number | 'standby'): Promise<void> {
+export async function prepareStandby(start: Start, located: Located): Promise<void> {
+  const { config, log } = start;
+  const walDir = path.join(config.dataDir, 'ubscore');
+  const sql = openSql(located.databaseUrl, {
+    max: 1,
+    application: 'standby setup',
+    timeouts: config.pgTimeouts,
+    owner: { tag: `standby-${process.pid}`, epoch: 'standby' },
+  });
+  try {
+    await checkMigrated(sql);
+    const [row] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ledger_identity`;
+    if (row?.n !== 1) throw new OwnershipError('ROLE=standby found no ledger in the database: start the primary first, then its standby');
+    await reconcileSpotLog({ sql, store: new SpotLogStore(sql), walDir, role: 'standby', epoch: 'standby', log });
+    const ledger = await checkLedgerIdentity(sql, walDir, true);
+    log.info('standby: local SPOT WAL ready to follow', { ledger_id: ledger.id });
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+}
+
+/**
+ * A standby takes over (ROLE=standby): waits for the ownership (the owner lock free, or its
+ * holder's lease lapsed: src/ownership/pg-owner.ts ends that holder's sessions), claims the
+ * epoch, then opens the fenced pool and reads the halt; its UBSCore already holds the ledger.
+ */
+export async function promoteStores(start: Start, located: Located): Promise<Stores> {
   const { config, log, stack } = start;
-  const store = new SpotLogStore(sql);
-  // ROLE arrives with the standby (issue 26 item 4); until then every start is the primary's.
-  await reconcileSpotLog({ sql, store, walDir: path.join(config.dataDir, 'ubscore'), role: 'primary', epoch, log });
-  const archive = new SpotLogArchive(store, log);
+  const { databaseUrl, watch } = located;
+  const owner = await waitForOwnership(databaseUrl, ownerEvents(start, watch), { retakeBackoffCapMs: config.pgRecoveryBackoffCapMs });
+  stack.push(() => owner.release());
+  const identity = await owner.claim(config.lease, (reason) => fatal(start, reason));
+  log.critical('standby promoted: this process owns the SPOT ledger now', { epoch: identity.epoch, owner: identity.tag });
+  const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts, owner: identity });
+  stack.push(() => sql.end({ timeout: 5 }));
+  if (config.spotLog === 'postgres') startArchive(start, sql);
+  return { databaseUrl, sql, owner, halt: await loadHalt(sql, log) };
+}
+
+/**
+ * The archive of PostgreSQL's SPOT log (src/spot-log/archive.ts): the blocks a snapshot kept there
+ * covers, moved into spot_processed, at start and then every SPOT_LOG_ARCHIVE_INTERVAL_MS.
+ */
+function startArchive(start: Start, sql: Sql): void {
+  const archive = new SpotLogArchive(new SpotLogStore(sql), start.log);
   archive.start(SPOT_LOG_ARCHIVE_INTERVAL_MS);
-  stack.push(() => archive.stop());
+  start.stack.push(() => archive.stop());
 }
 
 /**

@@ -3,6 +3,7 @@
 // pause and copy), their outcomes, and the health events the core reports. Typed here, in src,
 // so that src uses UBSCore without knowing it runs on a thread; actors/ implements them.
 
+import type { PgOwnerIdentity, PgTimeouts } from '../db/sql.js';
 import type { MetricFamily } from '../metrics/registry.js';
 import type { LogBlock } from '../spot-log/store.js';
 import type { UbsCommand, UbsResult } from './types.js';
@@ -36,8 +37,11 @@ export type UbsControlApi = {
    * already held are checked byte for byte and skipped. Refused once the core leads.
    */
   follow(blocks: readonly LogBlock[]): Promise<UbsFollowOutcome>;
-  /** Ends the follow mode: from now on the core takes commands. */
-  lead(): Promise<UbsLeadOutcome>;
+  /**
+   * Ends the follow mode: from now on the core takes commands, and writes every batch to
+   * `spotLog` too (opened with the epoch this process claimed; null with SPOT_LOG=off).
+   */
+  lead(spotLog: UbsSpotLog | null): Promise<UbsLeadOutcome>;
 };
 
 /**
@@ -124,4 +128,17 @@ export type UbsCoreOptions = {
   readonly diskReserveBytes?: number;
   /** Start as a standby: take no commands, only `follow` calls, until `lead`. Default false. */
   readonly follow?: boolean;
+  /**
+   * Where UBSCore also writes its log and snapshots (issue 26: PostgreSQL's spot_log and
+   * spot_snapshots), on a connection of its own fenced by `owner`'s epoch; null or omitted: LMDB
+   * only (SPOT_LOG=off, and tests of the core alone).
+   */
+  readonly spotLog?: UbsSpotLog | null;
+};
+
+/** UBSCore's PostgreSQL log: the database, the owner identity its connection carries (a numeric epoch), and its timeouts. */
+export type UbsSpotLog = {
+  readonly databaseUrl: string;
+  readonly owner: PgOwnerIdentity;
+  readonly timeouts?: PgTimeouts;
 };
