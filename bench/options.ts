@@ -1,8 +1,9 @@
 // What `make bench` runs and for how long: the full run's parameters, a few of them read from the
-// environment (BENCH_DURATION_S, BENCH_MEMORY_S, BENCH_PROFILE, BENCH_PROFILE_S, BENCH_FIXED_RATE),
-// and where the results go.
+// environment (BENCH_DURATION_S, BENCH_MEMORY_S, BENCH_PROFILE, BENCH_PROFILE_S, BENCH_FIXED_RATE,
+// BENCH_REBUILD_ACCOUNTS, BENCH_REBUILD_RECORDS, BENCH_REBUILD_BLOCK_RECORDS), and where the results go.
 
 import path from 'node:path';
+import { REBUILD_BLOCK_RECORDS_DEFAULT } from './parts/rebuild-ledger.js';
 import { TARGETS, type BenchParameters } from './report/report.js';
 import { ROOT } from './support/service-child.js';
 
@@ -16,6 +17,11 @@ export function defaultOptions(env: NodeJS.ProcessEnv, log: (line: string) => vo
     return value;
   };
   const profile = env.BENCH_PROFILE === '1' ? 'always' : env.BENCH_PROFILE === '0' ? 'never' : 'auto';
+  const count = (name: string, fallback: number): number => {
+    const value = Number(env[name] ?? fallback);
+    if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a whole number, got ${env[name]}`);
+    return value;
+  };
   const rate = Number(env.BENCH_FIXED_RATE ?? TARGETS.fixedRatePerSecond);
   if (!Number.isFinite(rate) || rate < 0)
     throw new Error(`BENCH_FIXED_RATE must be a number of transfers per second, got ${env.BENCH_FIXED_RATE}`);
@@ -31,6 +37,15 @@ export function defaultOptions(env: NodeJS.ProcessEnv, log: (line: string) => vo
     ubsWarmupCommands: 50_000,
     restart: { accounts: 1_000_000, records: 1_000_000 },
     recovery: { stuck: 100_000, deadlineMs: 60_000 },
+    // BENCH_REBUILD_ACCOUNTS=0 skips (g).
+    rebuild:
+      count('BENCH_REBUILD_ACCOUNTS', TARGETS.rebuildAccounts) === 0
+        ? null
+        : {
+            accounts: count('BENCH_REBUILD_ACCOUNTS', TARGETS.rebuildAccounts),
+            records: count('BENCH_REBUILD_RECORDS', TARGETS.rebuildRecords),
+            blockRecords: count('BENCH_REBUILD_BLOCK_RECORDS', REBUILD_BLOCK_RECORDS_DEFAULT),
+          },
     profile,
     profileS: seconds('BENCH_PROFILE_S', 15),
     fixedRatePerSecond: rate,

@@ -19,6 +19,7 @@ import { monotonicUs, summariseProfiles } from './meters/cpu-profile.js';
 import { runLoad } from './load/closed-loop.js';
 import { sampleRss } from './meters/memory.js';
 import { benchRecovery, type RecoveryReport } from './parts/recovery.js';
+import { benchRebuild, rebuildLine, type RebuildFigures } from './parts/rebuild.js';
 import {
   figuresOf,
   ratio,
@@ -35,7 +36,7 @@ import {
 } from './report/report.js';
 import { defaultOptions, paramsOf, type BenchOptions } from './options.js';
 import { adminToken, seedUsers, type BenchUser } from './support/seed.js';
-import { ROOT, startBenchService, type BenchService } from './support/service-child.js';
+import { pgUrl, ROOT, startBenchService, type BenchService } from './support/service-child.js';
 import { renderSummary } from './report/summary.js';
 import { bottleneckLines, judgeTargets, serviceTargetMissed } from './report/targets.js';
 import { driveFixedRate, driveTransfers, transferRequests } from './load/transfer-load.js';
@@ -81,6 +82,7 @@ type ServicePhase = {
   conservation: Part<Conservation>;
   pgCeiling: Part<readonly PgCeiling[]>;
   chain: Part<readonly ChainLevel[]>;
+  rebuild: Part<RebuildFigures>;
 };
 
 async function fixedRateRun(
@@ -140,7 +142,8 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
     const pgCeiling = await attempt('(a) PostgreSQL ceiling', log, () => pgCeilings(svc, opts.levels, opts.durationS, opts.users, log));
     log("(f) the transfer's chain alone: the service's PostgreSQL writer and a UBSCore of its own, no HTTP, no coordinator thread");
     const chain = await attempt('(f) chain alone', log, () => benchChain(svc, opts.levels, opts.durationS, opts.users, log));
-    return { users, service, fixedRate, disk, memory, conservation, pgCeiling, chain };
+    const rebuild = await rebuildPart(svc, opts);
+    return { users, service, fixedRate, disk, memory, conservation, pgCeiling, chain, rebuild };
   } finally {
     log('stopping the service (SIGTERM: HTTP, coordinators, UBSCore, PostgreSQL)');
     await svc.stop();
@@ -283,6 +286,17 @@ async function recoveryPart(opts: BenchOptions): Promise<Part<RecoveryReport>> {
   return recovery;
 }
 
+/** (g), when asked for: the SPOT ledger rebuilt from a fresh database of the service's PostgreSQL, idle by then. */
+async function rebuildPart(svc: BenchService, opts: BenchOptions): Promise<Part<RebuildFigures>> {
+  const shape = opts.rebuild;
+  if (shape === null) return skipped('not asked for');
+  const server = { admin: svc.sql, urlOf: (database: string) => pgUrl(svc.pgPort, svc.pgPassword, { database }) };
+  const what = `(g) SPOT ledger rebuilt from PostgreSQL into an empty DATA_DIR, ${shape.accounts} accounts + ${shape.records} records`;
+  const rebuild = await attempt('(g) rebuild', opts.log, () => timed(opts.log, what, () => benchRebuild(server, shape, opts.log)));
+  if (rebuild.status === 'measured') opts.log(rebuildLine(rebuild.figures));
+  return rebuild;
+}
+
 /** Runs everything, writes the JSON and the summary into `opts.outDir`, and cleans up even on failure. */
 export async function runBench(opts: BenchOptions): Promise<BenchResult> {
   const started = Date.now();
@@ -316,6 +330,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       ubscore,
       restart,
       recovery,
+      rebuild: phase.rebuild,
     };
     const targets = judgeTargets(judged);
     const wantProfile = opts.profile === 'always' || (opts.profile === 'auto' && serviceTargetMissed(targets));

@@ -1,4 +1,4 @@
-// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (the transfer's chain alone, (f), too) (statements counted so that baseline (a) shows exactly its two), conservation holds, and the JSON and summary land in the directory it is given.
+// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (the transfer's chain alone, (f), too) (statements counted so that baseline (a) shows exactly its two), conservation holds, the SPOT ledger is rebuilt from PostgreSQL into an empty DATA_DIR and conserved (g), and the JSON and summary land in the directory it is given.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -22,6 +22,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       ubsWarmupCommands: 1_000,
       restart: null,
       recovery: null,
+      rebuild: { accounts: 2_000, records: 3_000, blockRecords: 16 },
       profile: 'never',
       profileS: 0,
       fixedRatePerSecond: 50,
@@ -91,6 +92,18 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     assert.ok(report.ubscore.status === 'measured' && report.ubscore.figures.applied === 5_000, '(c) every command applied');
     assert.is(report.restart.status, 'skipped');
     assert.is(report.recovery.status, 'skipped');
+    // (g): the SPOT ledger rebuilt from PostgreSQL into an empty DATA_DIR, opened, and conserved.
+    assert.ok(report.rebuild.status === 'measured', `(g) measured: ${JSON.stringify(report.rebuild)}`);
+    const g = report.rebuild.figures;
+    assert.ok(
+      g.accounts === 2_000 && g.records === 3_000 && g.lastSeq === 5_000 && g.totalMs === g.rebuildMs + g.openMs,
+      JSON.stringify(g),
+    );
+    assert.is(g.conservation.differences, 0);
+    assert.ok(
+      report.targets.some((t) => t.id === 'rebuild' && t.met === null),
+      '(g) listed, not judged below 1M + 1M',
+    );
     assert.ok(
       report.disk.status === 'measured' && report.disk.figures.perMillionTransfers !== null,
       'disk bytes per million transfers measured',
@@ -129,6 +142,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     assert.match(summary, '## Fixed rate (open loop)');
     assert.match(summary, "## The transfer's chain alone (f)");
     assert.match(summary, 'MiB per million transfers: WAL');
+    assert.match(summary, '(g) Rebuild from PostgreSQL into an empty DATA_DIR');
   } finally {
     await fs.rm(outDir, { recursive: true, force: true });
   }

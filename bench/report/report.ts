@@ -13,6 +13,8 @@ import type { FixedRateLevel, TransferLevel } from '../load/transfer-load.js';
 import type { UbsThroughput } from '../parts/ubscore-throughput.js';
 import type { ChainLevel } from '../baselines/chain-alone.js';
 import type { DiskUse } from '../meters/disk-use.js';
+import type { RebuildFigures } from '../parts/rebuild.js';
+import { REBUILD_ACCOUNTS, REBUILD_MS_MAX, REBUILD_RECORDS } from '../parts/rebuild-ledger.js';
 
 /** A part of the run: measured, deliberately skipped (with why), or failed (with the error). */
 export type Part<T> =
@@ -87,6 +89,8 @@ export type BenchParameters = {
   readonly ubsWarmupCommands: number;
   readonly restart: { readonly accounts: number; readonly records: number } | null;
   readonly recovery: { readonly stuck: number; readonly deadlineMs: number } | null;
+  /** (g): the SPOT ledger rebuilt from PostgreSQL into an empty DATA_DIR (bench/parts/rebuild.ts). */
+  readonly rebuild: { readonly accounts: number; readonly records: number; readonly blockRecords: number } | null;
   readonly profile: 'auto' | 'always' | 'never';
   readonly profileS: number;
   /** Transfers offered per second in the open-loop run (for `durationS`); 0 skips it. */
@@ -139,6 +143,7 @@ export type BenchReport = {
   readonly recovery: Part<RecoveryReport>;
   /** Issue 26: committed/s at the main level with UBSCore's log in PostgreSQL and without it (bench/parts/spot-log-cost.ts). */
   readonly spotLog: Part<SpotLogCost>;
+  readonly rebuild: Part<RebuildFigures>;
   readonly profile: Part<ProfileRun>;
   readonly targets: readonly Target[];
   readonly bottleneck: readonly string[];
@@ -162,6 +167,10 @@ export const TARGETS = {
   ubsCommandsPerSecondMin: 200_000,
   restartMsMax: 5_000,
   recoveryMsMax: 15_000,
+  /** (g): an empty DATA_DIR rebuilt from PostgreSQL and UBSCore opened on it, at 1M accounts + 1M records. */
+  rebuildMsMax: REBUILD_MS_MAX,
+  rebuildAccounts: REBUILD_ACCOUNTS,
+  rebuildRecords: REBUILD_RECORDS,
 } as const;
 
 export function ratio(a: number, b: number | null | undefined): number | null {

@@ -154,6 +154,13 @@ function componentLines(r: BenchReport): string[] {
         (rec.completed ? '.' : `; stopped at the deadline, projected total ${n(rec.projectedMs, 0)} ms.`),
     );
   }
+  const g = r.rebuild === undefined ? null : figuresOf(r.rebuild);
+  if (g !== null)
+    out.push(
+      `- (g) Rebuild from PostgreSQL into an empty DATA_DIR: ${n(g.accounts, 0)} accounts (a snapshot, their opening records archived: ${n(g.archivedEntries, 0)} processed entries) + ${n(g.records, 0)} records in spot_log (${n(g.blocks, 0)} blocks of ${g.blockRecords}): ` +
+        `rebuild ${n(g.rebuildMs, 0)} ms + UBSCore open ${n(g.openMs, 0)} ms (snapshot load ${n(g.snapshotLoadMs, 0)}, replay ${n(g.replayMs, 0)}) = ${n(g.totalMs, 0)} ms, ${g.withinMsMax ? 'within' : '**over**'} ${n(TARGETS.rebuildMsMax, 0)} ms; ` +
+        `conservation of the rebuilt ledger ${g.conservation.differences} differences over ${n(g.conservation.accountsChecked, 0)} accounts (${n(g.conservation.ms, 0)} ms), ${n(g.keysChecked, 0)} sampled keys at their seq. Loading the database took ${n(g.loadMs, 0)} ms (not timed).`,
+    );
   const disk = r.disk === undefined ? null : figuresOf(r.disk);
   const mib = (bytes: number): string => n(bytes / (1024 * 1024));
   if (disk !== null && disk.perMillionTransfers !== null) {
@@ -182,6 +189,7 @@ function componentLines(r: BenchReport): string[] {
     partNote('(c)', r.ubscore),
     partNote('(d)', r.restart),
     partNote('(e)', r.recovery),
+    ...(r.rebuild === undefined ? [] : [partNote('(g)', r.rebuild)]),
     partNote('Conservation', r.conservation),
     ...(r.disk === undefined ? [] : [partNote('Disk', r.disk)]),
   ];

@@ -3,7 +3,7 @@
 
 import { figuresOf, TARGETS, type BenchReport, type LevelRow, type Target } from './report.js';
 
-type Judged = Pick<BenchReport, 'levels' | 'fixedRate' | 'memory' | 'conservation' | 'ubscore' | 'restart' | 'recovery'>;
+type Judged = Pick<BenchReport, 'levels' | 'fixedRate' | 'memory' | 'conservation' | 'ubscore' | 'restart' | 'recovery' | 'rebuild'>;
 
 /** Busy cores at or above this share of the machine count as CPU-bound. */
 const MACHINE_SATURATED_SHARE = 0.9;
@@ -100,24 +100,7 @@ export function judgeTargets(r: Judged): Target[] {
       `${fmt(ubs?.commandsPerSecond ?? 0)} commands/s`,
     ),
   );
-  const restart = figuresOf(r.restart);
-  const restartWhat =
-    restart === null
-      ? ''
-      : `${fmt(restart.totalRestartMs)} ms (${fmt(restart.accounts)} accounts, ${fmt(restart.recordsAfterSnapshot)} records)`;
-  targets.push(
-    atMost(
-      'restart',
-      `restart (1M accounts + 1M records) ≤ ${TARGETS.restartMsMax} ms`,
-      restart?.totalRestartMs ?? null,
-      TARGETS.restartMsMax,
-      restartWhat,
-    ),
-  );
-  const rec = figuresOf(r.recovery);
-  const recMs = rec === null ? null : rec.completed ? rec.recoveryMs : rec.projectedMs;
-  const recWhat = rec === null ? '' : `${fmt(recMs ?? 0)} ms${rec.completed ? '' : ' (projected)'} for ${fmt(rec.stuck)} stuck`;
-  targets.push(atMost('recovery', `recovery of 100k stuck transfers ≤ ${TARGETS.recoveryMsMax} ms`, recMs, TARGETS.recoveryMsMax, recWhat));
+  targets.push(...startTargets(r));
   const mem = figuresOf(r.memory);
   targets.push(
     mem === null
@@ -149,6 +132,47 @@ export function judgeTargets(r: Judged): Target[] {
         },
   );
   return targets;
+}
+
+/** The start-up targets: UBSCore's restart (d), recovery of stuck transfers (e), the rebuild from PostgreSQL (g). */
+function startTargets(r: Judged): Target[] {
+  const restart = figuresOf(r.restart);
+  const restartWhat =
+    restart === null
+      ? ''
+      : `${fmt(restart.totalRestartMs)} ms (${fmt(restart.accounts)} accounts, ${fmt(restart.recordsAfterSnapshot)} records)`;
+  const rec = figuresOf(r.recovery);
+  const recMs = rec === null ? null : rec.completed ? rec.recoveryMs : rec.projectedMs;
+  const recWhat = rec === null ? '' : `${fmt(recMs ?? 0)} ms${rec.completed ? '' : ' (projected)'} for ${fmt(rec.stuck)} stuck`;
+  return [
+    atMost(
+      'restart',
+      `restart (1M accounts + 1M records) ≤ ${TARGETS.restartMsMax} ms`,
+      restart?.totalRestartMs ?? null,
+      TARGETS.restartMsMax,
+      restartWhat,
+    ),
+    atMost('recovery', `recovery of 100k stuck transfers ≤ ${TARGETS.recoveryMsMax} ms`, recMs, TARGETS.recoveryMsMax, recWhat),
+    rebuildTarget(r),
+  ];
+}
+
+/**
+ * (g): the rebuild and UBSCore's open within the bound, and the rebuilt ledger conserved; judged
+ * only at the issue's size (a smaller ledger is reported, not judged).
+ */
+function rebuildTarget(r: Judged): Target {
+  const id = 'rebuild';
+  const goal = `empty DATA_DIR rebuilt from PostgreSQL and opened (${fmt(TARGETS.rebuildAccounts)} accounts + ${fmt(TARGETS.rebuildRecords)} records) ≤ ${TARGETS.rebuildMsMax} ms, conservation 0 differences`;
+  const g = figuresOf(r.rebuild);
+  if (g === null) return { id, goal, measured: 'not measured', ratio: null, met: null };
+  const what =
+    `${fmt(g.totalMs)} ms (rebuild ${fmt(g.rebuildMs)}, open ${fmt(g.openMs)}; ${fmt(g.accounts)} accounts, ${fmt(g.records)} records), ` +
+    `${g.conservation.differences} differences`;
+  if (g.accounts < TARGETS.rebuildAccounts || g.records < TARGETS.rebuildRecords)
+    return { id, goal, measured: `${what} — a smaller ledger, not judged`, ratio: null, met: null };
+  const t = atMost(id, goal, g.totalMs, TARGETS.rebuildMsMax, what);
+  return { ...t, met: t.met === true && g.conservation.differences === 0 };
 }
 
 /** Whether any target about the service under load (throughput, latency, CPU per transfer, memory) was missed. */
