@@ -119,11 +119,7 @@ export type Config = {
   /** Statement, lock and idle-in-transaction timeouts of every PostgreSQL connection of the service. */
   readonly pgTimeouts: PgTimeouts;
   readonly mainPgPoolMax: number;
-  /**
-   * `postgres`: UBSCore writes its log and snapshots to PostgreSQL too, and answers a batch only
-   * once both LMDB and PostgreSQL hold it (issue 26). `off`: LMDB only, for the bench's comparison;
-   * refused with NODE_ENV=production.
-   */
+  /** `postgres`: UBSCore's log and snapshots go to PostgreSQL too (issue 26); `off`: LMDB only, for the bench, refused in production. */
   readonly spotLog: 'postgres' | 'off';
   readonly adapterTimeoutMs: number;
   readonly happyPathDeadlineMs: number;
@@ -183,6 +179,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...coordinatorVars(env),
     ...watchVars(env),
     nodeEnv,
+    spotLog: spotLogVar(env, nodeEnv),
     jwt: jwtConfig(env, nodeEnv),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: logFormatVar(env, nodeEnv),
@@ -193,6 +190,13 @@ export function loadConfig(env: Env = process.env): Config {
   if (config.adminPort !== null && config.adminPort !== 0 && config.adminPort === config.port)
     throw new ConfigError('ADMIN_PORT must differ from PORT');
   return config;
+}
+
+/** SPOT_LOG: without the PostgreSQL log one disk decides whether the SPOT ledger exists (rule 8), so production refuses `off`. */
+function spotLogVar(env: Env, nodeEnv: NodeEnv): Config['spotLog'] {
+  const spotLog = enumVar(env, 'SPOT_LOG', ['postgres', 'off'] as const, 'postgres');
+  if (spotLog === 'off' && nodeEnv === 'production') throw new ConfigError('SPOT_LOG=off is refused with NODE_ENV=production');
+  return spotLog;
 }
 
 /** The fields every coordinator shard receives whole (src/coordinator/types.ts: CoordinatorConfig). */
@@ -254,24 +258,13 @@ function listenerVars(env: Env, nodeEnv: NodeEnv): ListenerVars {
 
 type StoreVars = Pick<
   Config,
-  | 'dataDir'
-  | 'databaseUrl'
-  | 'embeddedPgPort'
-  | 'embeddedPgSharedBuffersMb'
-  | 'migrateOnStart'
-  | 'pgRecoveryBackoffCapMs'
-  | 'mainPgPoolMax'
-  | 'spotLog'
+  'dataDir' | 'databaseUrl' | 'embeddedPgPort' | 'embeddedPgSharedBuffersMb' | 'migrateOnStart' | 'pgRecoveryBackoffCapMs' | 'mainPgPoolMax'
 >;
 
 /** Where the data lives: the data directory, and the PostgreSQL server (given, or embedded in it). */
 function storeVars(env: Env, nodeEnv: NodeEnv): StoreVars {
   const migrateDefault = nodeEnv === 'development' ? 'true' : 'false';
-  const spotLog = enumVar(env, 'SPOT_LOG', ['postgres', 'off'] as const, 'postgres');
-  // Without the PostgreSQL log one disk decides whether the SPOT ledger exists (rule 8).
-  if (spotLog === 'off' && nodeEnv === 'production') throw new ConfigError('SPOT_LOG=off is refused with NODE_ENV=production');
   return {
-    spotLog,
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     databaseUrl: nonEmpty(env.DATABASE_URL),
     embeddedPgPort: intVar(env, 'EMBEDDED_PG_PORT', 54329, EMBEDDED_PG_PORT_MIN, PORT_MAX),
