@@ -51,9 +51,13 @@ export const UBS_SEND_TIMEOUT_MS_MAX = HOUR_MS;
  * grows the young generation only as it needs.
  */
 export const UBS_WORKER_YOUNG_GENERATION_MB_MAX = 64;
-/** The first wait between two attempts to write the WAL again; it doubles up to the cap. */
+/** The first wait between two attempts to write the WAL (LMDB, or PostgreSQL's log) again; it doubles up to the cap. */
 export const UBS_RECOVERY_BACKOFF_BASE_MS = 50;
 export const UBS_RECOVERY_BACKOFF_CAP_MS = 5_000;
+/** UBSCore's log in PostgreSQL (issue 26): snapshots kept in spot_snapshots, a failed copy's wait, close's wait for one (below UBS_CLOSE_TIMEOUT_MS). */
+export const UBS_PG_SNAPSHOTS_KEPT = 2;
+export const UBS_PG_SNAPSHOT_RETRY_MS = 30_000;
+export const UBS_PG_LOG_CLOSE_WAIT_MS = 5_000;
 /** Port messages held during one pause; beyond it they are dropped, and their callers retry. */
 export const PAUSE_HELD_MESSAGES_MAX = 100_000;
 /** The longest pause anyone may ask for. */
@@ -62,21 +66,6 @@ export const PAUSE_MS_MAX = 600_000;
 export const FILTER_EXIT_WAIT_MS = 5_000;
 /** Distinct assets an unpacker remembers as strings: a port meets a few assets a million times. */
 export const UNPACKER_ASSETS_MAX = 256;
-
-/**
- * The first wait before UBSCore writes a batch to PostgreSQL's log again after an unknown outcome
- * (issue 26); it doubles up to the cap. Nothing is answered meanwhile, so the cap stays short:
- * the batch is answered within about this long of PostgreSQL answering again.
- */
-export const UBS_PG_LOG_RETRY_BASE_MS = 50;
-export const UBS_PG_LOG_RETRY_CAP_MS = 2_000;
-/** Snapshots kept in PostgreSQL's spot_snapshots: the newest, and the one before it in case the newest cannot be read. */
-export const UBS_PG_SNAPSHOTS_KEPT = 2;
-/** The first wait before a failed snapshot copy to PostgreSQL is tried again; it doubles up to the cap. Nothing waits on it. */
-export const UBS_PG_SNAPSHOT_RETRY_BASE_MS = 1_000;
-export const UBS_PG_SNAPSHOT_RETRY_CAP_MS = 60_000;
-/** How long UBSCore's close waits for a snapshot copy in flight before it ends its PostgreSQL connection; below UBS_CLOSE_TIMEOUT_MS. */
-export const UBS_PG_LOG_CLOSE_WAIT_MS = 5_000;
 
 // ---- UBSCore's WAL and snapshots ----
 

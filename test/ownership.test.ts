@@ -97,16 +97,17 @@ test('rule 7: a second process on the same DATA_DIR exits non-zero, names the ow
   });
 });
 
-test('ledger identity: a WAL from another database, a fresh WAL against a used database, a used WAL against a fresh one are refused', async () => {
+test('ledger identity: a WAL from another database, a fresh WAL against a used database without the SPOT log, a used WAL against a fresh one are refused', async () => {
   await withHarness(async (h) => {
     const first = await h.start();
     await fund(h, first, 35, 'own-id-1');
     await first.stop();
     const ledger = String((await h.sql`SELECT ledger_id::text AS id FROM ledger_identity`)[0]?.id);
 
+    // Without the SPOT log in PostgreSQL (SPOT_LOG=off) nothing can rebuild a fresh WAL.
     const freshDir = await tempDir('transfer-own-fresh-');
     try {
-      const r = await refusedStart(h, { DATA_DIR: freshDir });
+      const r = await refusedStart(h, { DATA_DIR: freshDir, SPOT_LOG: 'off' });
       assert.is(r.code, REFUSED_EXIT_CODE, r.stderr);
       assert.match(r.stderr, new RegExp(`the WAL is empty but the database of ledger ${ledger} holds transfers and balances`));
       assert.equal(await fs.readdir(freshDir), [], 'no WAL environment created, and the DATA_DIR lock released');
@@ -323,6 +324,26 @@ test('ledger identity: every pair of ids and contents, decided', () => {
     }
     assert.is(got, expected, `${JSON.stringify(pg)} / ${JSON.stringify(wal)}`);
   }
+});
+
+
+test('issue 26: a fresh DATA_DIR against a database holding the SPOT log is rebuilt from PostgreSQL: the SPOT balance is there', async () => {
+  await withHarness(async (h) => {
+    const first = await h.start();
+    await fund(h, first, 42, 'own-rebuild-1');
+    await first.stop();
+    const freshDir = await tempDir('transfer-own-rebuild-');
+    try {
+      const next = await h.start({ DATA_DIR: freshDir });
+      const r = await next.call('GET', '/api/v1/balances', { token: h.userToken(42) });
+      const spot = (r.body.spot as { asset: string; available: string }[]).find((b) => b.asset === 'USDT');
+      assert.is(spot?.available, '4.00000000', JSON.stringify(r.body));
+      await fund(h, next, 42, 'own-rebuild-2');
+      await next.stop();
+    } finally {
+      await fs.rm(freshDir, { recursive: true, force: true });
+    }
+  });
 });
 
 test.run();

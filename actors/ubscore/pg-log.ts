@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { backoffMs } from '../../src/backoff.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { errorDetail as describe } from '../../src/error-text.js';
-import { UBS_PG_LOG_CLOSE_WAIT_MS, UBS_PG_LOG_RETRY_BASE_MS, UBS_PG_LOG_RETRY_CAP_MS } from '../../src/limits.js';
+import { UBS_PG_LOG_CLOSE_WAIT_MS, UBS_RECOVERY_BACKOFF_BASE_MS, UBS_RECOVERY_BACKOFF_CAP_MS } from '../../src/limits.js';
 import { isFenced, SpotLogConflict, SpotLogStore, type LogBlock } from '../../src/spot-log/store.js';
 import type { WalBatch } from '../../wal/block.js';
 import type { EncodedSnapshot } from '../../wal/snapshot.js';
@@ -99,7 +99,7 @@ export class PgLog {
   }
 
   private async retryLater(lastSeq: number, error: unknown, attempt: number): Promise<void> {
-    const waitMs = backoffMs({ baseMs: UBS_PG_LOG_RETRY_BASE_MS, capMs: UBS_PG_LOG_RETRY_CAP_MS }, attempt);
+    const waitMs = backoffMs({ baseMs: UBS_RECOVERY_BACKOFF_BASE_MS, capMs: UBS_RECOVERY_BACKOFF_CAP_MS }, attempt);
     const reason = `the PostgreSQL log append of the batch ending at seq ${lastSeq} failed: ${describe(error)}`;
     this.hooks.metrics.pgLogRetried();
     logger.warn('UBSCore answers nothing until PostgreSQL takes its log: retrying', { reason, attempt: attempt + 1, next_ms: waitMs });

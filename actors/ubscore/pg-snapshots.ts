@@ -5,9 +5,8 @@
 // every record a snapshot covers, so a copy that fails is only tried again later (the next
 // snapshot replaces it, or a timer), and logged; it never stops UBSCore.
 
-import { backoffMs } from '../../src/backoff.js';
 import { errorDetail as describe } from '../../src/error-text.js';
-import { UBS_PG_SNAPSHOT_RETRY_BASE_MS, UBS_PG_SNAPSHOT_RETRY_CAP_MS, UBS_PG_SNAPSHOTS_KEPT } from '../../src/limits.js';
+import { UBS_PG_SNAPSHOT_RETRY_MS, UBS_PG_SNAPSHOTS_KEPT } from '../../src/limits.js';
 import type { SpotLogStore, StoredSnapshot } from '../../src/spot-log/store.js';
 import { within } from '../../src/within.js';
 import { logger } from './log.js';
@@ -21,7 +20,6 @@ export class SnapshotCopier {
   private pending: CopyJob | null = null;
   private running: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private failures = 0;
   private stopped = false;
 
   constructor(
@@ -58,10 +56,8 @@ export class SnapshotCopier {
       }
       await this.prune();
       if (this.pending === job) this.pending = null;
-      this.failures = 0;
     } catch (error) {
-      const waitMs = backoffMs({ baseMs: UBS_PG_SNAPSHOT_RETRY_BASE_MS, capMs: UBS_PG_SNAPSHOT_RETRY_CAP_MS }, this.failures);
-      this.failures++;
+      const waitMs = UBS_PG_SNAPSHOT_RETRY_MS;
       logger.error('copying a snapshot into PostgreSQL failed; it is tried again later', {
         seq,
         reason: describe(error),

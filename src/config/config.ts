@@ -123,12 +123,6 @@ export type Config = RoleVars & {
   /** Statement, lock and idle-in-transaction timeouts of every PostgreSQL connection of the service. */
   readonly pgTimeouts: PgTimeouts;
   readonly mainPgPoolMax: number;
-  /**
-   * `postgres`: UBSCore writes its log and snapshots to PostgreSQL too, and answers a batch only
-   * once both LMDB and PostgreSQL hold it (issue 26). `off`: LMDB only, for the bench's comparison;
-   * refused with NODE_ENV=production.
-   */
-  readonly spotLog: 'postgres' | 'off';
   readonly adapterTimeoutMs: number;
   readonly happyPathDeadlineMs: number;
   readonly retryBaseMs: number;
@@ -260,24 +254,13 @@ function listenerVars(env: Env, nodeEnv: NodeEnv): ListenerVars {
 
 type StoreVars = Pick<
   Config,
-  | 'dataDir'
-  | 'databaseUrl'
-  | 'embeddedPgPort'
-  | 'embeddedPgSharedBuffersMb'
-  | 'migrateOnStart'
-  | 'pgRecoveryBackoffCapMs'
-  | 'mainPgPoolMax'
-  | 'spotLog'
+  'dataDir' | 'databaseUrl' | 'embeddedPgPort' | 'embeddedPgSharedBuffersMb' | 'migrateOnStart' | 'pgRecoveryBackoffCapMs' | 'mainPgPoolMax'
 >;
 
 /** Where the data lives: the data directory, and the PostgreSQL server (given, or embedded in it). */
 function storeVars(env: Env, nodeEnv: NodeEnv): StoreVars {
   const migrateDefault = nodeEnv === 'development' ? 'true' : 'false';
-  const spotLog = enumVar(env, 'SPOT_LOG', ['postgres', 'off'] as const, 'postgres');
-  // Without the PostgreSQL log one disk decides whether the SPOT ledger exists (rule 8).
-  if (spotLog === 'off' && nodeEnv === 'production') throw new ConfigError('SPOT_LOG=off is refused with NODE_ENV=production');
   return {
-    spotLog,
     dataDir: path.resolve(env.DATA_DIR ?? './data'),
     databaseUrl: nonEmpty(env.DATABASE_URL),
     embeddedPgPort: intVar(env, 'EMBEDDED_PG_PORT', 54329, EMBEDDED_PG_PORT_MIN, PORT_MAX),
