@@ -19,6 +19,11 @@ import { ROWS_PER_STEP_MAX } from '../limits.js';
 
 /** Written by the migrations themselves, never copied. */
 const NOT_COPIED = new Set(['schema_migrations']);
+/**
+ * One-row tables a migration creates with their row (migration 0010: the owner epoch, how far the
+ * SPOT log was archived): the backup's row replaces the migration's.
+ */
+const SEEDED_BY_MIGRATION = new Set(['ledger_owner', 'spot_log_state']);
 
 function ident(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
@@ -76,6 +81,7 @@ export async function loadTables(tx: Tx, backupDir: string, tables: readonly Tab
   )) {
     const table = byName.get(name);
     if (table === undefined) continue; // A table the backup's schema version has and held no rows for cannot exist: versions match.
+    if (SEEDED_BY_MIGRATION.has(name)) await tx.unsafe(`DELETE FROM ${ident(name)}`);
     let loaded = 0;
     const lines: string[] = [];
     for await (const line of createInterface({ input: createReadStream(path.join(backupDir, table.file)), crlfDelay: Infinity })) {

@@ -24,6 +24,11 @@ type MetricSources = {
 
 export const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const IN_FLIGHT_AMOUNT = 'transfer_in_flight_amount_units';
+/**
+ * The owner's tag in front of every application_name of the service's connections (issue 26,
+ * src/db/sql.ts) names one process: left out of the label, so a restart does not start new series.
+ */
+const OWNER_TAG_PATTERN = '^(transfer-[0-9]+-[0-9a-f]+@[^ ]* |standby-[0-9]+ )';
 
 export async function collectMetrics(src: MetricSources): Promise<string> {
   const [shards, ubs, pg] = await Promise.all([src.shards(), src.ubs(), fromPostgres(src.sql)]);
@@ -73,7 +78,7 @@ async function fromPostgres(sql: Sql): Promise<FromPostgres> {
     sql<{ symbol: string }[]>`SELECT symbol FROM assets`,
     sql<{ kind: string; n: number }[]>`SELECT kind, count(*)::int AS n FROM alerts GROUP BY kind`,
     sql<{ application: string; state: string; n: number }[]>`
-      SELECT application_name AS application, coalesce(state, 'unknown') AS state, count(*)::int AS n
+      SELECT regexp_replace(application_name, ${OWNER_TAG_PATTERN}, '') AS application, coalesce(state, 'unknown') AS state, count(*)::int AS n
         FROM pg_stat_activity WHERE datname = current_database() GROUP BY 1, 2`,
   ]);
   return { unfinished: summarise(rows), assets: assets.map((a) => a.symbol), alerts, connections };
