@@ -6,7 +6,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { PROJECT_ROOT, withHarness, type ChildService, type Harness } from './support/process.js';
+import { PROJECT_ROOT, withHarness, type Harness } from './support/process.js';
+import { fundAndMove as fund } from './support/funds.js';
 
 const LEASE_MS = 1_000;
 const LEASE_ENV = { LEASE_MS: String(LEASE_MS), LEASE_RENEW_MS: '200' };
@@ -15,19 +16,6 @@ const TAKE_RETRY_MS = 250;
 /** Room for the queries of a take and a loaded machine, on top of the lease and one retry. */
 const TAKE_SLACK_MS = 750;
 const EXIT_WITHIN_MS = 10_000;
-
-async function fund(h: Harness, svc: ChildService, userId: number, ref: string): Promise<void> {
-  const r = await svc.call('POST', '/admin/v1/deposit', {
-    token: h.adminToken(),
-    body: { user_id: String(userId), account: 'FUNDING', asset: 'USDT', amount: '10', ref },
-  });
-  assert.is(r.status, 200, JSON.stringify(r.body));
-  const t = await svc.call('POST', '/api/v1/internal_transfer', {
-    token: h.userToken(userId),
-    body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '4' },
-  });
-  assert.is(t.body.state, 'COMMITTED', JSON.stringify(t.body));
-}
 
 async function ledger(h: Harness): Promise<{ rows: string; epoch: number }> {
   const [r] = await h.sql`

@@ -15,23 +15,11 @@ import { OwnershipError } from '../src/ownership/errors.js';
 import { lockDataDir } from '../src/ownership/data-dir-lock.js';
 import { decide } from '../src/ownership/ledger-identity.js';
 import { createTestDatabase } from './support/database.js';
-import { PROJECT_ROOT, pollUntil, withHarness, type ChildService, type Harness } from './support/process.js';
+import { PROJECT_ROOT, pollUntil, withHarness, type Harness } from './support/process.js';
+import { fundAndMove as fund } from './support/funds.js';
 
 const REFUSED_EXIT_CODE = 3;
 const REFUSAL_WITHIN_MS = 10_000;
-
-async function fund(h: Harness, svc: ChildService, userId: number, ref: string): Promise<void> {
-  const r = await svc.call('POST', '/admin/v1/deposit', {
-    token: h.adminToken(),
-    body: { user_id: String(userId), account: 'FUNDING', asset: 'USDT', amount: '10', ref },
-  });
-  assert.is(r.status, 200, JSON.stringify(r.body));
-  const t = await svc.call('POST', '/api/v1/internal_transfer', {
-    token: h.userToken(userId),
-    body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '4' },
-  });
-  assert.is(t.body.state, 'COMMITTED', JSON.stringify(t.body));
-}
 
 async function ledgerRows(h: Harness): Promise<string> {
   const rows = await h.sql`
@@ -325,7 +313,6 @@ test('ledger identity: every pair of ids and contents, decided', () => {
     assert.is(got, expected, `${JSON.stringify(pg)} / ${JSON.stringify(wal)}`);
   }
 });
-
 
 test('issue 26: a fresh DATA_DIR against a database holding the SPOT log is rebuilt from PostgreSQL: the SPOT balance is there', async () => {
   await withHarness(async (h) => {

@@ -2,6 +2,7 @@
 // every scenario.
 
 import * as assert from 'uvu/assert';
+import type { ChildService, Harness } from './process.js';
 import type { TestService } from './service.js';
 
 export type Funds = { readonly funding: bigint; readonly spot: bigint };
@@ -45,4 +46,18 @@ export async function deposit(
 
 export function transfer(svc: TestService, userId: bigint | number, body: Record<string, unknown>, token?: string) {
   return svc.call('POST', '/api/v1/internal_transfer', { token: token ?? svc.userToken(userId), body });
+}
+
+/** A child service's user 10 USDT on FUNDING by an operator's deposit (`ref`), then 4 of them moved to SPOT, COMMITTED. */
+export async function fundAndMove(h: Harness, svc: ChildService, userId: number, ref: string): Promise<void> {
+  const r = await svc.call('POST', '/admin/v1/deposit', {
+    token: h.adminToken(),
+    body: { user_id: String(userId), account: 'FUNDING', asset: 'USDT', amount: '10', ref },
+  });
+  assert.is(r.status, 200, JSON.stringify(r.body));
+  const t = await svc.call('POST', '/api/v1/internal_transfer', {
+    token: h.userToken(userId),
+    body: { from: 'FUNDING', to: 'SPOT', asset: 'USDT', amount: '4' },
+  });
+  assert.is(t.body.state, 'COMMITTED', JSON.stringify(t.body));
 }
