@@ -17,7 +17,8 @@ import { measureDiskUse, type DiskUse } from './meters/disk-use.js';
 import { readPg } from './meters/pg-growth.js';
 import { monotonicUs, summariseProfiles } from './meters/cpu-profile.js';
 import { runLoad } from './load/closed-loop.js';
-import { sampleRss } from './meters/memory.js';
+import { memoryRun } from './parts/memory-run.js';
+import { standbyLine, withStandby, type StandbyLagFigures } from './parts/standby-lag.js';
 import { benchRecovery, type RecoveryReport } from './parts/recovery.js';
 import { benchRebuild, rebuildLine, type RebuildFigures } from './parts/rebuild.js';
 import {
@@ -44,7 +45,6 @@ import { benchUbsCore } from './parts/ubscore-throughput.js';
 import { spotLogCost } from './parts/spot-log-cost.js';
 
 const run = promisify(execFile);
-const MEMORY_RUN_CONNECTIONS = 64;
 const PROFILE_CONNECTIONS = 64;
 
 export type BenchResult = { readonly report: BenchReport; readonly files: { readonly json: string; readonly summary: string } };
@@ -79,6 +79,7 @@ type ServicePhase = {
   fixedRate: Part<FixedRateRun>;
   disk: Part<DiskUse>;
   memory: Part<MemoryRun>;
+  standby: Part<StandbyLagFigures>;
   conservation: Part<Conservation>;
   pgCeiling: Part<readonly PgCeiling[]>;
   chain: Part<readonly ChainLevel[]>;
@@ -124,10 +125,15 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
       opts.fixedRatePerSecond > 0 && opts.durationS > 0
         ? await attempt('fixed-rate run', log, () => fixedRateRun(svc, users, opts.fixedRatePerSecond, opts.durationS, log))
         : skipped<FixedRateRun>(opts.durationS > 0 ? 'BENCH_FIXED_RATE=0' : 'BENCH_DURATION_S=0');
-    const memory =
+    // A standby follows the service's log during the memory run (issue 26), and is stopped before the service.
+    const { load: memory, standby } =
       opts.memoryS > 0
-        ? await attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log))
-        : skipped<MemoryRun>('BENCH_MEMORY_S=0');
+        ? await withStandby(svc, () => attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log)), log)
+        : {
+            load: skipped<MemoryRun>('BENCH_MEMORY_S=0'),
+            standby: skipped<StandbyLagFigures>('BENCH_MEMORY_S=0: it follows during the memory run'),
+          };
+    if (standby.status === 'measured') log(standbyLine(standby.figures));
     // After the levels: the disk the WAL, the processed set and snapshots took for what committed.
     const disk = await attempt('disk use', log, () => measureDiskUse(svc, pgBefore));
     if (disk.status === 'measured') {
@@ -143,22 +149,11 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
     log("(f) the transfer's chain alone: the service's PostgreSQL writer and a UBSCore of its own, no HTTP, no coordinator thread");
     const chain = await attempt('(f) chain alone', log, () => benchChain(svc, opts.levels, opts.durationS, opts.users, log));
     const rebuild = await rebuildPart(svc, opts);
-    return { users, service, fixedRate, disk, memory, conservation, pgCeiling, chain, rebuild };
+    return { users, service, fixedRate, disk, memory, standby, conservation, pgCeiling, chain, rebuild };
   } finally {
     log('stopping the service (SIGTERM: HTTP, coordinators, UBSCore, PostgreSQL)');
     await svc.stop();
   }
-}
-
-async function memoryRun(svc: BenchService, users: readonly BenchUser[], seconds: number, log: (line: string) => void): Promise<MemoryRun> {
-  log(`memory run: ${seconds} s at ${MEMORY_RUN_CONNECTIONS} connections, RssAnon every second`);
-  const sampler = sampleRss(svc.pid);
-  const level = await driveTransfers(svc, users, MEMORY_RUN_CONNECTIONS, seconds);
-  const mem = await sampler.stop();
-  log(
-    `  memory: first ${mem.firstMiB} MiB, last ${mem.lastMiB} MiB, max ${mem.maxMiB} MiB, growth ${(mem.growth * 100).toFixed(1)}% (${mem.flat ? 'flat' : 'not flat'}); ${level.committedPerSecond} committed/s`,
-  );
-  return { ...mem, connections: MEMORY_RUN_CONNECTIONS, committedPerSecond: level.committedPerSecond, latencyP99Ms: level.latencyMs.p99 };
 }
 
 async function conservationCheck(svc: BenchService): Promise<Conservation> {
@@ -349,6 +344,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       pgCeiling: phase.pgCeiling,
       chain: phase.chain,
       spotLog,
+      standby: phase.standby,
       httpCeiling,
       profile,
       targets,

@@ -1,4 +1,4 @@
-// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (the transfer's chain alone, (f), too) (statements counted so that baseline (a) shows exactly its two), conservation holds, the SPOT ledger is rebuilt from PostgreSQL into an empty DATA_DIR and conserved (g), and the JSON and summary land in the directory it is given.
+// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (the transfer's chain alone, (f), too) (statements counted so that baseline (a) shows exactly its two), conservation holds, UBSCore's waits for LMDB and for PostgreSQL's log and the log's share of PostgreSQL's write transactions are measured per level, a standby follows the service under load (its lag measured) and takes nothing over, the SPOT ledger is rebuilt from PostgreSQL into an empty DATA_DIR and conserved (g), and the JSON and summary land in the directory it is given.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -57,6 +57,17 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     const own = s.statements.byStatement.filter((x) => /FROM transfers_active$|pg_stat_activity|pg_current_xact_id/.test(x.query));
     assert.equal(own, [], "no query of the benchmark counted as the service's");
     assert.ok(Object.keys(s.transitions).length > 0, 'state moves were counted');
+    // Issue 26, per level: UBSCore's waits for LMDB and for PostgreSQL's log, and the log's share of PostgreSQL's work.
+    const log = s.spotLog;
+    assert.ok(log !== null && log.pgAppends > 0 && log.lmdbBatches > 0, `the log's appends counted: ${JSON.stringify(log)}`);
+    assert.ok((log.pgAppendMsMean ?? 0) > 0 && (log.lmdbSyncMsMean ?? 0) > 0, 'mean waits for PostgreSQL and LMDB measured');
+    assert.ok(
+      (log.logWriteTxnsPerCommitted ?? 0) > 0 && (log.logWriteTxnsPerCommitted ?? 0) <= (s.pgWriteTxnsPerCommitted ?? 0),
+      "the log's write transactions, a part of all",
+    );
+    assert.ok((log.logShareOfWriteTxns ?? 0) > 0 && (log.logShareOfWriteTxns ?? 2) <= 1, 'its share of the write transactions');
+    // One INSERT INTO spot_log per WAL block, at least one per append.
+    assert.ok((log.spotLogInsertsPerCommitted ?? 0) >= (log.logWriteTxnsPerCommitted ?? 1), 'spot_log inserts counted');
     // The same counting on baseline (a), whose transaction is exactly an UPDATE and an INSERT,
     // must find two statements per transaction: neither the benchmark's queries nor BEGIN/COMMIT.
     assert.is(level.pg.postgresJs.statementsPerOp, 2, '(a) counted as two statements per transaction');
@@ -88,6 +99,14 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       '(b) is reported, not a target',
     );
     assert.is(report.memory.status, 'measured');
+    // Issue 26: a standby followed the service during the memory run, caught up, and took nothing over.
+    assert.ok(report.standby.status === 'measured', `standby measured: ${JSON.stringify(report.standby)}`);
+    const sb = report.standby.figures;
+    assert.ok(sb.samples > 0 && sb.startMs > 0, `standby polled: ${JSON.stringify(sb)}`);
+    for (const x of [sb.lagRecords, sb.lagMs]) assert.ok(x.p50 >= 0 && x.p50 <= x.p99 && x.p99 <= x.max, JSON.stringify(x));
+    assert.ok(sb.primarySeq > 0 && sb.appliedSeq >= sb.primarySeq, "the standby reached the service's last seq");
+    assert.is(sb.ownerEpochAfter, sb.ownerEpochBefore, 'the standby never took the ledger over');
+    assert.ok(sb.standbyCores > 0, "the standby's CPU measured");
     assert.is(report.ubscore.status, 'measured');
     assert.ok(report.ubscore.status === 'measured' && report.ubscore.figures.applied === 5_000, '(c) every command applied');
     assert.is(report.restart.status, 'skipped');
@@ -143,6 +162,9 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     assert.match(summary, "## The transfer's chain alone (f)");
     assert.match(summary, 'MiB per million transfers: WAL');
     assert.match(summary, '(g) Rebuild from PostgreSQL into an empty DATA_DIR');
+    assert.match(summary, 'mean wait per batch: LMDB sync / PostgreSQL append ms');
+    assert.match(summary, '## The standby under load');
+    assert.match(summary, '| records |');
   } finally {
     await fs.rm(outDir, { recursive: true, force: true });
   }

@@ -12,6 +12,7 @@ import { runFixedRate, type FixedRateFigures, type FixedRateRequest } from './fi
 import { round1, runLoad, type LoadFigures } from './closed-loop.js';
 import { sampleActivity, type PgActivity } from '../meters/pg-activity.js';
 import { countStatements, type StatementCounts } from '../meters/pg-statements.js';
+import { spotLogWindow, ubsSyncCounters, type SpotLogWindow, type UbsSyncCounters } from '../meters/spot-log-wait.js';
 import { BENCH_ASSETS, type BenchUser } from '../support/seed.js';
 import { SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from '../support/service-child.js';
 
@@ -45,6 +46,8 @@ export type WindowFigures = {
   readonly ubsCommandsPerBatch: number | null;
   /** transfer_fsm_transitions_total (spec 004's fsm_state_count) moves during the window, by "FROM→TO", from /metrics. */
   readonly transitions: Readonly<Record<string, number>>;
+  /** Issue 26: UBSCore's waits for LMDB and for PostgreSQL's spot_log, and the log's share of PostgreSQL's work; null with SPOT_LOG=off. */
+  readonly spotLog: SpotLogWindow | null;
   readonly statements: StatementCounts | null;
   readonly cpu: CpuShares;
   readonly pgActivity: PgActivity;
@@ -134,6 +137,7 @@ async function measureWindow<L extends { readonly durationS: number }>(
   const perCommitted = (x: number | null, digits = 2): number | null =>
     x === null || committed <= 0 ? null : Math.round((x / committed) * 10 ** digits) / 10 ** digits;
   const batches = metricsAfter.ubsBatches - metricsBefore.ubsBatches;
+  const writeTxns = xidAfter - xidBefore;
   return {
     ...figures,
     committed,
@@ -141,12 +145,13 @@ async function measureWindow<L extends { readonly durationS: number }>(
     failed: after.failed - before.failed,
     rolledBack: after.rolledBack - before.rolledBack,
     unfinished,
-    pgWriteTxnsPerCommitted: perCommitted(xidAfter - xidBefore),
+    pgWriteTxnsPerCommitted: perCommitted(writeTxns),
     pgStatementsPerCommitted: statementCounts === null || statementCounts.evicted ? null : perCommitted(statementCounts.statements),
     postgresCpuMsPerCommitted: perCommitted(cpuShares.postgresCpuS * 1000, 3),
     serviceCpuMsPerCommitted: perCommitted(cpuShares.serviceCpuS * 1000, 3),
     ubsCommandsPerBatch: batches > 0 ? round1((metricsAfter.ubsCommands - metricsBefore.ubsCommands) / batches) : null,
     transitions: difference(metricsBefore.transitions, metricsAfter.transitions),
+    spotLog: spotLogWindow(metricsBefore.sync, metricsAfter.sync, { committed, writeTxns, statements: statementCounts }),
     statements: statementCounts,
     cpu: cpuShares,
     pgActivity,
@@ -190,9 +195,9 @@ function difference(before: ReadonlyMap<string, number>, after: ReadonlyMap<stri
   return out;
 }
 
-type ServiceCounters = { ubsCommands: number; ubsBatches: number; transitions: Map<string, number> };
+type ServiceCounters = { ubsCommands: number; ubsBatches: number; transitions: Map<string, number>; sync: UbsSyncCounters };
 
-/** UBSCore's command and WAL batch counters and the FSM transition counts, from the service's /metrics. */
+/** UBSCore's command and WAL batch counters, its group commit's waits, and the FSM transition counts, from the service's /metrics. */
 async function serviceCounters(base: string): Promise<ServiceCounters> {
   const text = await fetch(`${base}/metrics`).then(
     (r) => (r.ok ? r.text() : ''),
@@ -206,5 +211,10 @@ async function serviceCounters(base: string): Promise<ServiceCounters> {
     const to = /to="([A-Z_]+)"/.exec(m[1] ?? '')?.[1];
     if (from !== undefined && to !== undefined) transitions.set(`${from}→${to}`, (transitions.get(`${from}→${to}`) ?? 0) + Number(m[2]));
   }
-  return { ubsCommands: read('transfer_ubscore_commands_total'), ubsBatches: read('transfer_ubscore_wal_batches_total'), transitions };
+  return {
+    ubsCommands: read('transfer_ubscore_commands_total'),
+    ubsBatches: read('transfer_ubscore_wal_batches_total'),
+    transitions,
+    sync: ubsSyncCounters(text),
+  };
 }

@@ -14,6 +14,7 @@ import type { UbsThroughput } from '../parts/ubscore-throughput.js';
 import type { ChainLevel } from '../baselines/chain-alone.js';
 import type { DiskUse } from '../meters/disk-use.js';
 import type { RebuildFigures } from '../parts/rebuild.js';
+import type { StandbyLagFigures } from '../parts/standby-lag.js';
 import { REBUILD_ACCOUNTS, REBUILD_MS_MAX, REBUILD_RECORDS } from '../parts/rebuild-ledger.js';
 
 /** A part of the run: measured, deliberately skipped (with why), or failed (with the error). */
@@ -143,6 +144,8 @@ export type BenchReport = {
   readonly recovery: Part<RecoveryReport>;
   /** Issue 26: committed/s at the main level with UBSCore's log in PostgreSQL and without it (bench/parts/spot-log-cost.ts). */
   readonly spotLog: Part<SpotLogCost>;
+  /** Issue 26: a ROLE=standby process's lag behind the service during the memory run (bench/parts/standby-lag.ts). */
+  readonly standby: Part<StandbyLagFigures>;
   readonly rebuild: Part<RebuildFigures>;
   readonly profile: Part<ProfileRun>;
   readonly targets: readonly Target[];

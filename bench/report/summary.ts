@@ -276,21 +276,71 @@ function leverLines(r: BenchReport): string[] {
   return out;
 }
 
-/** Issue 26: the same level with UBSCore's log in PostgreSQL and without it. */
+/** Issue 26, per level of the service phase: what a batch waited for, and the log's share of PostgreSQL's work. */
+function spotLogLevelRows(r: BenchReport): string[] {
+  const rows = r.levels.flatMap((l) => {
+    const s = l.service;
+    const g = s.spotLog;
+    if (g === null) return [];
+    const waited =
+      g.pgAppendMsMean === null || g.lmdbSyncMsMean === null ? '—' : g.pgAppendMsMean > g.lmdbSyncMsMean ? 'PostgreSQL' : 'LMDB';
+    return [
+      `| ${l.connections} | ${n(s.committedPerSecond)} | ${s.pgWriteTxnsPerCommitted ?? '—'} | ${n(g.logWriteTxnsPerCommitted, 3)} (${n(g.logShareOfWriteTxns === null ? null : g.logShareOfWriteTxns * 100, 0)} %) | ` +
+        `${n(g.spotLogInsertsPerCommitted, 3)} (${n(g.spotLogInsertExecMsPerCommitted, 4)} ms) | ${n(s.postgresCpuMsPerCommitted, 3)} | ${n(g.pgAppends, 0)} | ${n(g.lmdbSyncMsMean, 3)} / ${n(g.pgAppendMsMean, 3)} | ${waited} | ${g.pgAppendRetries} |`,
+    ];
+  });
+  if (rows.length === 0) return ['The service phase ran without the PostgreSQL log (SPOT_LOG=off), or measured no level.', ''];
+  return [
+    "| conn. | committed/s | PG write txns per transfer | of them the log's (share) | spot_log inserts per transfer (server ms) | PG CPU ms per transfer | batches appended | mean wait per batch: LMDB sync / PostgreSQL append ms | the slower | append retries |",
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows,
+    '',
+    "A batch is answered once LMDB and PostgreSQL's spot_log both hold it, so it waits for the slower of the two; the means are from the service's histograms transfer_ubscore_wal_sync_seconds and transfer_ubscore_pg_log_append_seconds over each level's window. " +
+      'The log writes one transaction per batch (one INSERT INTO spot_log per WAL block, counted by pg_stat_statements); PostgreSQL CPU is all of its processes, the log included: what the log adds to it is the comparison below.',
+    '',
+  ];
+}
+
+/** Issue 26: the log per level, then the same level with UBSCore's log in PostgreSQL and without it. */
 function spotLogLines(r: BenchReport): string[] {
-  const out = ["## UBSCore's log in PostgreSQL (SPOT_LOG)", ''];
+  const out = ["## UBSCore's log in PostgreSQL (SPOT_LOG)", '', ...spotLogLevelRows(r)];
   const c = figuresOf(r.spotLog);
   if (c === null) return [...out, partNote('SPOT_LOG comparison', r.spotLog) ?? '', ''];
   const row = (name: string, l: typeof c.off) =>
     `| ${name} | ${n(l.committedPerSecond)} | ${l.latencyP99Ms} | ${n(l.pgWriteTxnsPerCommitted, 2)} | ${n(l.postgresCpuMsPerCommitted, 3)} | ${n(l.serviceCpuMsPerCommitted, 3)} |`;
+  const added = (a: number | null, b: number | null, digits: number): string => (a === null || b === null ? '—' : n(a - b, digits));
   return [
     ...out,
-    `At ${c.connections} connections: postgres over off ${c.ratio ?? '—'} (target ≥ ${c.ratioMin}: ${c.met === null ? 'n/a' : c.met ? 'met' : 'NOT met'}).`,
+    `At ${c.connections} connections: postgres over off ${c.ratio ?? '—'} (target ≥ ${c.ratioMin}: ${c.met === null ? 'n/a' : c.met ? 'met' : 'NOT met'}); ` +
+      `the log adds ${added(c.postgres.postgresCpuMsPerCommitted, c.off.postgresCpuMsPerCommitted, 3)} ms of PostgreSQL CPU and ${added(c.postgres.pgWriteTxnsPerCommitted, c.off.pgWriteTxnsPerCommitted, 2)} write transactions per transfer.`,
     '',
     '| SPOT_LOG | committed/s | p99 ms | PG write txns per transfer | PG CPU ms per transfer | service CPU ms per transfer |',
     '|---|---|---|---|---|---|',
     row('postgres', c.postgres),
     row('off', c.off),
+    '',
+  ];
+}
+
+/** Issue 26: a standby following the service's log during the memory run. */
+function standbyLines(r: BenchReport): string[] {
+  const out = ['## The standby under load', ''];
+  const s = figuresOf(r.standby);
+  if (s === null) return [...out, partNote('Standby', r.standby) ?? '', ''];
+  const mem = figuresOf(r.memory);
+  return [
+    ...out,
+    `A ROLE=standby process on the service's PostgreSQL, its DATA_DIR rebuilt from PostgreSQL as it started (${n(s.startMs, 0)} ms until it held the service's seq), followed the service's spot_log during the memory run ` +
+      `(${r.parameters.memoryS} s at ${mem?.connections ?? 64} connections${mem === null ? '' : `, ${n(mem.committedPerSecond)} committed/s`}); its /readyz was read every 150 ms (${n(s.samples, 0)} readings, ${s.failedPolls} without an answer).`,
+    '',
+    '| lag | p50 | p99 | max |',
+    '|---|---|---|---|',
+    `| records | ${n(s.lagRecords.p50, 0)} | ${n(s.lagRecords.p99, 0)} | ${n(s.lagRecords.max, 0)} |`,
+    `| ms | ${n(s.lagMs.p50, 0)} | ${n(s.lagMs.p99, 0)} | ${n(s.lagMs.max, 0)} |`,
+    '',
+    `The standby used ${s.standbyCores} cores meanwhile; after the load it reached the service's last seq (${n(s.primarySeq, 0)}) in ${n(s.catchUpMs, 0)} ms, and was stopped before the service. ` +
+      `Owner epoch before and after: ${s.ownerEpochBefore} and ${s.ownerEpochAfter}${s.ownerEpochBefore === s.ownerEpochAfter ? '' : ' (**changed**: the ledger was taken over)'}. ` +
+      'lag_records is how far its last applied seq was behind the last seq of spot_log it read; lag_ms how long it had been behind without catching up, from the first read that found PostgreSQL ahead (0 when caught up).',
     '',
   ];
 }
@@ -302,6 +352,7 @@ export function renderSummary(r: BenchReport): string {
     ...levelsTable(r),
     ...chainTable(r),
     ...spotLogLines(r),
+    ...standbyLines(r),
     ...fixedRateLines(r),
     ...componentLines(r),
     ...profileLines(r),

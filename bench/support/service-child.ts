@@ -162,11 +162,59 @@ export function pgUrl(pgPort: number, password: string, as: { readonly user?: st
   return `postgres://${as.user ?? SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/${as.database ?? SERVICE_DATABASE}`;
 }
 
-async function waitReady(base: string, running: Running): Promise<void> {
+/** A ROLE=standby process beside a bench service (issue 26), following its ledger's log in spot_log. */
+export type BenchStandby = {
+  readonly pid: number;
+  readonly base: string;
+  readonly stderrTail: () => string;
+  /** Whether the process has exited (a standby that cannot follow stops itself). */
+  readonly exited: () => boolean;
+  /** SIGTERM and wait; call it before the primary stops, so the standby never takes the ledger over. */
+  readonly stop: () => Promise<void>;
+};
+
+/**
+ * Starts a standby on `primary`'s PostgreSQL (DATABASE_URL, as the service's role) with a fresh
+ * DATA_DIR of its own, which it rebuilds from PostgreSQL, and waits until it answers /healthz
+ * (the standby's /readyz answers 503 until it owns the ledger). Registered for cleanup after the
+ * primary, so cleanupAll (newest first) stops it first.
+ */
+export async function startBenchStandby(primary: BenchService): Promise<BenchStandby> {
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-bench-standby-'));
+  const port = await freePort();
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...BENCH_ENV,
+    ROLE: 'standby',
+    DATABASE_URL: pgUrl(primary.pgPort, primary.pgPassword),
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    JWT_SECRET: BENCH_JWT_SECRET,
+  };
+  delete env.NODE_OPTIONS;
+  delete env.EMBEDDED_PG_PORT;
+  const running = spawnService([path.join(ROOT, 'dist', 'actors', 'main.js')], env);
+  const stop = registerCleanup(async () => {
+    await stopChild(running.child, running.exited, dataDir);
+    await fs.rm(dataDir, { recursive: true, force: true });
+  });
+  try {
+    const base = `http://127.0.0.1:${port}`;
+    await waitReady(base, running, '/healthz');
+    const { child } = running;
+    const exited = (): boolean => child.exitCode !== null || child.signalCode !== null;
+    return { pid: child.pid ?? 0, base, stderrTail: () => running.stderr(), exited, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function waitReady(base: string, running: Running, probe = '/readyz'): Promise<void> {
   const { child, stderr } = running;
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    const ok = await fetch(`${base}/readyz`).then(
+    const ok = await fetch(`${base}${probe}`).then(
       (r) => r.ok,
       () => false,
     );
