@@ -326,7 +326,6 @@ test('ledger identity: every pair of ids and contents, decided', () => {
   }
 });
 
-
 test('issue 26: a fresh DATA_DIR against a database holding the SPOT log is rebuilt from PostgreSQL: the SPOT balance is there', async () => {
   await withHarness(async (h) => {
     const first = await h.start();
