@@ -139,6 +139,7 @@ test('the OpenAPI document lists every endpoint and error code; /docs serves its
     '/admin/v1/transfers/{req_id}/retry',
     '/admin/v1/transfers/search',
     '/admin/v1/overview',
+    '/admin/v1/ownership',
     '/console',
     '/admin/v1/invariant',
     '/admin/v1/halt',

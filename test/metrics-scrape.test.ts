@@ -121,7 +121,22 @@ test('scrape: unfinished by state and funds in flight from transfers_active, fin
         }),
       );
     };
-    const sources = { main: new Registry(), sql, shards: shardScrape, ubs: async () => null, alertKinds: Object.keys(ALERT_KINDS) };
+    const ownership = () => ({
+      role: 'primary' as const,
+      promoted: false,
+      epoch: 1,
+      leaseState: 'proven' as const,
+      leaseLeftMs: 1500,
+      lag: { records: 0, ms: 0 },
+    });
+    const sources = {
+      main: new Registry(),
+      sql,
+      shards: shardScrape,
+      ubs: async () => null,
+      alertKinds: Object.keys(ALERT_KINDS),
+      ownership,
+    };
 
     await flushStats(sql);
     const tbBefore = await reads(sql, 'transfers_tb');

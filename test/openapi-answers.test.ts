@@ -183,6 +183,7 @@ test('operator, audit and public routes answer as documented', async () => {
   await step({ method: 'GET', path: '/admin/v1/transfers', url: '/admin/v1/transfers?stuck=true', as: admin, status: 200 });
   await step({ method: 'GET', path: '/admin/v1/invariant', as: admin, status: 200 });
   await step({ method: 'GET', path: '/admin/v1/overview', as: admin, status: 200 });
+  await step({ method: 'GET', path: '/admin/v1/ownership', as: admin, status: 200 });
   const backupDir = path.join(await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-docs-backup-')), 'b');
   try {
     await step({ method: 'POST', path: '/admin/v1/backup', as: admin, body: { dir: backupDir }, status: 200 });

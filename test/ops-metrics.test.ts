@@ -1,4 +1,4 @@
-// Proves a real scrape of the running service passes `promtool check metrics` with no problem, the alert rules pass `promtool check rules`, and every metric name the Grafana dashboard and the alert rules read appears in a real scrape.
+// Proves a real scrape of the running service passes `promtool check metrics` with no problem, the alert rules pass `promtool check rules` and their unit tests (`promtool test rules`), and every metric name the Grafana dashboard and the alert rules read appears in a real scrape.
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -13,6 +13,8 @@ import { startTestService, type TestService } from './support/service.js';
 
 const DASHBOARD = path.join(PROJECT_ROOT, 'ops', 'grafana', 'dashboard.json');
 const RULES = path.join(PROJECT_ROOT, 'ops', 'prometheus', 'alerts.yml');
+/** The rules' unit tests: series in, alerts (labels and annotations) out, at given times. */
+const RULE_TESTS = path.join(PROJECT_ROOT, 'ops', 'prometheus', 'alerts.test.yml');
 /** How a panel names the dashboard's datasource variable (Grafana's syntax, not a template literal). */
 const DATASOURCE_VARIABLE = '$' + '{datasource}';
 /** Made by Prometheus for every target, never by the target itself. */
@@ -80,6 +82,13 @@ test('promtool: a real scrape, the alert rules, and every name the dashboard and
   const dashboardExprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr ?? ''));
   assert.equal(missing(dashboardExprs, scraped), [], 'every metric the dashboard reads is scraped');
   assert.equal(missing(ruleExprs(readFileSync(RULES, 'utf8')), scraped), [], 'every metric the alert rules read is scraped');
+});
+
+test("issue 26's rules fire on a standby behind, a lease not proven, a changed epoch, a promotion and a retried SPOT log, and not before", () => {
+  ensurePromtool();
+  const run = promtool(['test', 'rules', RULE_TESTS]);
+  assert.is(run.status, 0, run.output);
+  assert.match(run.output, /SUCCESS/);
 });
 
 test('metricNames: functions, aggregations, groupings, strings and numbers are not names', () => {

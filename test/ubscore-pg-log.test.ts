@@ -162,6 +162,8 @@ test('an unknown PostgreSQL outcome is retried until it lands, nothing answered 
   await until('the append to wait on the lock', waiting);
   await admin`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE ${`${TAG}%`}`;
   await until('ubs.degraded', () => events.some((event) => event.kind === 'ubs.degraded'));
+  // The main thread's words depend on it: commands wait here, they are not answered unavailable.
+  assert.is(events.find((event) => event.kind === 'ubs.degraded')?.cause, 'pg-log');
   // The retry reconnects and waits on the lock again.
   await until('the retry to wait on the lock', waiting);
   assert.is(await within(reply, 100, 'no answer'), 'no answer', 'answered before PostgreSQL committed the block');

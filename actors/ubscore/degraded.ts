@@ -61,7 +61,7 @@ export class DegradedEpisode {
         'UBSCore cannot write its WAL: RAM is rebuilt from disk and every command is answered unavailable until a probe write succeeds',
         { reason, commands_unanswered: commandsUnanswered },
       );
-      this.hooks.post({ kind: 'ubs.degraded', reason, since: this.since });
+      this.hooks.post({ kind: 'ubs.degraded', cause: 'wal', reason, since: this.since });
       // A close under way waits for no recovery: it closes what is durable.
       if (!this.hooks.closing()) this.recovery.start();
       else this.hooks.drained();

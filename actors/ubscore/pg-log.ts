@@ -105,7 +105,7 @@ export class PgLog {
     logger.warn('UBSCore answers nothing until PostgreSQL takes its log: retrying', { reason, attempt: attempt + 1, next_ms: waitMs });
     if (this.waiting === null) {
       this.waiting = { since: Date.now(), attempts: 0 };
-      this.hooks.post({ kind: 'ubs.degraded', reason, since: this.waiting.since });
+      this.hooks.post({ kind: 'ubs.degraded', cause: 'pg-log', reason, since: this.waiting.since });
     }
     this.waiting.attempts++;
     await sleep(waitMs);

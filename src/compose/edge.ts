@@ -15,7 +15,8 @@ import { AuditLog } from '../audit/audit-log.js';
 import { BackupTaker } from '../backup/take.js';
 import { READYZ_PG_PROBE_TIMEOUT_MS, UBS_CONTROL_MS_MAX } from '../limits.js';
 import { within } from '../within.js';
-import { fatal, type Built, type MainParts, type Start } from './parts.js';
+import { readLedgerStatus, type ProcessOwnership } from '../ownership/status.js';
+import { fatal, type Built, type MainParts, type Start, type Stores } from './parts.js';
 
 /** What the HTTP edge is given (src/http/deps.ts). */
 export function appDeps(start: Start, built: Built): AppDeps {
@@ -53,7 +54,8 @@ export function appDeps(start: Start, built: Built): AppDeps {
     halt,
     invariant: main.invariant,
     registry: main.registry,
-    metrics: renderMetrics(built),
+    metrics: renderMetrics(built, ownershipOf(start, stores)),
+    ownership: async () => ({ process: ownershipOf(start, stores)(), ledger: await readLedgerStatus(sql) }),
     pulse: new Pulse(),
     snapshot: () => collectSnapshot({ sql, ubs: ubsStats }),
     probe: readinessProbe(sql, main),
@@ -70,8 +72,26 @@ export function appDeps(start: Start, built: Built): AppDeps {
   };
 }
 
+/**
+ * The serving process's side of the ownership: a primary, holding its epoch and lease; promoted
+ * when it was started as a standby (ROLE=standby) and took over. It follows no log, so no lag.
+ */
+function ownershipOf(start: Start, stores: Stores): () => ProcessOwnership {
+  return () => {
+    const { epoch } = stores.owner.identity();
+    return {
+      role: 'primary',
+      promoted: start.config.role === 'standby',
+      epoch: epoch === 'standby' ? null : epoch,
+      leaseState: stores.owner.leaseState(),
+      leaseLeftMs: stores.owner.leaseLeftMs(),
+      lag: { records: 0, ms: 0 },
+    };
+  };
+}
+
 /** GET /metrics: the main thread's registry, PostgreSQL's measures, every shard's and UBSCore's. */
-function renderMetrics(built: Built): AppDeps['metrics'] {
+function renderMetrics(built: Built, ownership: () => ProcessOwnership): AppDeps['metrics'] {
   const { stores, pools, main } = built;
   const ubsMetrics = ubscoreScrape(() => within(built.ubs.control.metrics(), UBS_CONTROL_MS_MAX, null));
   return () => {
@@ -88,6 +108,7 @@ function renderMetrics(built: Built): AppDeps['metrics'] {
       shards: () => pools.metrics(),
       ubs: ubsMetrics,
       alertKinds: Object.keys(ALERT_KINDS),
+      ownership,
     });
   };
 }

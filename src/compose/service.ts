@@ -243,7 +243,7 @@ function coordinatorBase(config: Config, stores: Stores) {
 function onUbsEvent(event: UbsHealthEvent, walHealth: WalHealth, log: Logger): void {
   switch (event.kind) {
     case 'ubs.degraded':
-      walHealth.report({ kind: 'degraded', reason: event.reason, since: event.since });
+      walHealth.report({ kind: 'degraded', cause: event.cause, reason: event.reason, since: event.since });
       break;
     case 'ubs.recovered':
       walHealth.report({ kind: 'recovered', since: event.since, degradedMs: event.degradedMs, attempts: event.attempts });

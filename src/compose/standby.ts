@@ -1,6 +1,7 @@
 // ROLE=standby (issue 26): the first half of a standby's start. It holds its DATA_DIR, but not the
 // ownership; it serves nothing (a small listener answers /healthz 200 and /readyz 503 with its lag,
-// every other path 503 STANDBY); its UBSCore follows the owner's log in spot_log. Once the
+// /metrics with its role, lag and what PostgreSQL holds of the owner and the SPOT log, every
+// other path 503 STANDBY); its UBSCore follows the owner's log in spot_log. Once the
 // ownership is this process's (`acquire`), it catches up one last time, UBSCore leads, the small
 // listener closes, and the start goes on as a primary's (src/compose/service.ts).
 
@@ -8,6 +9,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/config.js';
 import { openSql, type Sql } from '../db/sql.js';
+import { renderStandbyMetrics } from '../metrics/ownership.js';
+import type { ProcessOwnership } from '../ownership/status.js';
 import { SpotLogStore } from '../spot-log/store.js';
 import { SpotLogTailer, type StandbyLag } from '../spot-log/tail.js';
 import type { UbsCore } from '../threads.js';
@@ -28,13 +31,32 @@ function answer(res: ServerResponse, status: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-/** The standby's only listener: alive, not ready, and every other path refused as the service refuses. */
-export function listenStandby(config: Pick<Config, 'port' | 'host'>, lag: () => StandbyLag): Promise<StandbyListener> {
+/** Prometheus's text format, as the primary's GET /metrics answers it. */
+const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+
+function answerMetrics(res: ServerResponse, metrics: () => Promise<string>): void {
+  metrics().then(
+    (text) => {
+      res.writeHead(200, { 'content-type': METRICS_TYPE, 'cache-control': 'no-store' });
+      res.end(text);
+    },
+    // PostgreSQL away: the scrape fails, as the primary's does, and `up` stays 1 for /healthz.
+    (error: unknown) => answer(res, 503, { code: 'SERVICE_UNAVAILABLE', message: `metrics could not be read: ${String(error)}` }),
+  );
+}
+
+/** The standby's only listener: alive, not ready, its metrics, and every other path refused as the service refuses. */
+export function listenStandby(
+  config: Pick<Config, 'port' | 'host'>,
+  lag: () => StandbyLag,
+  metrics: () => Promise<string>,
+): Promise<StandbyListener> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
     const body = { status: 'standby', role: 'standby', ...lag() };
     if (req.method === 'GET' && path === '/healthz') return answer(res, 200, body);
     if (req.method === 'GET' && path === '/readyz') return answer(res, 503, body);
+    if (req.method === 'GET' && path === '/metrics') return answerMetrics(res, metrics);
     answer(res, 503, { code: 'STANDBY', message: 'This instance is a standby: it serves nothing until it owns the ledger' });
   });
   return new Promise((resolve, reject) => {
@@ -62,7 +84,7 @@ export async function standBy<Core extends UbsCore>(
 ): Promise<Core> {
   const { config, log } = start;
   let tailer: SpotLogTailer | null = null;
-  const listener = await listenStandby(config, () => tailer?.lag() ?? { lag_records: 0, lag_ms: 0, applied_seq: 0 });
+  const lag = () => tailer?.lag() ?? { lag_records: 0, lag_ms: 0, applied_seq: 0 };
   // A standby writes nothing: its connection carries the epoch `standby`, which the fence refuses.
   const sql: Sql = openSql(databaseUrl, {
     max: 1,
@@ -70,7 +92,9 @@ export async function standBy<Core extends UbsCore>(
     timeouts: config.pgTimeouts,
     owner: { tag: `standby-${process.pid}`, epoch: 'standby' },
   });
+  let listener: StandbyListener | null = null;
   try {
+    listener = await listenStandby(config, lag, () => renderStandbyMetrics(sql, standbyOwnership(lag())));
     const ubs = await startCore();
     const follower = new SpotLogTailer({
       store: new SpotLogStore(sql),
@@ -92,7 +116,19 @@ export async function standBy<Core extends UbsCore>(
     return ubs;
   } finally {
     await tailer?.stop();
-    await listener.close();
+    await listener?.close();
     await sql.end({ timeout: 5 });
   }
+}
+
+/** A standby's side of the ownership: no epoch, no lease, and how far it is behind the owner's log. */
+function standbyOwnership(lag: StandbyLag): ProcessOwnership {
+  return {
+    role: 'standby',
+    promoted: false,
+    epoch: null,
+    leaseState: null,
+    leaseLeftMs: 0,
+    lag: { records: lag.lag_records, ms: lag.lag_ms },
+  };
 }

@@ -18,6 +18,7 @@ import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
 import type { BackupOutcome } from '../backup/take.js';
 import type { LeaseState } from '../ownership/lease.js';
+import type { LedgerStatus, ProcessOwnership } from '../ownership/status.js';
 import type { Drain } from './drain.js';
 import type { TokenVerifier } from './auth/token-verifier.js';
 
@@ -69,6 +70,8 @@ export type AppDeps = {
   readonly onLeaseLapsed: (reason: string) => void;
   /** Turns new requests away once a stop begins, and counts the ones in flight. */
   readonly drain: Drain;
+  /** GET /admin/v1/ownership: this process's role, epoch and lease, and what PostgreSQL holds of the owner and the SPOT log. */
+  readonly ownership: () => Promise<{ readonly process: ProcessOwnership; readonly ledger: LedgerStatus }>;
   /** Takes a backup of both halves of the ledger at one cut into an empty directory. */
   readonly backup: (dir: string) => Promise<BackupOutcome>;
 };

@@ -2,13 +2,16 @@
 // each coordinator shard's (transitions, finished transfers and their duration, retries,
 // runtime), UBSCore's (commands, WAL batches and sync time, LMDB, runtime), and what this scrape
 // reads itself: mailbox depths and, from PostgreSQL, the unfinished transfers (through
-// transfers_active: never the whole of transfers_tb), the alerts raised and the connections.
+// transfers_active: never the whole of transfers_tb), the alerts raised, the connections, and
+// the owner and the SPOT log (src/metrics/ownership.ts).
 // Every series is labelled with the thread it came from (src/metrics/aggregate.ts).
 
 import type { Sql } from '../db/sql.js';
 import { UNFINISHED_STATES } from '../domain/fsm.js';
 import { aggregate, MAIN_THREAD, type ShardScrape, type ThreadScrape } from './aggregate.js';
 import { renderExactGauge } from './exact.js';
+import { readLedgerStatus, type LedgerStatus, type ProcessOwnership } from '../ownership/status.js';
+import { setOwnershipMetrics } from './ownership.js';
 import { Registry, type MetricFamily } from './registry.js';
 import { summarise, unfinishedTransfers, type Unfinished } from './unfinished.js';
 
@@ -20,6 +23,8 @@ type MetricSources = {
   readonly ubs: () => Promise<ThreadScrape | null>;
   /** Every alert kind (src/alerts/alerts.ts), each counted from zero; given, so metrics/ knows nothing of alerts/. */
   readonly alertKinds: readonly string[];
+  /** This process's role, epoch, lease and lag, read at the scrape. */
+  readonly ownership: () => ProcessOwnership;
 };
 
 export const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
@@ -41,6 +46,7 @@ export async function collectMetrics(src: MetricSources): Promise<string> {
       s.depth,
     );
   setFromPostgres(scrape, pg, src.alertKinds);
+  setOwnershipMetrics(scrape, src.ownership(), pg.ledger);
   const workers = [...shards, ...(ubs === null ? [] : [ubs])].map((w) => ({
     thread: w.thread,
     families: [...w.families, freshness(w.fresh)],
@@ -70,18 +76,20 @@ type FromPostgres = {
   readonly assets: readonly string[];
   readonly alerts: readonly { kind: string; n: number }[];
   readonly connections: readonly { application: string; state: string; n: number }[];
+  readonly ledger: LedgerStatus;
 };
 
 async function fromPostgres(sql: Sql): Promise<FromPostgres> {
-  const [rows, assets, alerts, connections] = await Promise.all([
+  const [rows, assets, alerts, connections, ledger] = await Promise.all([
     unfinishedTransfers(sql),
     sql<{ symbol: string }[]>`SELECT symbol FROM assets`,
     sql<{ kind: string; n: number }[]>`SELECT kind, count(*)::int AS n FROM alerts GROUP BY kind`,
     sql<{ application: string; state: string; n: number }[]>`
       SELECT regexp_replace(application_name, ${OWNER_TAG_PATTERN}, '') AS application, coalesce(state, 'unknown') AS state, count(*)::int AS n
         FROM pg_stat_activity WHERE datname = current_database() GROUP BY 1, 2`,
+    readLedgerStatus(sql),
   ]);
-  return { unfinished: summarise(rows), assets: assets.map((a) => a.symbol), alerts, connections };
+  return { unfinished: summarise(rows), assets: assets.map((a) => a.symbol), alerts, connections, ledger };
 }
 
 function setFromPostgres(scrape: Registry, pg: FromPostgres, alertKinds: readonly string[]): void {

@@ -35,6 +35,8 @@ export type OwnerLease = {
   /** Whether the lease is proven now: only until (send time of the last good renewal) + LEASE_MS - margin. */
   readonly valid: () => boolean;
   readonly state: () => LeaseState;
+  /** Milliseconds of proven lease left now (0 once the proof ended): what an operator sees as the lease. */
+  readonly provenMs: () => number;
   /** The lock session closed: a failure seen now (before the proof ends, or, if the process was stopped, after). */
   readonly lost: () => void;
   readonly stop: () => void;
@@ -114,5 +116,6 @@ export function keepLease(opts: LeaseOptions): OwnerLease {
     stopped = true;
     clearInterval(timer);
   }
-  return { valid, state, lost: noticeFailure, stop };
+  const provenMs = () => Math.max(0, provenUntil - performance.now());
+  return { valid, state, provenMs, lost: noticeFailure, stop };
 }

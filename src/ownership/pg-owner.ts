@@ -61,6 +61,8 @@ export type PgOwner = {
   readonly claim: (lease: LeaseSettings, onEnded: (reason: string) => void) => Promise<PgOwnerIdentity>;
   /** The lease's state (src/ownership/lease.ts); before the claim, `proven` while the lock is held. */
   readonly leaseState: () => LeaseState;
+  /** Milliseconds of proven lease left (src/ownership/lease.ts); 0 before the claim. */
+  readonly leaseLeftMs: () => number;
   /** The tag and epoch every pool that writes money carries; throws before claim. */
   readonly identity: () => PgOwnerIdentity;
   readonly release: () => Promise<void>;
@@ -174,6 +176,7 @@ function ownerApi(sql: postgres.Sql, tag: string, st: LockState, events: OwnerEv
     },
     identity: claimOnce.identity,
     leaseState: () => st.lease?.state() ?? (st.held ? 'proven' : 'standing-by'),
+    leaseLeftMs: () => st.lease?.provenMs() ?? 0,
     release: async () => {
       st.released = true;
       st.held = false;

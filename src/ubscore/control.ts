@@ -100,14 +100,19 @@ export type UbsReady = {
  * What the core reports after it is ready: its WAL stopped taking writes, took them again, or it
  * stops (its thread's exit then stops the process).
  */
+/** Which half of UBSCore's durability is failing: its LMDB WAL, or its log in PostgreSQL. */
+export type UbsDegradedCause = 'wal' | 'pg-log';
+
 export type UbsHealthEvent =
   | { readonly kind: 'ubs.fatal'; readonly message: string }
   /**
-   * A WAL write failed (a full disk, say): RAM was thrown away and is being rebuilt from disk,
-   * and every command is answered `unavailable` until a probe write succeeds. `since` is the
-   * epoch ms the episode began; it is posted once per episode.
+   * UBSCore cannot make its batches durable, posted once per episode (`since`: the epoch ms it
+   * began). `cause` says which half and what commands meet meanwhile: `wal`, an LMDB write
+   * failed (a full disk, say): RAM is rebuilt from disk and every command is answered
+   * `unavailable` until a probe write succeeds; `pg-log`, PostgreSQL's log append had an unknown
+   * outcome: it is retried, and commands wait, unanswered, until it commits.
    */
-  | { readonly kind: 'ubs.degraded'; readonly reason: string; readonly since: number }
+  | { readonly kind: 'ubs.degraded'; readonly cause: UbsDegradedCause; readonly reason: string; readonly since: number }
   /** The disk takes writes again and RAM equals what is durable: UBSCore serves again. */
   | { readonly kind: 'ubs.recovered'; readonly since: number; readonly degradedMs: number; readonly attempts: number };
 

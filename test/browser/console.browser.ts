@@ -107,6 +107,12 @@ test('the page loads with a strict CSP, shows the stuck transfer, and its counts
   assert.is(await page.locator('#in-flight tr[data-asset]').count(), inFlight.length);
   for (const f of inFlight) assert.is(await text(`#in-flight tr[data-asset="${f.asset}"] td.num`), f.amount);
   assert.is(await text('#wal'), String(overview.body.wal_seq));
+  // The ownership panel shows what GET /admin/v1/ownership answers.
+  const own = (await call(h, svc, 'GET', '/admin/v1/ownership')).body as { epoch: number; spot_log: { archived_through_seq: number } };
+  await page.locator('#own-role', { hasText: 'primary' }).waitFor({ timeout: WAIT_MS });
+  assert.is(await text('#own-epoch'), String(own.epoch));
+  assert.match(await text('#own-lease'), /^proven, [0-9.]+ s left$/);
+  assert.is(await text('#own-archived'), String(own.spot_log.archived_through_seq));
   const now = overview.body.now as { accepted: number; transfers_per_s: string };
   assert.ok(now.accepted >= 19, JSON.stringify(now));
   assert.not.equal(await text('#p99'), '–');

@@ -378,6 +378,24 @@ export const ADMIN_ROWS: readonly Row[] = [
     check: (r) => assert.equal(r.body.halt, { halted: false, reason: null, since: null }),
   },
   {
+    name: 'GET /admin/v1/ownership answers the primary, its epoch as ledger_owner holds it, its lease proven',
+    method: 'GET',
+    path: '/admin/v1/ownership',
+    as: 'admin',
+    status: 200,
+    check: (r) => {
+      assert.equal([r.body.role, r.body.promoted], ['primary', false]);
+      const owner = r.body.ledger_owner as { epoch: number; owner: string; promoted_at: string | null };
+      assert.ok(typeof r.body.epoch === 'number' && r.body.epoch >= 1, `epoch ${String(r.body.epoch)}`);
+      assert.is(owner.epoch, r.body.epoch, "the epoch this process holds is ledger_owner's");
+      assert.ok(owner.owner.startsWith('transfer-') && owner.promoted_at !== null, JSON.stringify(owner));
+      const lease = r.body.lease as { state: string; left_ms: number };
+      assert.ok(lease.state === 'proven' && lease.left_ms > 0, JSON.stringify(lease));
+      const log = r.body.spot_log as { bytes: { spot_log: number; spot_snapshots: number; spot_processed: number } };
+      assert.ok(log.bytes.spot_log > 0 && log.bytes.spot_snapshots > 0 && log.bytes.spot_processed > 0, JSON.stringify(log));
+    },
+  },
+  {
     name: 'INV-001: GET /admin/v1/invariant runs the check and finds no difference',
     method: 'GET',
     path: '/admin/v1/invariant',

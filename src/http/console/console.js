@@ -173,6 +173,35 @@ function renderOverview(o) {
     : '';
 }
 
+/** A byte count as the page shows it: KiB, MiB or GiB with one decimal. */
+function size(bytes) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let n = bytes;
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i += 1;
+  }
+  return i === 0 ? `${n} B` : `${n.toFixed(1)} ${units[i]}`;
+}
+
+function renderOwnership(o) {
+  $('own-role').replaceChildren(
+    h('span', { class: `badge ${o.role === 'primary' ? 'OK' : 'WARNING'}` }, o.role),
+    o.promoted ? ' (promoted from standby)' : '',
+  );
+  $('own-epoch').textContent = o.epoch === null ? 'none' : String(o.epoch);
+  const lease = o.lease.state === null ? 'none' : `${o.lease.state}, ${(o.lease.left_ms / 1000).toFixed(1)} s left`;
+  $('own-lease').replaceChildren(h('span', { class: `badge ${o.lease.state === 'proven' ? 'OK' : 'CRITICAL'}` }, lease));
+  $('own-promoted').textContent = o.ledger_owner.promoted_at ?? 'never';
+  $('own-log-seq').textContent = String(o.spot_log.last_seq);
+  $('own-archived').textContent = String(o.spot_log.archived_through_seq);
+  const b = o.spot_log.bytes;
+  $('own-log-size').textContent = size(b.spot_log + b.spot_snapshots + b.spot_processed);
+  $('own-owner').textContent =
+    `Owner of record: ${o.ledger_owner.owner || 'none'} (epoch ${o.ledger_owner.epoch}); spot_log ${size(b.spot_log)}, spot_snapshots ${size(b.spot_snapshots)}, spot_processed ${size(b.spot_processed)}.`;
+}
+
 function renderCheck(c) {
   if (c === null) {
     $('check-summary').textContent = 'No check has run since the service started.';
@@ -303,19 +332,21 @@ async function poll() {
     await pollReady();
     showBanner();
     if (token() === null || denied !== null) return;
-    const [overview, all, stuck, alerts, audit] = await Promise.all([
+    const [overview, all, stuck, alerts, audit, ownership] = await Promise.all([
       api('GET', '/admin/v1/overview'),
       api('GET', `/admin/v1/transfers?limit=${LIST_LIMIT}`),
       api('GET', `/admin/v1/transfers?stuck=true&limit=${LIST_LIMIT}`),
       api('GET', `/admin/v1/alerts?limit=${ALERT_LIMIT}`),
       api('GET', `/admin/v1/audit?limit=${AUDIT_LIMIT}`),
+      api('GET', '/admin/v1/ownership'),
     ]);
     if (refused(overview)) return;
     if (overview.status === 200) renderOverview(overview.body);
     if (all.status === 200 && stuck.status === 200) renderTransfers(all.body.transfers, stuck.body.transfers);
     if (alerts.status === 200) renderAlerts(alerts.body.alerts);
+    if (ownership.status === 200) renderOwnership(ownership.body);
     renderAudit(audit);
-    const failed = [overview, all, stuck, alerts].find((r) => r.status !== 200);
+    const failed = [overview, all, stuck, alerts, ownership].find((r) => r.status !== 200);
     $('status').textContent = failed
       ? `Last refresh ${new Date().toLocaleTimeString()} incomplete: ${describeFailure(failed)}`
       : `Refreshed ${new Date().toLocaleTimeString()}; every ${POLL_MS / 1000} s.`;

@@ -48,6 +48,19 @@ export const CONSOLE_PAGE = `<!doctype html>
   </div>
   <p id="check-result" aria-live="polite"></p>
 </section>
+<section aria-labelledby="ownership-h" class="card">
+  <h2 id="ownership-h">Ownership and standby</h2>
+  <dl class="stats" id="ownership">
+    <div><dt>Role</dt><dd id="own-role">–</dd></div>
+    <div><dt>Owner epoch</dt><dd id="own-epoch">–</dd></div>
+    <div><dt>Lease</dt><dd id="own-lease">–</dd></div>
+    <div><dt>Promoted at</dt><dd id="own-promoted">–</dd></div>
+    <div><dt>PostgreSQL log: last seq</dt><dd id="own-log-seq">–</dd></div>
+    <div><dt>PostgreSQL log: archived through</dt><dd id="own-archived">–</dd></div>
+    <div><dt>PostgreSQL log: size</dt><dd id="own-log-size">–</dd></div>
+  </dl>
+  <p id="own-owner" class="muted"></p>
+</section>
 <section aria-labelledby="alerts-h" class="card">
   <h2 id="alerts-h">Alerts</h2>
   <ol id="alerts" class="list"></ol>

@@ -1,6 +1,7 @@
 // The JSON the operator console reads besides the operator routes: an overview of now (the last
 // minute's pace, unfinished transfers, funds in flight, the WAL position, the halt, the last
-// conservation check) and a transfer search that only ever uses an index and a bound.
+// conservation check), the ownership (role, epoch, lease, the SPOT log in PostgreSQL) and a
+// transfer search that only ever uses an index and a bound.
 
 import type { Hono } from 'hono';
 import type { TransferView } from '../../domain/transfer.js';
@@ -46,6 +47,8 @@ export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void 
     });
   });
 
+  routes.get('/ownership', async (c) => c.json(ownershipJson(await deps.ownership())));
+
   // One of: req_id; user_id with client_order_id; user_id alone (newest first, bounded).
   routes.get('/transfers/search', async (c) => {
     const q = c.req.query();
@@ -76,4 +79,22 @@ export function mountConsoleRoutes(routes: Hono<AdminEnv>, deps: AppDeps): void 
     }
     return c.json({ transfers: await adminTransfersJson(deps, views) });
   });
+}
+
+/** GET /admin/v1/ownership's answer: the process's side, then ledger_owner and the SPOT log as PostgreSQL holds them. */
+function ownershipJson(o: Awaited<ReturnType<AppDeps['ownership']>>) {
+  const { process: p, ledger } = o;
+  return {
+    role: p.role,
+    promoted: p.promoted,
+    epoch: p.epoch,
+    lease: { state: p.leaseState, left_ms: Math.floor(p.leaseLeftMs) },
+    ledger_owner: {
+      epoch: ledger.epoch,
+      owner: ledger.owner,
+      promoted_at: ledger.promotedAt?.toISOString() ?? null,
+      lease_until: ledger.leaseUntil?.toISOString() ?? null,
+    },
+    spot_log: { last_seq: ledger.logLastSeq, archived_through_seq: ledger.archivedThroughSeq, bytes: ledger.bytes },
+  };
 }

@@ -119,6 +119,23 @@ export const Overview = v.object({
   last_check: v.nullable(v.object({ checked_at: time, ok: v.boolean(), wal_seq: count, differences: v.array(Difference) })),
 });
 
+/** GET /admin/v1/ownership: this process's role, epoch and lease; ledger_owner and the SPOT log as PostgreSQL holds them. */
+export const Ownership = v.object({
+  role: v.picklist(['primary', 'standby']),
+  promoted: v.pipe(v.boolean(), v.description('Started as a standby (ROLE=standby) and took over')),
+  epoch: v.nullable(count),
+  lease: v.object({
+    state: v.nullable(v.picklist(['proven', 'standing-by', 'lapsed'])),
+    left_ms: v.pipe(count, v.description('Milliseconds of proven lease left')),
+  }),
+  ledger_owner: v.object({ epoch: count, owner: v.string(), promoted_at: v.nullable(time), lease_until: v.nullable(time) }),
+  spot_log: v.object({
+    last_seq: count,
+    archived_through_seq: count,
+    bytes: v.object({ spot_log: count, spot_snapshots: count, spot_processed: count }),
+  }),
+});
+
 /** POST /admin/v1/backup: where it went, the cut (ledger, WAL position, PostgreSQL snapshot), the pause, the sizes. */
 export const BackupAnswer = v.object({
   dir: v.string(),

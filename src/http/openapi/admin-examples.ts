@@ -91,6 +91,15 @@ export const overview = {
   last_check: { checked_at: AT, ok: true, wal_seq: 5, differences: [] },
 };
 
+export const ownership = {
+  role: 'primary',
+  promoted: true,
+  epoch: 4,
+  lease: { state: 'proven', left_ms: 1712 },
+  ledger_owner: { epoch: 4, owner: 'transfer-4121-a1b2c3@node-b', promoted_at: AT, lease_until: '2026-11-24T03:30:02.118Z' },
+  spot_log: { last_seq: 5, archived_through_seq: 0, bytes: { spot_log: 49152, spot_snapshots: 24576, spot_processed: 16384 } },
+};
+
 export const backupRequest = { dir: '/var/backups/transfer/2026-11-24T03-30' };
 export const backup = {
   dir: '/var/backups/transfer/2026-11-24T03-30',

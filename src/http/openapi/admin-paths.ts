@@ -119,6 +119,15 @@ export const adminPaths: Record<string, Json> = {
       ok: { '200': json('Overview', 'The overview', ax.overview) },
     }),
   },
+  '/admin/v1/ownership': {
+    get: operation({
+      id: 'getOwnership',
+      tag: 'operator',
+      summary: "Who owns the SPOT ledger: this process's role, epoch and lease, ledger_owner, and the SPOT log's reach and size",
+      auth: 'admin',
+      ok: { '200': json('Ownership', 'The ownership', ax.ownership) },
+    }),
+  },
   '/admin/v1/invariant': {
     get: operation({
       id: 'checkInvariant',

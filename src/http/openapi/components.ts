@@ -49,6 +49,7 @@ const DEFINITIONS = {
   AuditEntry: admin.AuditEntry,
   AuditPage: admin.AuditPage,
   Overview: admin.Overview,
+  Ownership: admin.Ownership,
   BackupAnswer: admin.BackupAnswer,
 };
 
