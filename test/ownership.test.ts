@@ -333,4 +333,17 @@ test('issue 26: a fresh DATA_DIR against a database holding the SPOT log is rebu
   });
 });
 
+test('issue 26: SPOT_LOG=off against a database that keeps the SPOT log is refused (its log would go stale)', async () => {
+  await withHarness(async (h) => {
+    const first = await h.start();
+    await fund(h, first, 43, 'own-stale-1');
+    await first.stop();
+    const r = await refusedStart(h, { SPOT_LOG: 'off' });
+    assert.is(r.code, REFUSED_EXIT_CODE, r.stderr);
+    assert.match(r.stderr, /SPOT_LOG=off against a database that keeps the SPOT log in PostgreSQL/);
+    const again = await h.start();
+    await fund(h, again, 43, 'own-stale-2');
+  });
+});
+
 test.run();

@@ -309,4 +309,25 @@ test('standby: a local WAL ahead of PostgreSQL is rebuilt, PostgreSQL is not wri
   });
 });
 
+test('stale PostgreSQL log: a primary whose local WAL is ahead by records it pruned behind a snapshot refuses, never rebuilds from PostgreSQL', async () => {
+  await withWorld(async (w) => {
+    const o = new Original(localWal(w), w.store);
+    await o.batch(records(1, 15));
+    // SPOT_LOG=off for a while: batches only in LMDB, then a local snapshot prunes them.
+    await o.batch(records(16, 25), { pg: false });
+    await o.snapshot({ pg: false });
+    await o.batch(records(26, 40), { pg: false });
+    await o.wal?.close();
+    const refused = await reconcile(w).run.then(
+      () => null,
+      (error: unknown) => String(error),
+    );
+    assert.match(String(refused), /ahead of PostgreSQL's SPOT log \(seq 15\) by records it no longer holds as blocks/);
+    assert.is(await w.store.lastSeq(), 15, 'PostgreSQL untouched');
+    const wal = openWal(w.walDir);
+    assert.is(wal.lastSeq(), 40, 'the local WAL is where it was, not moved aside');
+    await wal.close();
+  });
+});
+
 test.run();

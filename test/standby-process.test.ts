@@ -1,6 +1,6 @@
 // Proves a ROLE=standby process (issue 26): beside a running primary it serves nothing, answering
 // /healthz 200 and /readyz 503 with its role and lag, and 503 STANDBY to a transfer; and that
-// ROLE=standby is refused without DATABASE_URL.
+// ROLE=standby is refused without DATABASE_URL, and against an owner that keeps no SPOT log.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -44,6 +44,27 @@ test('a standby beside a primary answers /healthz 200, /readyz 503 with its role
     assert.equal((await primary.call('GET', '/readyz')).status, 200);
     assert.equal(standby.exited(), null);
     await standby.stop();
+  } finally {
+    await h.cleanup();
+    await fs.rm(standbyDir, { recursive: true, force: true });
+  }
+});
+
+test('a standby against an owner that keeps no SPOT log in PostgreSQL (SPOT_LOG=off) is refused: it would take over with no SPOT balances', async () => {
+  const h = await createHarness();
+  const standbyDir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-standby-data-'));
+  try {
+    const primary = await h.start({ SPOT_LOG: 'off' });
+    const deposit = await primary.call('POST', '/admin/v1/deposit', {
+      token: h.adminToken(),
+      body: { user_id: '8', account: 'SPOT', asset: 'USDT', amount: '5', ref: 'standby-off-1' },
+    });
+    assert.equal(deposit.status, 200, JSON.stringify(deposit.body));
+    const standby = await h.startToDie({ ROLE: 'standby', DATA_DIR: standbyDir });
+    const exit = await standby.waitForExit(15_000);
+    assert.is(exit.code, 3, standby.stderrTail());
+    assert.match(standby.stderrTail(), /holds transfers and balances but no SPOT log/);
+    assert.equal((await primary.call('GET', '/readyz')).status, 200);
   } finally {
     await h.cleanup();
     await fs.rm(standbyDir, { recursive: true, force: true });

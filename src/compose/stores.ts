@@ -58,6 +58,10 @@ export async function ownStores(start: Start, located: Located): Promise<Stores>
   log.info('owner epoch claimed', { epoch: identity.epoch, owner: identity.tag });
   const sql = openSql(databaseUrl, { max: config.mainPgPoolMax, application: 'main', timeouts: config.pgTimeouts, owner: identity });
   stack.push(() => sql.end({ timeout: 5 }));
+  if (config.spotLog === 'off' && (await new SpotLogStore(sql).holdsLedger()))
+    throw new OwnershipError(
+      'SPOT_LOG=off against a database that keeps the SPOT log in PostgreSQL: its log would go stale, and a standby or a rebuild from it would lose SPOT records; start with SPOT_LOG=postgres',
+    );
   if (config.spotLog === 'postgres') {
     await reconcileSpotLog({
       sql,
@@ -70,6 +74,13 @@ export async function ownStores(start: Start, located: Located): Promise<Stores>
     startArchive(start, sql);
   }
   return { databaseUrl, sql, owner, halt: await loadHalt(sql, log) };
+}
+
+/** Whether the database holds any FUNDING-side money: a transfer, a balance or an external movement. */
+async function holdsFunds(sql: Sql): Promise<boolean> {
+  const [row] = await sql<{ used: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM transfers_tb) OR EXISTS (SELECT 1 FROM funding_balances) OR EXISTS (SELECT 1 FROM external_movements) AS used`;
+  return row?.used === true;
 }
 
 async function loadHalt(sql: Sql, log: Logger): Promise<HaltSwitch> {
@@ -100,7 +111,14 @@ export async function prepareStandby(start: Start, located: Located): Promise<vo
     await checkMigrated(sql);
     const [row] = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM ledger_identity`;
     if (row?.n !== 1) throw new OwnershipError('ROLE=standby found no ledger in the database: start the primary first, then its standby');
-    await reconcileSpotLog({ sql, store: new SpotLogStore(sql), walDir, role: 'standby', epoch: 'standby', log });
+    const store = new SpotLogStore(sql);
+    // An owner that keeps no SPOT log in PostgreSQL (SPOT_LOG=off) leaves a standby nothing to
+    // follow: taking over, it would serve SPOT balances of nothing.
+    if (!(await store.holdsLedger()) && (await holdsFunds(sql)))
+      throw new OwnershipError(
+        'ROLE=standby: the database holds transfers and balances but no SPOT log (its owner runs with SPOT_LOG=off): nothing to follow',
+      );
+    await reconcileSpotLog({ sql, store, walDir, role: 'standby', epoch: 'standby', log });
     const ledger = await checkLedgerIdentity(sql, walDir, true);
     log.info('standby: local SPOT WAL ready to follow', { ledger_id: ledger.id });
   } finally {

@@ -132,7 +132,13 @@ async function planWith(o: ReconcileOptions, local: WalLog | null, pgHolds: bool
     };
   const pushed = await push(o.store, o.epoch, local, pgSeq);
   if (pushed !== null) return { done: { kind: 'pushed', fromSeq: pgSeq + 1, toSeq: localSeq, blocks: pushed } };
-  return { rebuild: `the local WAL's records after PostgreSQL's seq ${pgSeq} are not whole blocks after it`, diverged: false };
+  // The local WAL holds records PostgreSQL never got and no longer holds them as blocks (pruned
+  // behind a local snapshot): PostgreSQL's log went stale (a run with SPOT_LOG=off, or a database
+  // restored from an older backup). A rebuild from PostgreSQL would lose those records, which may
+  // have been answered: refuse, loudly.
+  throw new Error(
+    `spot log: the local WAL (seq ${localSeq}) is ahead of PostgreSQL's SPOT log (seq ${pgSeq}) by records it no longer holds as blocks after seq ${pgSeq}; PostgreSQL's log is stale (was the service run with SPOT_LOG=off, or the database restored alone?): refusing to start rather than lose them`,
+  );
 }
 
 /**
