@@ -7,9 +7,10 @@
 // Once a snapshot at seq S is durable (wal/snapshot-store.ts, the `snapshot` database), records 1..S
 // are pruned from `wal` in bounded transactions, and the `meta` database remembers how far
 // (`walPrunedThroughSeq`), so the log's last sequence number and its continuity checks still hold
-// when it no longer starts at 1, or holds no record at all. The processed set is never pruned:
-// it lives in its own database, so a repeated (req_id, op) is answered as a duplicate for ever,
-// whatever snapshots and pruning have removed from `wal`.
+// when it no longer starts at 1, or holds no record at all. The processed set lives in its own
+// database, so a repeated (req_id, op) is answered as a duplicate whatever snapshots and pruning
+// have removed from `wal`; its entries go only by issue 29's retention (`pruneProcessed`), once
+// the layers above prove their command can never come again.
 
 import * as lmdb from 'lmdb';
 import type { RootDatabase } from 'lmdb';
@@ -20,6 +21,7 @@ import { RecordReader, decode, decodeProcessed } from './codec.js';
 import type { SnapshotKey, WalDatabases } from './databases.js';
 import { PRUNED_THROUGH_KEY, checkFormatVersion, decodeMetaSeq, encodeMetaSeq } from './meta.js';
 import { processedKeyOf } from './processed-key.js';
+import { scanProcessed, type ProcessedPruneStep } from './processed-prune.js';
 
 /**
  * Environment options, every durability-relevant one explicit. With `overlappingSync` off and
@@ -84,6 +86,18 @@ export type WalLog = {
    * covers, and calls again until the mark reaches `throughSeq`.
    */
   pruneThrough(throughSeq: number, recordsMax: number): Promise<number>;
+  /**
+   * One step of a processed-set retention pass (wal/processed-prune.ts): reads up to `entriesMax`
+   * entries from `fromKey` (null: the first), and deletes, in one transaction, those with seq <=
+   * `throughSeq` that `keep(opKey)` does not keep; resolves once durable. Throws before deleting
+   * anything if an entry does not decode. Steps never overlap.
+   */
+  pruneProcessed(
+    fromKey: Buffer | null,
+    entriesMax: number,
+    throughSeq: number,
+    keep: (opKey: string) => boolean,
+  ): Promise<ProcessedPruneStep>;
   /** The LMDB databases, for the snapshot store that shares this environment. */
   readonly databases: WalDatabases;
   close(): Promise<void>;
@@ -328,6 +342,36 @@ class LmdbWal implements WalLog {
       previous = key;
     }
     return { keys, mark: throughSeq };
+  }
+
+  pruneProcessed(
+    fromKey: Buffer | null,
+    entriesMax: number,
+    throughSeq: number,
+    keep: (opKey: string) => boolean,
+  ): Promise<ProcessedPruneStep> {
+    if (this.closed) throw new Error('wal: prune after close');
+    if (this.pruning) throw new Error('wal: a prune is already in flight');
+    const { doomed, next, scanned, oldestKeptSeq } = scanProcessed(this.databases.processed, fromKey, entriesMax, throughSeq, keep);
+    const step = { next, scanned, pruned: doomed.length, oldestKeptSeq };
+    if (doomed.length === 0) return Promise.resolve(step);
+    const { env, processed } = this.databases;
+    this.pruning = true;
+    return env
+      .batch(() => {
+        for (const key of doomed) void processed.remove(key);
+      })
+      .then(
+        (written) => {
+          this.pruning = false;
+          if (!written) throw new Error('wal: a processed-set prune step was not written');
+          return step;
+        },
+        (error: unknown) => {
+          this.pruning = false;
+          throw error;
+        },
+      );
   }
 
   private readPrunedThrough(): number {

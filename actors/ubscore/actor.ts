@@ -1,6 +1,6 @@
 // The UBSCore thread's actor: it takes the client ports' messages and decides their commands
 // strictly one at a time in arrival order, and answers the main thread's control calls (stats,
-// metrics, a backup's pause and copy, close). What it decides is written by the group-commit writer
+// metrics, a backup's pause and copy, a retention pass over the processed set, close). What it decides is written by the group-commit writer
 // (group-commit.ts), which posts no reply before its batch is durable; a write that fails starts
 // a degraded episode (degraded.ts) until the disk takes writes again.
 
@@ -20,8 +20,12 @@ import type {
   UbsResumeOutcome,
   UbsFollowOutcome,
   UbsLeadOutcome,
+  UbsPrunePlan,
+  UbsPruneOutcome,
   UbsStats,
 } from '../protocol.js';
+import type { CrashPoint } from '../../src/faults/crash-points.js';
+import { ProcessedPruner } from './pruner.js';
 import { PauseGate } from './pause.js';
 import { errorDetail as describe } from '../../src/error-text.js';
 import type { UbsMetrics } from './metrics.js';
@@ -49,6 +53,8 @@ type ActorHooks = {
   /** UBSCore's log in PostgreSQL (issue 26), written beside LMDB's; null: LMDB only (or a standby's core until it leads). */
   readonly pgLog: PgLog | null;
   readonly metrics: UbsMetrics;
+  /** The armed crash point's hook (src/faults/crash-points.ts); a no-op unless one is armed. */
+  readonly crash: (point: CrashPoint) => void;
 };
 
 export class UbsActor {
@@ -70,6 +76,8 @@ export class UbsActor {
   private pgLog: PgLog | null;
   /** Follow calls run one at a time, in the order they came. */
   private followed: Promise<unknown> = Promise.resolve();
+  /** Issue 29's retention passes over the processed set, one at a time. */
+  private readonly pruner: ProcessedPruner;
 
   constructor(
     /** The ledger, its LMDB environment, the snapshot cycle and the processed set: replaced whole after a failed write. */
@@ -92,9 +100,17 @@ export class UbsActor {
         diskReserveBytes: hooks.diskReserveBytes,
         batchMax,
         pgLog: () => this.pgLog,
+        pruneStep: () => this.pruner.nextWrite(),
       },
       this.metrics,
     );
+    this.pruner = new ProcessedPruner({
+      state: () => this.state,
+      durableSeq: () => this.writer.durableSeq,
+      wake: this.wake,
+      crash: hooks.crash,
+      metrics: this.metrics,
+    });
   }
 
   /** The state now (a rebuild after a failed write replaces it whole). */
@@ -197,6 +213,7 @@ export class UbsActor {
    */
   private onWriteFailed(label: string, error: unknown, batch: Batch | null): void {
     if (this.failed || this.degraded !== null) return;
+    this.pruner.end(`a ${label} failed: UBSCore rebuilds from disk`);
     const undurable = this.writer.abandon(batch);
     const degraded = new DegradedEpisode({
       walDir: this.hooks.walDir,
@@ -233,6 +250,7 @@ export class UbsActor {
   private fatal(message: string): void {
     if (this.failed) return;
     this.failed = true;
+    this.pruner.end('UBSCore failed');
     this.hooks.onFatal(message);
   }
 
@@ -318,7 +336,19 @@ export class UbsActor {
     return { kind: 'leading', lastSeq: this.writer.durableSeq };
   }
 
+  /**
+   * Issue 29: one retention pass over the processed set (pruner.ts), in steps between batches. A
+   * standby's core prunes too: its processed set is its own LMDB's.
+   */
+  prune(plan: UbsPrunePlan): Promise<UbsPruneOutcome> {
+    if (this.closing !== null || this.failed || this.degraded !== null)
+      return Promise.resolve({ kind: 'refused', reason: 'UBSCore is closing, failed, or cannot write its WAL' });
+    return this.pruner.start(plan);
+  }
+
   close(): Promise<{ readonly closed: true }> {
+    // A step in flight ends durable or failed; no other starts once closing.
+    this.pruner.end('UBSCore is closing');
     this.closing ??= this.drainAndClose();
     return this.closing;
   }

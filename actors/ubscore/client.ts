@@ -193,8 +193,17 @@ export async function startUbsCore(
   opts: UbsWorkerData,
   onEvent: (event: UbsHealthEvent) => void = () => undefined,
 ): Promise<UbsCoreHandle> {
-  const { walDir, batchMax, snapshotEveryRecords, closeSnapshotRecordsMin, snapshotSliceAccounts, diskReserveBytes, follow, spotLog } =
-    opts;
+  const {
+    walDir,
+    batchMax,
+    snapshotEveryRecords,
+    closeSnapshotRecordsMin,
+    snapshotSliceAccounts,
+    diskReserveBytes,
+    follow,
+    spotLog,
+    crashPoint,
+  } = opts;
   const workerData: UbsWorkerData = {
     walDir,
     batchMax,
@@ -204,6 +213,7 @@ export async function startUbsCore(
     diskReserveBytes,
     follow,
     spotLog: spotLog ?? null,
+    crashPoint: crashPoint ?? null,
   };
   const resourceLimits = { maxYoungGenerationSizeMb: UBS_WORKER_YOUNG_GENERATION_MB_MAX };
   const worker = new Worker(new URL('./worker.js', import.meta.url), { workerData, resourceLimits });

@@ -6,7 +6,8 @@
 // covers exactly the records up to that batch's last one (S); it is encoded in slices between
 // batches; and it is submitted only once the batch holding S is durable, so a snapshot on disk
 // never covers a record that is not. Pruning (older snapshots, then WAL records up to S) follows
-// in bounded transactions, one maintenance write at most between two batches.
+// in bounded transactions, one maintenance write at most between two batches. The processed
+// set's retention (pruner.ts) takes the same slot when no snapshot write waits.
 
 import { performance } from 'node:perf_hooks';
 import type { MessagePort } from 'node:worker_threads';
@@ -40,6 +41,8 @@ export type WriterHost = {
   readonly batchMax: number;
   /** UBSCore's log in PostgreSQL, written beside LMDB's (pg-log.ts); null: LMDB only. */
   readonly pgLog: () => PgLog | null;
+  /** The next step of a processed-set prune pass (pruner.ts), or null when none runs. */
+  readonly pruneStep: () => Write | null;
 };
 
 export class GroupCommit {
@@ -135,7 +138,7 @@ export class GroupCommit {
    */
   pump(): void {
     if (this.writing || !this.host.writable()) return;
-    const maintenance = this.host.closing() ? null : this.host.state().snapshots.nextWrite(this.durable);
+    const maintenance = this.host.closing() ? null : (this.host.state().snapshots.nextWrite(this.durable) ?? this.host.pruneStep());
     if (maintenance !== null && (this.maintenanceTurn || (this.sealed.length === 0 && this.open.commands === 0))) {
       this.startWrite(maintenance, () => this.onMaintained(), 'snapshot or prune', null);
       return;

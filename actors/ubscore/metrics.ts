@@ -19,6 +19,11 @@ const BATCH_RECORDS_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096];
 export class UbsMetrics {
   private readonly registry = new Registry({ runtime: { processWide: false } });
 
+  constructor() {
+    // The retention's counters are shown from 0, before the first pass deletes anything.
+    this.countPrune(0, 0);
+  }
+
   /** A WAL batch submitted at `startedMs` (performance.now()) is durable now. */
   batchDurable(wal: WalBatch, startedMs: number): void {
     this.registry.observe(
@@ -71,6 +76,36 @@ export class UbsMetrics {
     this.registry.set('transfer_ubscore_pg_log_snapshot_seq', 'Sequence number of the newest snapshot copied into PostgreSQL', {}, seq);
   }
 
+  /** A processed-set prune step is durable; it deleted `pruned` entries. */
+  processedPruneStep(pruned: number): void {
+    this.countPrune(pruned, 1);
+  }
+
+  private countPrune(pruned: number, steps: number): void {
+    this.registry.inc(
+      'transfer_ubscore_processed_pruned_total',
+      'Processed-set entries deleted by the retention (issue 29) since UBSCore started',
+      {},
+      pruned,
+    );
+    this.registry.inc(
+      'transfer_ubscore_processed_prune_steps_total',
+      'Steps of processed-set retention passes (each at most one LMDB transaction) since UBSCore started',
+      {},
+      steps,
+    );
+  }
+
+  /** A prune pass ended at the end of the processed set; `oldestSeq` is its oldest live entry's seq, 0 for none. */
+  processedPruned(oldestSeq: number): void {
+    this.registry.set(
+      'transfer_ubscore_processed_oldest_seq',
+      'Seq of the oldest processed-set entry the last retention pass left (0: none)',
+      {},
+      oldestSeq,
+    );
+  }
+
   /** The registry as values, its gauges brought up to date first; `disk` false skips the LMDB reads (a closed environment). */
   async values(stats: UbsStats, state: CoreState, walDir: string, disk: boolean): Promise<readonly MetricFamily[]> {
     setCoreGauges(this.registry, stats);
@@ -120,6 +155,7 @@ const DISK_DATABASES = ['wal', 'processed', 'snapshot', 'meta'] as const;
  * calls and two stat syscalls: cheap enough for a scrape, and never on the command path.
  */
 function setDiskGauges(metrics: Registry, state: CoreState, walDir: string): void {
+  metrics.set('transfer_ubscore_processed_entries', 'Processed-set entries in LMDB (durable and live)', {}, state.log.processedCount());
   for (const name of DISK_DATABASES) {
     const stats = state.log.databases[name].getStats() as Partial<
       Record<'pageSize' | 'treeBranchPageCount' | 'treeLeafPageCount' | 'overflowPages' | 'mapSize', number>

@@ -10,7 +10,12 @@
 // key committed before the build began is there for the helper to read: once a batch's commit
 // has resolved, a read of LMDB sees it (the lookup itself relies on the same).
 // Until the first build completes, and whenever the filter says "maybe", the overlay and then
-// LMDB answer, exactly as without a filter. Keys are never removed from the processed set.
+// LMDB answer, exactly as without a filter.
+//
+// Keys are removed from the processed set only by issue 29's retention (pruner.ts), never from a
+// filter: a filter holding a removed key still holds every live one, and only says "maybe" for
+// the removed one, whose LMDB read then finds nothing. After a pass the filter is rebuilt, by the
+// same build, for the live keys only; the old filter answers until the new one is complete.
 
 import { Worker } from 'node:worker_threads';
 import type { OpRecord } from '../../src/ubscore/core.js';
@@ -54,6 +59,8 @@ export class ProcessedSet {
   /** Holds every key once built; null until the first build completes. */
   private filter: KeyFilter | null = null;
   private build: Build | null = null;
+  /** A rebuild asked for while a build ran: it starts once that one ends, so one helper runs at a time. */
+  private rebuildWaiting = false;
   private closed = false;
   private lmdbReads = 0;
 
@@ -88,6 +95,25 @@ export class ProcessedSet {
     // Past its capacity the filter still holds every key, but says "maybe" more often.
     if (this.build === null && filter.count > filter.capacityKeys && filter.capacityKeys < KEY_FILTER_KEYS_MAX)
       this.startBuild(filter.count);
+  }
+
+  /** Whether `opKey` was decided and is not yet durable: the retention never touches such an entry. */
+  isPending(opKey: string): boolean {
+    for (const batch of this.pending) if (batch.has(opKey)) return true;
+    return false;
+  }
+
+  /**
+   * After a retention pass: builds a filter sized for the live keys (LMDB's count now), to use
+   * once it is complete. Until then the current filter, which still holds every live key, answers.
+   */
+  rebuildFilter(): void {
+    if (this.closed) return;
+    if (this.build !== null) {
+      this.rebuildWaiting = true;
+      return;
+    }
+    this.startBuild(this.log.processedCount());
   }
 
   /** The open batch is sealed: the entries added from now on belong to the next one. */
@@ -166,6 +192,10 @@ export class ProcessedSet {
         break;
       default:
         unreachable(event);
+    }
+    if (this.rebuildWaiting) {
+      this.rebuildWaiting = false;
+      this.startBuild(this.log.processedCount());
     }
   }
 }

@@ -2,6 +2,7 @@
 // by wal/restore.ts).
 
 import type { UbsSpotLog, UbsWorkerData } from '../protocol.js';
+import { type CrashPoint, isCrashPoint } from '../../src/faults/crash-points.js';
 import {
   UBS_BATCH_COMMANDS_MAX,
   UBS_BATCH_COMMANDS_MIN,
@@ -50,6 +51,14 @@ function readSpotLog(value: unknown): UbsSpotLog | null {
   return { databaseUrl, owner: { tag, epoch }, timeouts: { statementMs, lockMs, idleInTransactionMs } };
 }
 
+/** The armed crash point, if any: a name src/faults/crash-points.ts lists. */
+function readCrashPoint(value: unknown): CrashPoint | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string' || !isCrashPoint(value))
+    throw new Error(`ubscore: workerData.crashPoint names no crash point: ${String(value)}`);
+  return value;
+}
+
 export function readWorkerData(data: unknown): UbsOptions {
   const candidate = (typeof data === 'object' && data !== null ? data : {}) as Partial<UbsWorkerData>;
   const { walDir, batchMax, follow } = candidate;
@@ -96,5 +105,6 @@ export function readWorkerData(data: unknown): UbsOptions {
       UBS_DISK_RESERVE_BYTES_MAX,
     ),
     spotLog: readSpotLog(candidate.spotLog),
+    crashPoint: readCrashPoint(candidate.crashPoint),
   };
 }

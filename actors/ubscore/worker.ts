@@ -17,6 +17,7 @@ import { UbsMetrics } from './metrics.js';
 import { PgLog } from './pg-log.js';
 import { SnapshotStore } from '../../wal/snapshot-store.js';
 import type { EncodedSnapshot } from '../../wal/snapshot.js';
+import { crashHook } from '../../src/faults/crash-points.js';
 
 /** `openLog`: UBSCore's PostgreSQL log for a standby's core that leads now (null with SPOT_LOG=off). */
 function exposeControl(actor: UbsActor, port: MessagePort, openLog: (spotLog: UbsSpotLog | null) => PgLog | null): void {
@@ -29,6 +30,7 @@ function exposeControl(actor: UbsActor, port: MessagePort, openLog: (spotLog: Ub
     resume: () => Promise.resolve(actor.resume()),
     follow: (blocks) => actor.follow(blocks),
     lead: (spotLog) => actor.lead(openLog(spotLog)),
+    prune: (plan) => actor.prune(plan),
   };
   expose(api, nodeEndpoint(port));
 }
@@ -87,6 +89,7 @@ function start(): void {
       follow: options.follow,
       pgLog,
       metrics,
+      crash: crashHook(options.crashPoint),
     });
     const ready = actor;
     parent.on('message', (message: UbsParentMessage) => {

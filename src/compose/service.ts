@@ -136,6 +136,7 @@ async function startUbs<Core extends UbsCore>(
     snapshotEveryRecords: config.ubsSnapshotEveryRecords,
     diskReserveBytes: config.ubsDiskReserveMb * 1024 * 1024,
     spotLog: mode.spotLog,
+    crashPoint: config.crashPoint,
   };
   const ubs = await threads.startUbsCore(ubsOptions, (event) => onUbsEvent(event, walHealth, log));
   stack.push(async () => {

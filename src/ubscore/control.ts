@@ -4,6 +4,7 @@
 // so that src uses UBSCore without knowing it runs on a thread; actors/ implements them.
 
 import type { PgOwnerIdentity, PgTimeouts } from '../db/sql.js';
+import type { CrashPoint } from '../faults/crash-points.js';
 import type { MetricFamily } from '../metrics/registry.js';
 import type { LogBlock } from '../spot-log/store.js';
 import type { UbsCommand, UbsResult } from './types.js';
@@ -42,7 +43,36 @@ export type UbsControlApi = {
    * `spotLog` too (opened with the epoch this process claimed; null with SPOT_LOG=off).
    */
   lead(spotLog: UbsSpotLog | null): Promise<UbsLeadOutcome>;
+  /**
+   * Issue 29's retention: one pass over LMDB's processed set that deletes every durable entry with
+   * seq <= `plan.throughSeq` whose key (the req_id or ref) is not in `plan.keep`, in bounded steps
+   * between batches; then the key filter is rebuilt for the live keys. Entries decided but not
+   * yet durable are never touched. One pass at a time. A repeat of a pruned key is applied again:
+   * the caller prunes only keys whose command can never come again (docs/design.md, issue 29).
+   */
+  prune(plan: UbsPrunePlan): Promise<UbsPruneOutcome>;
 };
+
+/** What the main thread planned from PostgreSQL: the horizon H and the keys of every unfinished transfer and movement. */
+export type UbsPrunePlan = { readonly throughSeq: number; readonly keep: readonly string[] };
+
+/**
+ * `pruned`: the pass reached the end of the processed set; `liveEntries` is LMDB's count after it,
+ * `oldestLiveSeq` the lowest seq of an entry it kept (null when it kept none and none is left),
+ * `ms` the pass's time. `refused`: a pass is under way, the plan is malformed, UBSCore closes,
+ * a write failed or an entry did not decode; the entries already deleted stay deleted (a valid
+ * set), and the next pass goes on from the start.
+ */
+export type UbsPruneOutcome =
+  | {
+      readonly kind: 'pruned';
+      readonly scanned: number;
+      readonly pruned: number;
+      readonly liveEntries: number;
+      readonly oldestLiveSeq: number | null;
+      readonly ms: number;
+    }
+  | { readonly kind: 'refused'; readonly reason: string };
 
 /**
  * `applied`: every block is durable in LMDB and applied (`lastSeq` is the core's last seq now).
@@ -139,6 +169,8 @@ export type UbsCoreOptions = {
    * only (SPOT_LOG=off, and tests of the core alone).
    */
   readonly spotLog?: UbsSpotLog | null;
+  /** The crash point armed in this process (src/faults/crash-points.ts): UBSCore's own fire on its thread. Default none. */
+  readonly crashPoint?: CrashPoint | null;
 };
 
 /** UBSCore's PostgreSQL log: the database, the owner identity its connection carries (a numeric epoch), and its timeouts. */
