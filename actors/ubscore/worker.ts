@@ -29,6 +29,8 @@ function exposeControl(actor: UbsActor, port: MessagePort, openLog: (spotLog: Ub
     resume: () => Promise.resolve(actor.resume()),
     follow: (blocks) => actor.follow(blocks),
     lead: (spotLog) => actor.lead(openLog(spotLog)),
+    // Issue 29: the core's prune is built on another branch; until it is merged, nothing is pruned.
+    prune: () => Promise.resolve({ kind: 'refused', reason: 'this build of UBSCore does not prune yet' }),
   };
   expose(api, nodeEndpoint(port));
 }

@@ -42,7 +42,28 @@ export type UbsControlApi = {
    * `spotLog` too (opened with the epoch this process claimed; null with SPOT_LOG=off).
    */
   lead(spotLog: UbsSpotLog | null): Promise<UbsLeadOutcome>;
+  /**
+   * Issue 29: one pass over the processed set, deleting every durable entry whose seq is at most
+   * `plan.throughSeq` and whose key is not in `plan.keep` (src/retention/plan.ts says why that
+   * can never let a command be applied twice), in bounded steps between batches.
+   */
+  prune(plan: { throughSeq: number; keep: readonly string[] }): Promise<UbsPruneOutcome>;
 };
+
+/**
+ * `pruned`: the pass ended; `liveEntries` are left, the oldest of them at `oldestLiveSeq` (null:
+ * none). `refused`: nothing was pruned (the core is closing or cannot write, or a pass already runs).
+ */
+export type UbsPruneOutcome =
+  | {
+      readonly kind: 'pruned';
+      readonly scanned: number;
+      readonly pruned: number;
+      readonly liveEntries: number;
+      readonly oldestLiveSeq: number | null;
+      readonly ms: number;
+    }
+  | { readonly kind: 'refused'; readonly reason: string };
 
 /**
  * `applied`: every block is durable in LMDB and applied (`lastSeq` is the core's last seq now).
