@@ -107,6 +107,13 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   range('JWT_JWKS_COOLDOWN_MS', limit.JWKS_COOLDOWN_MS_MIN, limit.JWKS_COOLDOWN_MS_MAX),
   range('JWT_JWKS_MAX_AGE_MS', limit.JWKS_AGE_MS_MIN, limit.JWKS_AGE_MS_MAX),
   range('JWT_JWKS_TIMEOUT_MS', limit.JWKS_TIMEOUT_MS_MIN, limit.JWKS_TIMEOUT_MS_MAX),
+  range('PROCESSED_RETENTION_S', limit.PROCESSED_RETENTION_S_MIN, limit.PROCESSED_RETENTION_S_MAX, limit.PROCESSED_RETENTION_S_DEFAULT),
+  range(
+    'PROCESSED_PRUNE_INTERVAL_S',
+    limit.PROCESSED_PRUNE_INTERVAL_S_MIN,
+    limit.PROCESSED_PRUNE_INTERVAL_S_MAX,
+    limit.PROCESSED_PRUNE_INTERVAL_S_DEFAULT,
+  ),
   // Pages: a default inside 1..max.
   range('HISTORY_LIMIT', 1, limit.HISTORY_LIMIT_MAX, limit.HISTORY_LIMIT_DEFAULT),
   range('LIST_LIMIT', 1, limit.LIST_LIMIT_MAX, limit.LIST_LIMIT_DEFAULT),
@@ -199,6 +206,8 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('SPOT_LOG_PAGE_BLOCKS', limit.SPOT_LOG_PAGE_BLOCKS),
   positive('SPOT_PROCESSED_PAGE_ROWS', limit.SPOT_PROCESSED_PAGE_ROWS),
   positive('SPOT_LOG_ARCHIVE_INTERVAL_MS', limit.SPOT_LOG_ARCHIVE_INTERVAL_MS),
+  positive('SPOT_PROCESSED_DELETE_ROWS', limit.SPOT_PROCESSED_DELETE_ROWS),
+  positive('RETENTION_STOP_WAIT_MS', limit.RETENTION_STOP_WAIT_MS),
   // Relations: a batch not above what it feeds, a first wait not above its cap, a wait not above the timeout around it.
   atMost(
     'UBS_CLIENT_BATCH_MAX_DEFAULT',
@@ -237,6 +246,8 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
     limit.UBS_RECOVERY_BACKOFF_CAP_MS,
   ),
   // A close's wait for a snapshot copy ends before the main thread stops waiting for the close.
+  // A stop waits for a retention pass no longer than for UBSCore's close, which ends the pass.
+  atMost('RETENTION_STOP_WAIT_MS', limit.RETENTION_STOP_WAIT_MS, 'UBS_CLOSE_TIMEOUT_MS', limit.UBS_CLOSE_TIMEOUT_MS),
   atMost('UBS_PG_LOG_CLOSE_WAIT_MS', limit.UBS_PG_LOG_CLOSE_WAIT_MS, 'UBS_CLOSE_TIMEOUT_MS', limit.UBS_CLOSE_TIMEOUT_MS),
   atMost('RESTART_BACKOFF_BASE_MS', limit.RESTART_BACKOFF_BASE_MS, 'PG_RECOVERY_BACKOFF_CAP_MS_MIN', limit.PG_RECOVERY_BACKOFF_CAP_MS_MIN),
   atMost(

@@ -113,3 +113,18 @@ export const STANDBY_POLL_MS_MAX = 10_000;
  * records is at most about 64 MiB in flight; a group commit's block is usually far smaller.
  */
 export const STANDBY_READ_BLOCKS_MAX = 64;
+
+// ---- The processed set's retention (issue 29) ----
+
+/** PROCESSED_RETENTION_S: a week by default, at least a minute (a soak uses two), at most ten years. */
+export const PROCESSED_RETENTION_S_DEFAULT = 7 * 24 * 3600;
+export const PROCESSED_RETENTION_S_MIN = 60;
+export const PROCESSED_RETENTION_S_MAX = 10 * 365 * 24 * 3600;
+/** PROCESSED_PRUNE_INTERVAL_S: a pass (and a tick of the seq clock) a minute by default, at most one an hour. */
+export const PROCESSED_PRUNE_INTERVAL_S_DEFAULT = 60;
+export const PROCESSED_PRUNE_INTERVAL_S_MIN = 1;
+export const PROCESSED_PRUNE_INTERVAL_S_MAX = 3600;
+/** spot_processed rows read, and at most deleted, per statement of a retention pass: about 200 KiB of keys. */
+export const SPOT_PROCESSED_DELETE_ROWS = 5_000;
+/** How long a stop waits for a retention pass in flight before going on (UBSCore's close ends its prune). */
+export const RETENTION_STOP_WAIT_MS = 5_000;

@@ -19,6 +19,7 @@ const MONEY_TABLES = [
   'funding_operations',
   'spot_log',
   'spot_processed',
+  'spot_seq_clock',
   'spot_snapshots',
   'transfer_state_history',
   'transfers_active',

@@ -26,7 +26,8 @@ import { within } from '../within.js';
 import { appDeps } from './edge.js';
 import { fatal, stopNow, type MainParts, type Start, type Stores } from './parts.js';
 import { locateStores, ownStores, prepareStandby, promoteStores } from './stores.js';
-import { standBy } from './standby.js';
+import { standBy, startRetention } from './standby.js';
+import { PlanGate } from '../retention/gate.js';
 import type { TokenVerifier } from '../http/auth/token-verifier.js';
 
 export type Service = {
@@ -201,11 +202,13 @@ async function startMainParts(
   const resumed = await external.resumePending();
   if (resumed > 0) log.info('resumed pending external deposits', { count: resumed });
   const registry = new Registry({ runtime: { processWide: true } });
-  const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log, registry });
+  const gate = new PlanGate();
+  const invariant = new InvariantService({ sql, ubs: ubsSend, halt, alerts, log, registry, gate });
   invariant.start(config.invariantIntervalMs);
   stack.push(async () => invariant.stop());
   const monitor = startAlertMonitor(config, { sql, alerts, registry, log, pools });
   stack.push(async () => monitor.stop());
+  startRetention(start, { sql, ubs: ubs.control, role: 'owner', registry, gate });
   return { ubs: mainUbs, ubsSend, alerts, walHealth: health.walHealth, external, registry, invariant, monitor };
 }
 

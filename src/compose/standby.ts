@@ -10,6 +10,8 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/config.js';
 import { openSql, type Sql } from '../db/sql.js';
 import { renderStandbyMetrics } from '../metrics/ownership.js';
+import { Registry } from '../metrics/registry.js';
+import { RetentionTask, type RetentionDeps } from '../retention/task.js';
 import type { ProcessOwnership } from '../ownership/status.js';
 import { SpotLogStore } from '../spot-log/store.js';
 import { SpotLogTailer, type StandbyLag } from '../spot-log/tail.js';
@@ -30,6 +32,9 @@ function answer(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' });
   res.end(JSON.stringify(body));
 }
+
+/** A standby's connections: one each, carrying the epoch `standby`, which the fence refuses any write. */
+const STANDBY_READER = { max: 1, owner: { tag: `standby-${process.pid}`, epoch: 'standby' as const } };
 
 /** Prometheus's text format, as the primary's GET /metrics answers it. */
 const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -86,16 +91,16 @@ export async function standBy<Core extends UbsCore>(
   let tailer: SpotLogTailer | null = null;
   const lag = () => tailer?.lag() ?? { lag_records: 0, lag_ms: 0, applied_seq: 0 };
   // A standby writes nothing: its connection carries the epoch `standby`, which the fence refuses.
-  const sql: Sql = openSql(databaseUrl, {
-    max: 1,
-    application: 'standby tail',
-    timeouts: config.pgTimeouts,
-    owner: { tag: `standby-${process.pid}`, epoch: 'standby' },
-  });
+  const sql: Sql = openSql(databaseUrl, { ...STANDBY_READER, application: 'standby tail', timeouts: config.pgTimeouts });
   let listener: StandbyListener | null = null;
+  let retention: RetentionTask | null = null;
+  // The retention reads on a connection of its own, so a pass's snapshot never delays the tail.
+  const retentionSql = openSql(databaseUrl, { ...STANDBY_READER, timeouts: config.pgTimeouts, application: 'standby retention' });
+  const registry = new Registry();
   try {
-    listener = await listenStandby(config, lag, () => renderStandbyMetrics(sql, standbyOwnership(lag())));
+    listener = await listenStandby(config, lag, () => renderStandbyMetrics(sql, standbyOwnership(lag()), registry));
     const ubs = await startCore();
+    retention = startRetention(start, { sql: retentionSql, ubs: ubs.control, role: 'standby', registry });
     const follower = new SpotLogTailer({
       store: new SpotLogStore(sql),
       follow: (blocks) => ubs.control.follow(blocks),
@@ -115,10 +120,24 @@ export async function standBy<Core extends UbsCore>(
     log.info('standby: taking over', { applied_seq: appliedSeq });
     return ubs;
   } finally {
+    await retention?.stop();
     await tailer?.stop();
     await listener?.close();
+    await retentionSql.end({ timeout: 5 });
     await sql.end({ timeout: 5 });
   }
+}
+
+/**
+ * The processed set's retention (src/retention/task.ts): the owner's on its main pool, a
+ * standby's on its read-only connection until it takes over; stopped with the process.
+ */
+export function startRetention(start: Start, deps: Pick<RetentionDeps, 'sql' | 'ubs' | 'role' | 'registry' | 'gate'>): RetentionTask {
+  const { config, log } = start;
+  const task = new RetentionTask({ ...deps, retentionS: config.retention.retentionS, log });
+  task.start(config.retention.pruneIntervalS);
+  start.stack.push(() => task.stop());
+  return task;
 }
 
 /** A standby's side of the ownership: no epoch, no lease, and how far it is behind the owner's log. */

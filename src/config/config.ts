@@ -9,6 +9,7 @@ import { bannerVar, ConfigError, crashPointVar, type Env, enumVar, intVar, logFo
 import { jwtConfig, type JwtConfig } from './jwt.js';
 import { roleVars, type RoleVars } from './role.js';
 import { leaseConfig, type LeaseConfig } from './lease.js';
+import { retentionConfig, type RetentionConfig } from './retention.js';
 import { checkLimits } from '../limits-check.js';
 import {
   ABNORMAL_TRANSFERS_PER_MINUTE_MAX,
@@ -114,6 +115,8 @@ export type Config = RoleVars & {
   readonly pgRecoveryBackoffCapMs: number;
   /** The owner's lease and how often it is renewed (src/config/lease.ts). */
   readonly lease: LeaseConfig;
+  /** The processed set's retention and its passes (src/config/retention.ts). */
+  readonly retention: RetentionConfig;
   readonly coordinators: number;
   readonly pgPoolMax: number;
   /** How long a stop waits for the requests in flight before closing their connections. */
@@ -184,6 +187,7 @@ export function loadConfig(env: Env = process.env): Config {
     nodeEnv,
     jwt: jwtConfig(env, nodeEnv),
     lease: leaseConfig(env),
+    retention: retentionConfig(env),
     logLevel: enumVar(env, 'LOG_LEVEL', ['debug', 'info', 'warn', 'error'] as const, 'info'),
     logFormat: logFormatVar(env, nodeEnv),
   };

@@ -4,7 +4,7 @@
 // 3. For every unfinished transfer, and every transfer or SPOT movement last written at or after
 //    T0 (PostgreSQL's own clock, read just before step 1), UBSCore tells at which WAL position
 //    each operation was applied, so "applied by P" is known exactly, and whether it was applied
-//    at all.
+//    at all. Only those are asked about: the processed set may have forgotten older final ones.
 // A transfer or movement finished by a transaction that began before T0 had all its SPOT effects
 // answered before that transaction began, so before P: the balances hold them. T0 and every
 // updated_at come from the same clock, so no grace window is needed, and none is used.
@@ -37,7 +37,10 @@ export async function runConservationCheck(sql: Sql, ubs: UbsSend): Promise<Inva
   if (cut === null || cut.kind !== 'audit_cut') throw new Error('UBSCore did not answer the audit cut');
   const spot = new Map<Key, bigint>(cut.accounts.map((a) => [keyOf(a.userId, a.asset), a.available]));
   const pg = await readPostgres(sql, clock.t0);
-  const seqs = await opSeqs(ubs, [...pg.spotMovements.map((m) => ({ op: m.op, key: m.ref })), ...pg.transfers.flatMap(spotOps)]);
+  // A settled movement is counted without asking: the retention (src/retention/plan.ts) may have
+  // pruned its key from UBSCore's processed set, and a pruned key answers "never applied".
+  const unsettled = pg.spotMovements.filter((m) => !m.settled).map((m) => ({ op: m.op, key: m.ref }));
+  const seqs = await opSeqs(ubs, [...unsettled, ...pg.transfers.flatMap(spotOps)]);
   const byCut = (op: UbsOpName, key: string) => {
     const seq = seqs.get(`${op}:${key}`);
     return seq !== undefined && seq !== null && seq <= cut.seq;

@@ -83,11 +83,12 @@ export function setOwnershipMetrics(scrape: Registry, proc: ProcessOwnership, pg
 }
 
 /**
- * A standby's GET /metrics: the ownership series alone (a standby runs no coordinator and takes no
- * request), labelled `thread="main"` as the primary's are, so one rule reads both.
+ * A standby's GET /metrics: the ownership series and its main thread's own (the processed set's
+ * retention: src/metrics/retention.ts), as a standby runs no coordinator and takes no request,
+ * labelled `thread="main"` as the primary's are, so one rule reads both.
  */
-export async function renderStandbyMetrics(sql: Sql, proc: ProcessOwnership): Promise<string> {
+export async function renderStandbyMetrics(sql: Sql, proc: ProcessOwnership, main: Registry = new Registry()): Promise<string> {
   const scrape = new Registry();
   setOwnershipMetrics(scrape, proc, await readLedgerStatus(sql));
-  return aggregate([{ thread: MAIN_THREAD, families: await scrape.json() }]);
+  return aggregate([{ thread: MAIN_THREAD, families: [...(await main.json()), ...(await scrape.json())] }]);
 }

@@ -13,6 +13,7 @@ import { runConservationCheck, type InvariantReport } from '../invariant/checker
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
 import type { HaltSwitch } from './halt.js';
+import { PlanGate } from '../retention/gate.js';
 import { DIFFERENCES_IN_ALERT_MAX } from '../limits.js';
 
 export class InvariantService {
@@ -34,6 +35,8 @@ export class InvariantService {
       readonly alerts: AlertSink;
       readonly log: Logger;
       readonly registry: Registry;
+      /** Shared with the retention (src/retention/gate.ts): a check never runs beside a retention plan. */
+      readonly gate?: PlanGate;
     },
   ) {}
 
@@ -62,7 +65,8 @@ export class InvariantService {
   }
 
   private async runOnce(): Promise<InvariantReport> {
-    const report = await runConservationCheck(this.deps.sql, this.deps.ubs);
+    const gate = this.deps.gate ?? new PlanGate();
+    const report = await gate.run(() => runConservationCheck(this.deps.sql, this.deps.ubs));
     this.last = report;
     this.deps.registry.set(
       'transfer_conservation_last_check_timestamp_seconds',
