@@ -51,6 +51,11 @@ failover-drill: build
 bench: build
 	node dist/bench/run.js
 
+## make soak: the service on a fresh DATA_DIR at a fixed rate (SOAK_RATE, default half of the newest bench result's committed/s at 64 connections) for SOAK_MINUTES (default 30), killed with SIGKILL and restarted once in the middle, sampled every SOAK_SAMPLE_S (default 10); judges memory and UBSCore's directory flat, p99, errors, conservation; writes bench/results/soak-*.json and .md, exits 1 when a judgement fails
+.PHONY: soak
+soak: build
+	node dist/bench/soak/run.js
+
 ## make backup BACKUP_DIR=/abs/dir: the running service (HOST/PORT, or SERVICE_URL) writes both halves of the ledger at one cut into a new directory
 backup: build
 	node dist/src/backup-cli.js backup

@@ -13,6 +13,7 @@ import { httpCeilings, pgCeilings, type HttpCeiling, type PgCeiling } from './ba
 import { benchRestart, type RestartFigures } from './parts/ubscore-restart-run.js';
 import { benchChain, type ChainLevel } from './baselines/chain-alone.js';
 import { cleanupAll } from './support/cleanup.js';
+import { conservationCheck } from './meters/conservation.js';
 import { measureDiskUse, type DiskUse } from './meters/disk-use.js';
 import { readPg } from './meters/pg-growth.js';
 import { monotonicUs, summariseProfiles } from './meters/cpu-profile.js';
@@ -36,7 +37,7 @@ import {
   type ServiceLevel,
 } from './report/report.js';
 import { defaultOptions, paramsOf, type BenchOptions } from './options.js';
-import { adminToken, seedUsers, type BenchUser } from './support/seed.js';
+import { seedUsers, type BenchUser } from './support/seed.js';
 import { pgUrl, ROOT, startBenchService, type BenchService } from './support/service-child.js';
 import { renderSummary } from './report/summary.js';
 import { bottleneckLines, judgeTargets, serviceTargetMissed } from './report/targets.js';
@@ -59,7 +60,7 @@ async function attempt<T>(what: string, log: (line: string) => void, fn: () => P
   }
 }
 
-async function machineInfo(): Promise<BenchReport['machine']> {
+export async function machineInfo(): Promise<BenchReport['machine']> {
   const commit = await run('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT }).then(
     (r) => r.stdout.trim(),
     () => 'unknown',
@@ -142,7 +143,7 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
       );
       log(`  PostgreSQL growth per million committed transfers (bytes): ${JSON.stringify(disk.figures.postgres)}`);
     }
-    const conservation = await attempt('conservation check', log, () => conservationCheck(svc));
+    const conservation = await attempt('conservation check', log, () => conservationCheck(svc.base));
     log(`conservation: ${JSON.stringify(figuresOf(conservation))}`);
     log('(a) PostgreSQL ceiling on the same server, the service idle');
     const pgCeiling = await attempt('(a) PostgreSQL ceiling', log, () => pgCeilings(svc, opts.levels, opts.durationS, opts.users, log));
@@ -154,28 +155,6 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
     log('stopping the service (SIGTERM: HTTP, coordinators, UBSCore, PostgreSQL)');
     await svc.stop();
   }
-}
-
-async function conservationCheck(svc: BenchService): Promise<Conservation> {
-  const r = await fetch(`${svc.base}/admin/v1/invariant`, { headers: { authorization: `Bearer ${adminToken()}` } });
-  if (r.status !== 200) throw new Error(`GET /admin/v1/invariant answered ${r.status}: ${await r.text()}`);
-  const body = (await r.json()) as {
-    ok?: unknown;
-    differences?: unknown;
-    accounts_checked?: unknown;
-    transfers_examined?: unknown;
-    wal_seq?: unknown;
-    halted?: unknown;
-  };
-  const differences = Array.isArray(body.differences) ? body.differences.length : -1;
-  return {
-    ok: body.ok === true,
-    differences,
-    accountsChecked: Number(body.accounts_checked),
-    transfersExamined: Number(body.transfers_examined),
-    walSeq: Number(body.wal_seq),
-    halted: body.halted === true,
-  };
 }
 
 function skipped<T>(reason: string): Part<T> {

@@ -176,6 +176,14 @@ function setDiskGauges(metrics: Registry, state: CoreState, walDir: string): voi
         stats.mapSize,
       );
   }
+  // LMDB's own count (mdb_stat), so the processed set's growth, and later its pruning (issue 29),
+  // is seen in entries and not only in pages.
+  metrics.set(
+    'transfer_ubscore_processed_entries',
+    "Entries in UBSCore's processed set in LMDB (one per command key it remembers)",
+    {},
+    state.log.processedCount(),
+  );
   try {
     metrics.set(
       'transfer_ubscore_lmdb_file_bytes',

@@ -36,6 +36,12 @@ export type FixedRateSpec = {
   readonly socketsMax?: number;
   /** How long after its due time a request is given up; FIXED_RATE_TIMEOUT_MS unless told. */
   readonly timeoutMs?: number;
+  /**
+   * Told of every request as it settles, for callers that slice a long run into windows (the
+   * soak): when it was due (performance.now() time), its latency from then, and its status, or
+   * how it failed. The run's own figures are the same with or without it.
+   */
+  readonly onSettle?: (dueMs: number, latencyMs: number, outcome: number | 'timeout' | 'error') => void;
 };
 
 export type FixedRateFigures = {
@@ -243,6 +249,7 @@ class OpenLoop {
     this.sent.delete(i);
     const now = performance.now();
     this.latencies[i] = now - this.dueAt(i);
+    this.spec.onSettle?.(this.dueAt(i), now - this.dueAt(i), outcome.kind === 'answered' ? outcome.status : outcome.kind);
     if (outcome.kind === 'answered') {
       this.statusCodes[String(outcome.status)] = (this.statusCodes[String(outcome.status)] ?? 0) + 1;
       if (outcome.status >= 200 && outcome.status < 300) this.answered2xx++;

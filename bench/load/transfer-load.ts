@@ -56,7 +56,7 @@ export type WindowFigures = {
 export type TransferLevel = LoadFigures & WindowFigures;
 export type FixedRateLevel = FixedRateFigures & WindowFigures;
 
-type Counts = { committed: number; failed: number; rolledBack: number };
+export type Counts = { committed: number; failed: number; rolledBack: number };
 
 function pick<T>(xs: readonly T[]): T {
   return xs[Math.floor(Math.random() * xs.length)] as T;
@@ -159,7 +159,7 @@ async function measureWindow<L extends { readonly durationS: number }>(
 }
 
 /** Terminal counts by a scan of transfers_tb: taken outside the measured window only. */
-async function counts(sql: Sql): Promise<Counts> {
+export async function counts(sql: Sql): Promise<Counts> {
   const rows = await sql<{ committed: number; failed: number; rolled_back: number }[]>`
     SELECT count(*) FILTER (WHERE state = ${STATE_IDS.COMMITTED})::int AS committed,
            count(*) FILTER (WHERE state = ${STATE_IDS.FAILED})::int AS failed,
@@ -170,8 +170,8 @@ async function counts(sql: Sql): Promise<Counts> {
 }
 
 /** Waits (bounded) until no transfer is unfinished, polling transfers_active (which lists exactly them); answers how many are left. */
-async function settle(sql: Sql): Promise<number> {
-  const deadline = Date.now() + SETTLE_MS_MAX;
+export async function settle(sql: Sql, maxMs = SETTLE_MS_MAX): Promise<number> {
+  const deadline = Date.now() + maxMs;
   for (;;) {
     const rows = await sql<{ n: number }[]>`SELECT count(*)::int AS n FROM transfers_active`;
     const open = rows[0]?.n ?? 0;

@@ -21,7 +21,7 @@ export type DiskParts = { readonly wal: number; readonly processed: number; read
  * One gauge's value from Prometheus text, or null when the series is absent. `series` is a name
  * with some of its labels (`name{db="wal"}`); the line may carry more (`thread`), in any order.
  */
-function gauge(text: string, series: string): number | null {
+export function gauge(text: string, series: string): number | null {
   const brace = series.indexOf('{');
   const name = brace < 0 ? series : series.slice(0, brace);
   const wanted = brace < 0 ? [] : series.slice(brace + 1, -1).split(',');

@@ -28,9 +28,10 @@ export type MemoryFigures = {
   readonly lastRssFileMiB: number | null;
 };
 
-type Status = { readonly anonKiB: number; readonly vmRssKiB: number; readonly fileKiB: number };
+export type Status = { readonly anonKiB: number; readonly vmRssKiB: number; readonly fileKiB: number };
 
-async function readStatus(pid: number): Promise<Status | null> {
+/** The process's RssAnon, VmRSS and RssFile in KiB, or null when it is gone. */
+export async function readStatus(pid: number): Promise<Status | null> {
   const status = await fs.readFile(`/proc/${pid}/status`, 'utf8').catch(() => null);
   if (status === null) return null;
   const kib = (field: string): number | null => {

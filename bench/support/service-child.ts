@@ -41,6 +41,7 @@ export const SERVICE_ROLE = 'postgres';
 export const OBSERVER_ROLE = 'bench_observer';
 
 export type BenchService = {
+  /** The service process's id: a new one after `killAndRestart`. */
   readonly pid: number;
   readonly base: string;
   readonly dataDir: string;
@@ -55,6 +56,12 @@ export type BenchService = {
   readonly stats: Sql | null;
   /** The last lines the service wrote to stderr, for error messages. */
   readonly stderrTail: () => string;
+  /**
+   * A crash and its recovery (the soak's): SIGKILL, as a dead machine would, leaving its embedded
+   * PostgreSQL running for the next start to stop; then the service again on the same DATA_DIR and
+   * ports. Answers the milliseconds from the kill until /readyz answered 200.
+   */
+  readonly killAndRestart: () => Promise<number>;
   readonly stop: () => Promise<void>;
 };
 
@@ -86,17 +93,7 @@ export async function startBenchService(opts: {
   await fs.chmod(dataDir, 0o755);
   const port = await freePort();
   const pgPort = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...BENCH_ENV,
-    DATA_DIR: dataDir,
-    PORT: String(port),
-    EMBEDDED_PG_PORT: String(pgPort),
-    JWT_SECRET: BENCH_JWT_SECRET,
-    ...opts.env,
-  };
-  delete env.DATABASE_URL;
-  delete env.NODE_OPTIONS;
+  const env = serviceEnv(dataDir, port, pgPort, opts.env);
   const profileArgs = opts.cpuProfileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfileDir}`];
   const args = [...profileArgs, path.join(ROOT, 'dist', 'actors', 'main.js')];
   let running = spawnService(args, env);
@@ -124,12 +121,49 @@ export async function startBenchService(opts: {
       application: 'bench',
     });
     pools.push(sql);
-    const current = running;
-    return { pid: current.child.pid ?? 0, base, dataDir, pgPort, pgPassword, sql, stats, stderrTail: () => current.stderr(), stop };
+    const killAndRestart = async (): Promise<number> => {
+      const killedAt = Date.now();
+      running.child.kill('SIGKILL');
+      await running.exited;
+      running = spawnService(args, env);
+      await waitReady(base, running);
+      return Date.now() - killedAt;
+    };
+    return {
+      // Read through `running`, which a restart replaces.
+      get pid(): number {
+        return running.child.pid ?? 0;
+      },
+      base,
+      dataDir,
+      pgPort,
+      pgPassword,
+      sql,
+      stats,
+      stderrTail: () => running.stderr(),
+      killAndRestart,
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;
   }
+}
+
+/** A bench service's environment: its own DATA_DIR and ports, the bench's settings, then the caller's. */
+function serviceEnv(dataDir: string, port: number, pgPort: number, extra: Readonly<Record<string, string>> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...BENCH_ENV,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    EMBEDDED_PG_PORT: String(pgPort),
+    JWT_SECRET: BENCH_JWT_SECRET,
+    ...extra,
+  };
+  delete env.DATABASE_URL;
+  delete env.NODE_OPTIONS;
+  return env;
 }
 
 /** Written before the restart: the library to load at start, and the observer role. */

@@ -1,0 +1,110 @@
+// The soak's verdict (issue 29 item 4) and its growth rates. Flat is judged as the memory run
+// judges it (bench/meters/memory.ts): the last quarter's mean at most 10 % above the second
+// quarter's, the first quarter left out as warm-up (and, with the retention built, as the first
+// retention period). The p99 of the last quarter's answers may be at most 1.5 × the second's.
+
+import { memoryFigures, MEMORY_FLAT_GROWTH_MAX } from '../meters/memory.js';
+import type { Conservation } from '../report/report.js';
+import { toMiB } from './sample.js';
+import type { SoakWindows } from './windows.js';
+import type { GrowthRates, Judgement, SoakSample } from './report.js';
+
+/** The last quarter's p99 over the second quarter's, at most. */
+export const P99_GROWTH_MAX = 1.5;
+
+export type EndState = {
+  readonly errorsOutsideRestart: number;
+  readonly errorsDuringRestart: number;
+  readonly unfinished: number;
+  readonly conservation: Conservation | null;
+};
+
+/** Quarter `i` (0 to 3) of `n` samples, as [from, to) indices: the split memoryFigures uses. */
+function quarter(n: number, i: number): [number, number] {
+  return [Math.floor((n * i) / 4), Math.floor((n * (i + 1)) / 4)];
+}
+
+function flatness(id: string, what: string, values: readonly (number | null)[]): Judgement {
+  const f = memoryFigures(values.filter((v): v is number => v !== null));
+  return {
+    id,
+    goal: `${what}: last-quarter mean at most ${MEMORY_FLAT_GROWTH_MAX * 100} % above the second quarter's`,
+    measured: `${f.secondQuarterMeanMiB} → ${f.lastQuarterMeanMiB} MiB (${signed(f.growth * 100)} %), ${f.samples} samples`,
+    met: f.flat,
+  };
+}
+
+function signed(x: number): string {
+  return `${x >= 0 ? '+' : ''}${Math.round(x * 10) / 10}`;
+}
+
+export function judgeSoak(samples: readonly SoakSample[], windows: SoakWindows, end: EndState): Judgement[] {
+  const n = samples.length;
+  const p99Second = windows.p99Over(...quarter(n, 1));
+  const p99Last = windows.p99Over(...quarter(n, 3));
+  const cons = end.conservation;
+  return [
+    flatness(
+      'rss-flat',
+      "the service's RSS (VmRSS)",
+      samples.map((s) => s.vmRssMiB),
+    ),
+    flatness(
+      'ubscore-dir-flat',
+      "UBSCore's directory on disk",
+      samples.map((s) => toMiB(s.ubscoreDirBytes)),
+    ),
+    {
+      id: 'p99',
+      goal: `p99 of the last quarter at most ${P99_GROWTH_MAX} × the second quarter's`,
+      measured: `${p99Second ?? '?'} → ${p99Last ?? '?'} ms`,
+      met: p99Second !== null && p99Last !== null && p99Last <= P99_GROWTH_MAX * p99Second,
+    },
+    {
+      id: 'errors',
+      goal: '0 errors outside the restart',
+      measured: `${end.errorsOutsideRestart} outside the restart (${end.errorsDuringRestart} during it)`,
+      met: end.errorsOutsideRestart === 0,
+    },
+    {
+      id: 'conservation',
+      goal: 'conservation: 0 differences',
+      measured: cons === null ? 'the check failed' : `${cons.differences} differences over ${cons.accountsChecked} accounts`,
+      met: cons?.ok === true && cons.differences === 0,
+    },
+    {
+      id: 'final',
+      goal: 'every transfer final at the end',
+      measured: `${end.unfinished} unfinished`,
+      met: end.unfinished === 0,
+    },
+  ];
+}
+
+type Series = (s: SoakSample) => number | null;
+
+const SERIES: Readonly<Record<keyof GrowthRates, Series>> = {
+  vmRssMiB: (s) => s.vmRssMiB,
+  rssAnonMiB: (s) => s.rssAnonMiB,
+  dataMdbMiB: (s) => toMiB(s.dataMdbBytes),
+  ubscoreDirMiB: (s) => toMiB(s.ubscoreDirBytes),
+  processedEntries: (s) => s.processedEntries,
+  pgDatabaseMiB: (s) => toMiB(s.pgDatabaseBytes),
+  committed: (s) => s.committed,
+};
+
+/** Each series' change per minute between its first and last reading in `samples`; null when fewer than two readings. */
+export function growthPerMinute(samples: readonly SoakSample[]): GrowthRates | null {
+  const rate = (series: Series): number | null => {
+    const read = samples.filter((s) => series(s) !== null);
+    const first = read[0];
+    const last = read[read.length - 1];
+    if (first === undefined || last === undefined || last.atS <= first.atS) return null;
+    const perMinute = (((series(last) as number) - (series(first) as number)) / (last.atS - first.atS)) * 60;
+    return Math.round(perMinute * 10) / 10;
+  };
+  if (samples.length < 2) return null;
+  const out = {} as Record<keyof GrowthRates, number | null>;
+  for (const key of Object.keys(SERIES) as (keyof GrowthRates)[]) out[key] = rate(SERIES[key]);
+  return out;
+}
