@@ -116,9 +116,13 @@ export const STANDBY_READ_BLOCKS_MAX = 64;
 
 // ---- The processed set's retention (issue 29) ----
 
-/** PROCESSED_RETENTION_S: a week by default, at least a minute (a soak uses two), at most ten years. */
+/**
+ * PROCESSED_RETENTION_S: a week by default, at most ten years, at least 30 s: still far above how
+ * long a command stays in flight (a retry racing a transfer's last step is sent within
+ * milliseconds of it), and short enough for the 3-minute soak of CI to prune many times.
+ */
 export const PROCESSED_RETENTION_S_DEFAULT = 7 * 24 * 3600;
-export const PROCESSED_RETENTION_S_MIN = 60;
+export const PROCESSED_RETENTION_S_MIN = 30;
 export const PROCESSED_RETENTION_S_MAX = 10 * 365 * 24 * 3600;
 /** PROCESSED_PRUNE_INTERVAL_S: a pass (and a tick of the seq clock) a minute by default, at most one an hour. */
 export const PROCESSED_PRUNE_INTERVAL_S_DEFAULT = 60;

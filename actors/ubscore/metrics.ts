@@ -155,7 +155,6 @@ const DISK_DATABASES = ['wal', 'processed', 'snapshot', 'meta'] as const;
  * calls and two stat syscalls: cheap enough for a scrape, and never on the command path.
  */
 function setDiskGauges(metrics: Registry, state: CoreState, walDir: string): void {
-  metrics.set('transfer_ubscore_processed_entries', 'Processed-set entries in LMDB (durable and live)', {}, state.log.processedCount());
   for (const name of DISK_DATABASES) {
     const stats = state.log.databases[name].getStats() as Partial<
       Record<'pageSize' | 'treeBranchPageCount' | 'treeLeafPageCount' | 'overflowPages' | 'mapSize', number>
@@ -176,8 +175,8 @@ function setDiskGauges(metrics: Registry, state: CoreState, walDir: string): voi
         stats.mapSize,
       );
   }
-  // LMDB's own count (mdb_stat), so the processed set's growth, and later its pruning (issue 29),
-  // is seen in entries and not only in pages.
+  // LMDB's own count (mdb_stat), so the processed set's growth and its pruning (issue 29) are
+  // seen in entries and not only in pages.
   metrics.set(
     'transfer_ubscore_processed_entries',
     "Entries in UBSCore's processed set in LMDB (one per command key it remembers)",

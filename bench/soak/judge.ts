@@ -38,7 +38,7 @@ function signed(x: number): string {
   return `${x >= 0 ? '+' : ''}${Math.round(x * 10) / 10}`;
 }
 
-export function judgeSoak(samples: readonly SoakSample[], windows: SoakWindows, end: EndState): Judgement[] {
+export function judgeSoak(samples: readonly SoakSample[], windows: SoakWindows, end: EndState, retentionS: number): Judgement[] {
   const n = samples.length;
   const p99Second = windows.p99Over(...quarter(n, 1));
   const p99Last = windows.p99Over(...quarter(n, 3));
@@ -72,6 +72,7 @@ export function judgeSoak(samples: readonly SoakSample[], windows: SoakWindows, 
       measured: cons === null ? 'the check failed' : `${cons.differences} differences over ${cons.accountsChecked} accounts`,
       met: cons?.ok === true && cons.differences === 0,
     },
+    pruning(samples, retentionS),
     {
       id: 'final',
       goal: 'every transfer final at the end',
@@ -107,4 +108,26 @@ export function growthPerMinute(samples: readonly SoakSample[]): GrowthRates | n
   const out = {} as Record<keyof GrowthRates, number | null>;
   for (const key of Object.keys(SERIES) as (keyof GrowthRates)[]) out[key] = rate(SERIES[key]);
   return out;
+}
+
+/**
+ * Pruning seen in the metrics (issue 29): entries pruned by the last sample (the counter starts
+ * from 0 at each start, so after the restart too), and the oldest live entry of the last quarter
+ * at most twice the retention old, the ProcessedRetentionBehind alert's bound.
+ */
+function pruning(samples: readonly SoakSample[], retentionS: number): Judgement {
+  const last = samples[samples.length - 1];
+  const [from, to] = quarter(samples.length, 3);
+  const ages = samples
+    .slice(from, to)
+    .map((s) => s.oldestAgeS)
+    .filter((a): a is number => a !== null);
+  const oldest = ages.length === 0 ? null : Math.max(...ages);
+  const pruned = last?.prunedTotal ?? null;
+  return {
+    id: 'pruning',
+    goal: `pruning seen: entries pruned since the restart, and the oldest live entry of the last quarter at most ${2 * retentionS} s old (2 x PROCESSED_RETENTION_S)`,
+    measured: `${pruned ?? '?'} pruned since the restart; oldest live entry ${oldest ?? '?'} s old`,
+    met: pruned !== null && pruned > 0 && oldest !== null && oldest <= 2 * retentionS,
+  };
 }

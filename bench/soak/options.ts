@@ -4,7 +4,6 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { loadConfig } from '../../src/config/config.js';
 import { ROOT } from '../support/service-child.js';
 
 export const SOAK_MINUTES_DEFAULT = 30;
@@ -15,11 +14,12 @@ export const SOAK_RATE_FALLBACK_PER_SECOND = 500;
 const RATE_LEVEL_CONNECTIONS = 64;
 const RATE_SHARE = 0.5;
 /**
- * The processed set's retention for the soak: short, so pruning (issue 29 item 1) runs many times
- * in one run. Passed as PROCESSED_RETENTION only once the configuration reads that variable; until
- * then nothing prunes, and the soak shows UBSCore's directory growing.
+ * The processed set's retention for the soak (PROCESSED_RETENTION_S, SOAK_RETENTION_S overrides
+ * it): short, so pruning runs many times in one run, and over well within the first quarter (the
+ * judgements leave it out as the first retention period); a pass every SOAK_PRUNE_INTERVAL_S.
  */
-export const SOAK_PROCESSED_RETENTION = '2m';
+export const SOAK_RETENTION_S_DEFAULT = 120;
+export const SOAK_PRUNE_INTERVAL_S_DEFAULT = 5;
 const SOAK_USERS = 2_000;
 const SOAK_SEED_CONCURRENCY = 64;
 
@@ -31,8 +31,9 @@ export type SoakOptions = {
   readonly sampleS: number;
   readonly users: number;
   readonly seedConcurrency: number;
-  /** PROCESSED_RETENTION as passed to the service, or null when the configuration does not know it yet. */
-  readonly processedRetention: string | null;
+  /** PROCESSED_RETENTION_S and PROCESSED_PRUNE_INTERVAL_S as passed to the service. */
+  readonly retentionS: number;
+  readonly pruneIntervalS: number;
   readonly outDir: string;
   readonly log: (line: string) => void;
 };
@@ -57,7 +58,8 @@ export async function soakOptions(env: NodeJS.ProcessEnv, log: (line: string) =>
     sampleS: positive('SOAK_SAMPLE_S', SOAK_SAMPLE_S_DEFAULT),
     users: SOAK_USERS,
     seedConcurrency: SOAK_SEED_CONCURRENCY,
-    processedRetention: configReads('PROCESSED_RETENTION') ? SOAK_PROCESSED_RETENTION : null,
+    retentionS: positive('SOAK_RETENTION_S', SOAK_RETENTION_S_DEFAULT),
+    pruneIntervalS: positive('SOAK_PRUNE_INTERVAL_S', SOAK_PRUNE_INTERVAL_S_DEFAULT),
     outDir: path.join(ROOT, 'bench', 'results'),
     log,
   };
@@ -91,18 +93,4 @@ export async function rateFromBench(dir: string): Promise<{ perSecond: number; s
       };
   }
   return fallback;
-}
-
-/** Whether the service's configuration reads `name`: loaded once with an environment that records what is asked of it. */
-export function configReads(name: string): boolean {
-  const read = new Set<string>();
-  loadConfig(
-    new Proxy({} as Record<string, string>, {
-      get(_target, key) {
-        if (typeof key === 'string') read.add(key);
-        return undefined;
-      },
-    }),
-  );
-  return read.has(name);
 }

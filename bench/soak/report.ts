@@ -34,8 +34,9 @@ export type SoakReport = {
     readonly rateSource: string;
     readonly sampleS: number;
     readonly users: number;
-    /** PROCESSED_RETENTION as passed, or null: the configuration does not read it yet (no retention is built). */
-    readonly processedRetention: string | null;
+    /** PROCESSED_RETENTION_S and PROCESSED_PRUNE_INTERVAL_S as passed to the service. */
+    readonly retentionS: number;
+    readonly pruneIntervalS: number;
   };
   readonly load: Omit<FixedRateFigures, 'statusCodes'> & {
     readonly outcomes: Readonly<Record<string, number>>;
@@ -71,7 +72,7 @@ export function sampleLine(s: SoakSample): string {
     `rss ${dash(s.vmRssMiB)} MiB (anon ${dash(s.rssAnonMiB)})`,
     `data.mdb ${dash(toMiB(s.dataMdbBytes))} MiB on disk / ${dash(toMiB(s.dataMdbApparentBytes))} apparent`,
     `ubscore/ ${dash(toMiB(s.ubscoreDirBytes))} MiB`,
-    `processed ${dash(s.processedEntries)}`,
+    `processed ${dash(s.processedEntries)} (pruned ${dash(s.prunedTotal)}, oldest ${dash(s.oldestAgeS)} s)`,
     `pg ${dash(toMiB(s.pgDatabaseBytes))} MiB`,
     `p50/p99 ${dash(s.p50Ms)}/${dash(s.p99Ms)} ms`,
     `errors ${s.errors} (+${s.restartErrors} restart)`,
@@ -93,10 +94,7 @@ function restartLine(r: SoakReport['restart']): string {
 
 export function renderSoakSummary(r: SoakReport): string {
   const p = r.parameters;
-  const retention =
-    p.processedRetention === null
-      ? 'PROCESSED_RETENTION not passed: the configuration does not read it yet, so nothing is pruned (issue 29 item 1).'
-      : `PROCESSED_RETENTION=${p.processedRetention}.`;
+  const retention = `PROCESSED_RETENTION_S=${p.retentionS}, a prune pass every ${p.pruneIntervalS} s.`;
   return [
     `# Soak ${r.startedAt}`,
     '',
@@ -125,11 +123,11 @@ export function renderSoakSummary(r: SoakReport): string {
     '',
     '## Samples',
     '',
-    '| t s | VmRSS MiB | RssAnon MiB | data.mdb MiB (apparent) | ubscore/ MiB | processed entries | filter keys | PostgreSQL MiB | p50 / p99 ms | errors (restart) | committed |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| t s | VmRSS MiB | RssAnon MiB | data.mdb MiB (apparent) | ubscore/ MiB | processed entries | filter keys | pruned (since start) | oldest entry s | PostgreSQL MiB | p50 / p99 ms | errors (restart) | committed |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...r.samples.map(
       (s) =>
-        `| ${s.atS} | ${dash(s.vmRssMiB)} | ${dash(s.rssAnonMiB)} | ${dash(toMiB(s.dataMdbBytes))} (${dash(toMiB(s.dataMdbApparentBytes))}) | ${dash(toMiB(s.ubscoreDirBytes))} | ${dash(s.processedEntries)} | ${dash(s.filterKeys)} | ${dash(toMiB(s.pgDatabaseBytes))} | ${dash(s.p50Ms)} / ${dash(s.p99Ms)} | ${s.errors} (${s.restartErrors}) | ${dash(s.committed)} |`,
+        `| ${s.atS} | ${dash(s.vmRssMiB)} | ${dash(s.rssAnonMiB)} | ${dash(toMiB(s.dataMdbBytes))} (${dash(toMiB(s.dataMdbApparentBytes))}) | ${dash(toMiB(s.ubscoreDirBytes))} | ${dash(s.processedEntries)} | ${dash(s.filterKeys)} | ${dash(s.prunedTotal)} | ${dash(s.oldestAgeS)} | ${dash(toMiB(s.pgDatabaseBytes))} | ${dash(s.p50Ms)} / ${dash(s.p99Ms)} | ${s.errors} (${s.restartErrors}) | ${dash(s.committed)} |`,
     ),
     '',
   ].join('\n');

@@ -116,12 +116,14 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const started = Date.now();
   const log = opts.log;
   const machine = await machineInfo();
-  const retention = opts.processedRetention === null ? 'none (not read by the configuration yet)' : opts.processedRetention;
+  const retention = `${opts.retentionS} s (a pass every ${opts.pruneIntervalS} s)`;
   log(
     `soak: ${opts.durationS} s at ${opts.ratePerSecond}/s (${opts.rateSource}), a sample every ${opts.sampleS} s, retention ${retention}`,
   );
   try {
-    const svc = await startBenchService({ env: opts.processedRetention === null ? {} : { PROCESSED_RETENTION: opts.processedRetention } });
+    const svc = await startBenchService({
+      env: { PROCESSED_RETENTION_S: String(opts.retentionS), PROCESSED_PRUNE_INTERVAL_S: String(opts.pruneIntervalS) },
+    });
     try {
       log(`service pid ${svc.pid}, DATA_DIR ${svc.dataDir}; seeding ${opts.users} users on both sides`);
       const users = await seedUsers(svc, opts.users, opts.seedConcurrency);
@@ -129,7 +131,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
       const end = await endOf(svc, log);
       const sum = (f: (s: SoakSample) => number): number => phase.samples.reduce((n, s) => n + f(s), 0);
       const errors = { errorsOutsideRestart: sum((s) => s.errors), errorsDuringRestart: sum((s) => s.restartErrors) };
-      const judgements = judgeSoak(phase.samples, phase.windows, { ...errors, ...end });
+      const judgements = judgeSoak(phase.samples, phase.windows, { ...errors, ...end }, opts.retentionS);
       const { statusCodes: _codes, ...load } = phase.load;
       const report: SoakReport = {
         startedAt: new Date(started).toISOString(),
@@ -157,8 +159,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
 }
 
 function paramsOf(opts: SoakOptions): SoakReport['parameters'] {
-  const { durationS, ratePerSecond, rateSource, sampleS, users, processedRetention } = opts;
-  return { durationS, ratePerSecond, rateSource, sampleS, users, processedRetention };
+  const { durationS, ratePerSecond, rateSource, sampleS, users, retentionS, pruneIntervalS } = opts;
+  return { durationS, ratePerSecond, rateSource, sampleS, users, retentionS, pruneIntervalS };
 }
 
 async function main(): Promise<void> {

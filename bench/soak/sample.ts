@@ -27,6 +27,9 @@ export type StoreReading = {
   /** transfer_ubscore_processed_entries and transfer_ubscore_processed_filter_keys. */
   readonly processedEntries: number | null;
   readonly filterKeys: number | null;
+  /** transfer_ubscore_processed_pruned_total (from 0 at each start) and transfer_processed_oldest_age_seconds. */
+  readonly prunedTotal: number | null;
+  readonly oldestAgeS: number | null;
   readonly pgDatabaseBytes: number | null;
   readonly committed: number | null;
 };
@@ -64,6 +67,8 @@ export async function readStores(svc: BenchService): Promise<StoreReading> {
     ubscoreDirBytes: dirBytes,
     processedEntries: metrics === null ? null : gauge(metrics, 'transfer_ubscore_processed_entries'),
     filterKeys: metrics === null ? null : gauge(metrics, 'transfer_ubscore_processed_filter_keys'),
+    prunedTotal: metrics === null ? null : gauge(metrics, 'transfer_ubscore_processed_pruned_total'),
+    oldestAgeS: metrics === null ? null : gauge(metrics, 'transfer_processed_oldest_age_seconds'),
     pgDatabaseBytes: pg?.bytes ?? null,
     committed: pg?.committed ?? null,
   };

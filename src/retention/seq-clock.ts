@@ -15,9 +15,14 @@ export async function tickSeqClock(sql: Sql, durableSeq: number): Promise<void> 
   await sql`INSERT INTO spot_seq_clock (at, seq) VALUES (now(), ${durableSeq}::bigint) ON CONFLICT (at) DO NOTHING`;
 }
 
-/** Deletes the rows older than twice the retention (the horizon needs none older than once); answers how many went. */
+/** Deletes the rows older than twice the retention but the one that defines the horizon; answers how many went. */
 export async function trimSeqClock(sql: Sql, retentionS: number): Promise<number> {
-  const gone = await sql`DELETE FROM spot_seq_clock WHERE at < now() - make_interval(secs => ${2 * retentionS})`;
+  // The newest row at or before the retention's cut defines H: it stays, however old, so a start
+  // after a long stop prunes at once instead of a retention later.
+  const gone = await sql`
+    DELETE FROM spot_seq_clock
+     WHERE at < now() - make_interval(secs => ${2 * retentionS})
+       AND at < (SELECT max(at) FROM spot_seq_clock WHERE at <= now() - make_interval(secs => ${retentionS}))`;
   return gone.count;
 }
 
