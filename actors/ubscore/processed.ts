@@ -116,6 +116,12 @@ export class ProcessedSet {
     this.startBuild(this.log.processedCount());
   }
 
+  /** Whether the filter holds at least twice `liveKeys` keys: half or more of them pruned since it was built. */
+  filterOutgrown(liveKeys: number): boolean {
+    const filter = this.filter;
+    return filter !== null && this.build === null && filter.count >= 2 * Math.max(liveKeys, 1);
+  }
+
   /** The open batch is sealed: the entries added from now on belong to the next one. */
   seal(): void {
     this.pending.push(new Map());

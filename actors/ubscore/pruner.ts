@@ -131,7 +131,10 @@ export class ProcessedPruner {
     // Entries the pass did not see were written after it began: newer than any it kept, and
     // at least `firstNewSeq`, a lower bound, so the oldest live entry is never reported younger.
     const oldestLiveSeq = pass.oldestKeptSeq ?? (liveEntries > 0 ? pass.firstNewSeq : null);
-    if (pass.pruned > 0) state.processed.rebuildFilter();
+    // The filter still holds the pruned keys (a stale key costs one LMDB read, never a wrong
+    // answer); it is rebuilt for the live ones once stale keys are at least half of it, so RAM
+    // follows the live keys without a helper thread after every pass.
+    if (pass.pruned > 0 && state.processed.filterOutgrown(liveEntries)) state.processed.rebuildFilter();
     this.host.metrics.processedPruned(oldestLiveSeq ?? 0);
     const ms = Math.round(performance.now() - pass.startedMs);
     logger.info('processed-set prune pass done', { scanned: pass.scanned, pruned: pass.pruned, live: liveEntries, ms });
