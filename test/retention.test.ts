@@ -200,6 +200,21 @@ test("a standby's pass: plans from the owner's clock and prunes its own UBSCore,
   await task.stop();
 });
 
+test('no horizon yet (nothing a retention old): UBSCore is not asked to walk its processed set, nothing is deleted', async () => {
+  await clean();
+  await clockRow(10, 20); // younger than the retention
+  const final = await transferIn(40);
+  await processedRow('WITHDRAW', final, 11);
+  const { ubs, plans } = fakeUbs(42, PRUNED);
+  const task = new RetentionTask({ sql: owner, ubs, role: 'owner', retentionS: RETENTION_S, log, registry: new Registry() });
+  const pass = await task.pass();
+  assert.is(pass.plan.throughSeq, 0);
+  assert.equal(plans, [], 'no prune asked of UBSCore');
+  assert.is(pass.rowsDeleted, 0);
+  assert.equal(await processedLeft(), [`1:${final}@11`]);
+  await task.stop();
+});
+
 test('the gate: a retention plan waits for a conservation check in flight, and the next check for the plan', async () => {
   const gate = new PlanGate();
   const order: string[] = [];

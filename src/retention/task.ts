@@ -21,6 +21,9 @@ import { planRetention, type RetentionPlan } from './plan.js';
 import { deleteProcessedRows } from './processed-rows.js';
 import { seqAgeS, tickSeqClock, trimSeqClock } from './seq-clock.js';
 
+/** A pass with no horizon yet: nothing was asked of UBSCore. */
+const NOTHING_TO_PRUNE: UbsPruneOutcome = { kind: 'pruned', scanned: 0, pruned: 0, liveEntries: 0, oldestLiveSeq: null, ms: 0 };
+
 export type RetentionDeps = {
   /** The owner's fenced main pool, or a standby's read-only connection. */
   readonly sql: Sql;
@@ -106,6 +109,12 @@ export class RetentionTask {
       }
       const plan = await this.gate.run(() => planRetention(deps.sql, deps.retentionS));
       setRetentionHorizon(deps.registry, plan.throughSeq);
+      // Nothing is a retention old yet (the first retention after the seq clock began): no entry
+      // can go, so UBSCore is not asked to walk its whole processed set for nothing.
+      if (plan.throughSeq === 0) {
+        outcome = 'pruned';
+        return { plan, outcome: NOTHING_TO_PRUNE, rowsDeleted };
+      }
       const pruned = await deps.ubs.prune({ throughSeq: plan.throughSeq, keep: plan.keep });
       if (pruned.kind === 'pruned')
         setOldestAge(deps.registry, pruned.oldestLiveSeq === null ? 0 : await seqAgeS(deps.sql, pruned.oldestLiveSeq));
