@@ -14,7 +14,7 @@ import { SpotLogStore } from '../spot-log/store.js';
 import type { Logger } from '../log.js';
 import { HaltSwitch } from '../services/halt.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
-import { checkLedgerIdentity } from '../ownership/ledger-identity.js';
+import { checkLedgerIdentity, holdsFunds } from '../ownership/ledger-identity.js';
 import { ownDatabase, waitForOwnership } from '../ownership/pg-owner.js';
 import { OwnershipError } from '../ownership/errors.js';
 import { fatal, type Start, type Stores } from './parts.js';
@@ -76,12 +76,6 @@ export async function ownStores(start: Start, located: Located): Promise<Stores>
   return { databaseUrl, sql, owner, halt: await loadHalt(sql, log) };
 }
 
-/** Whether the database holds any FUNDING-side money: a transfer, a balance or an external movement. */
-async function holdsFunds(sql: Sql): Promise<boolean> {
-  const [row] = await sql<{ used: boolean }[]>`
-    SELECT EXISTS (SELECT 1 FROM transfers_tb) OR EXISTS (SELECT 1 FROM funding_balances) OR EXISTS (SELECT 1 FROM external_movements) AS used`;
-  return row?.used === true;
-}
 
 async function loadHalt(sql: Sql, log: Logger): Promise<HaltSwitch> {
   const halt = await HaltSwitch.load(sql, log);

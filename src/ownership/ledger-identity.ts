@@ -111,9 +111,14 @@ export function decide(pg: Side, wal: Side, walDir: string): Decision {
 }
 
 async function postgresSide(sql: Sql): Promise<Side> {
-  const [row] = await sql<{ id: string | null; used: boolean }[]>`
-    SELECT (SELECT ledger_id::text FROM ledger_identity) AS id,
-           (EXISTS (SELECT 1 FROM transfers_tb) OR EXISTS (SELECT 1 FROM funding_balances) OR EXISTS (SELECT 1 FROM external_movements)) AS used`;
+  const [row] = await sql<{ id: string | null }[]>`SELECT (SELECT ledger_id::text FROM ledger_identity) AS id`;
   if (row === undefined) throw new Error('PostgreSQL answered no row for the ledger identity');
-  return { id: row.id, used: row.used };
+  return { id: row.id, used: await holdsFunds(sql) };
+}
+
+/** Whether the database holds any FUNDING-side money: a transfer, a balance or an external movement. */
+export async function holdsFunds(sql: Sql): Promise<boolean> {
+  const [row] = await sql<{ used: boolean }[]>`
+    SELECT EXISTS (SELECT 1 FROM transfers_tb) OR EXISTS (SELECT 1 FROM funding_balances) OR EXISTS (SELECT 1 FROM external_movements) AS used`;
+  return row?.used === true;
 }
