@@ -76,7 +76,6 @@ export async function ownStores(start: Start, located: Located): Promise<Stores>
   return { databaseUrl, sql, owner, halt: await loadHalt(sql, log) };
 }
 
-
 async function loadHalt(sql: Sql, log: Logger): Promise<HaltSwitch> {
   const halt = await HaltSwitch.load(sql, log);
   if (halt.current !== null)
