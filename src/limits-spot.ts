@@ -85,12 +85,18 @@ export const WAL_BLOCK_RECORDS_MAX = 8_192;
 export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
 /**
  * Processed-set entries read, and those prunable deleted, per step of a retention pass (issue 29):
- * one LMDB transaction between two batches. Measured on the 2-core machine over 200,000 entries
- * (keys of 30 bytes, 1,000 kept): 1,024 per step read and decoded on UBSCore's thread in about 3 ms
- * (2,048: 4 to 6 ms; 4,096: 8 to 10), their transaction then durable in about 3 ms more, which
- * the next batch waits for; a pass goes at about 150,000 entries a second when idle.
+ * one LMDB transaction between two batches. A step reads the seq index from where the last one
+ * stopped, and each entry it names (wal/processed-prune.ts). Measured on the 2-core machine over
+ * 200,000 entries (keys of 28 bytes, 1,000 kept): 1,024 per step read and decoded on UBSCore's
+ * thread in 1.6 ms (p99 3.2 ms), their transaction then durable in a few ms more, which the next
+ * batch waits for; a pass prunes about 200,000 entries a second when idle.
  */
 export const PRUNE_STEP_ENTRIES = 1_024;
+/**
+ * Processed-set entries indexed per transaction when an environment written before the seq index
+ * (wal/processed-index.ts) is opened: a one-time build at start, a few MB of pages per commit.
+ */
+export const PROCESSED_INDEX_BUILD_ENTRIES = 50_000;
 /** The largest chunk value: big enough to make few LMDB entries, small enough to checksum in ~1 ms. */
 export const SNAPSHOT_CHUNK_BYTES_MAX = MIB;
 /** Distinct assets remembered by a RecordReader; a replay meets a few assets a million times. */

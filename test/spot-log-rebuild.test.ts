@@ -147,6 +147,8 @@ async function assertSameLedger(walDir: string, original: Original): Promise<voi
         assert.equal(ledger.balanceOf(user, asset), original.ledger.balanceOf(user, asset), `balance of ${user} ${asset}`);
     assert.is(wal.processedCount(), original.keys.length, 'processed entries');
     for (const key of original.keys) assert.ok(wal.getProcessed(key) !== undefined, `processed ${key}`);
+    // The seq index names every entry, so the retention can prune what the rebuild wrote.
+    assert.is(wal.databases.processedSeq.getKeysCount({}), original.keys.length, 'seq index entries');
   } finally {
     await wal.close();
   }
@@ -271,6 +273,28 @@ test('archive then rebuild: the archived blocks leave spot_log, every processed 
     assert.is((await archiveSpotLog(w.store, 1)).blocks, 0, 'archiving again does nothing');
     const outcome = await reconcile(w).run;
     assert.is(outcome.kind, 'rebuilt');
+    await assertSameLedger(w.walDir, o);
+  });
+});
+
+test("archive with the retention's plan: the entries it may forget are not copied, kept keys and newer ones are", async () => {
+  await withWorld(async (w) => {
+    const o = new Original(null, w.store);
+    await o.batch(records(1, 15));
+    await o.batch(records(16, 25));
+    await o.snapshot();
+    await o.batch(records(26, 40));
+    const done = await archiveSpotLog(w.store, 1, async () => ({ throughSeq: 20, keep: ['k-7-0', 'not-a-key'] }));
+    // Seqs 1..20 hold 19 operations (11 is a status change): all but k-7 forgotten; 21..25 hold 4.
+    assert.equal({ ...done, ms: 0 }, { throughSeq: 25, blocks: 2, entries: 5, forgotten: 18, ms: 0 });
+    const rows = await w.sql<{ seq: string }[]>`SELECT seq::text AS seq FROM spot_processed ORDER BY spot_processed.seq`;
+    assert.equal(
+      rows.map((r) => Number(r.seq)),
+      [7, 21, 23, 24, 25],
+    );
+    // What a rebuild knows is what a retention pass with that plan leaves.
+    o.keys.splice(0, o.keys.length, ...o.keys.filter((key) => !/^EXTERNAL_\w+:k-(\d|1\d|20)-0$/.test(key) || key.endsWith(':k-7-0')));
+    assert.is((await reconcile(w).run).kind, 'rebuilt');
     await assertSameLedger(w.walDir, o);
   });
 });

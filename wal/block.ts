@@ -30,8 +30,11 @@ const SEQ_HIGH_MAX = 0x1fffff;
 
 /** One `wal` entry: `bytes` is the block, `lastSeq` its key. */
 type WalBlock = { readonly lastSeq: number; readonly bytes: Buffer };
-/** One processed-set entry: its key (wal/processed-key.ts) and the operation's own record, both views of the batch's bytes. */
-export type ProcessedWrite = { readonly key: Buffer; readonly bytes: Buffer };
+/**
+ * One processed-set entry: its key (wal/processed-key.ts) and the operation's own record, both
+ * views of the batch's bytes, and the record's seq (the entry's key in the seq index).
+ */
+export type ProcessedWrite = { readonly key: Buffer; readonly bytes: Buffer; readonly seq: number };
 /** Everything one group commit writes, in one LMDB transaction. */
 export type WalBatch = {
   readonly firstSeq: number;
@@ -122,7 +125,7 @@ export class BatchEncoder {
   /** The processed entries' keys, written as records are added; copied after the blocks by finish. */
   private keyBuf: Buffer = Buffer.allocUnsafeSlow(16 * 1024);
   private keysUsed = 0;
-  /** [record start, record end, key start, key end] of each processed entry. */
+  /** [record start, record end, key start, key end, seq] of each processed entry. */
   private readonly processedBounds: number[] = [];
 
   /** Records added since the last finish. */
@@ -158,7 +161,7 @@ export class BatchEncoder {
       if (this.keysUsed + PROCESSED_KEY_BYTES_MAX > this.keyBuf.length) this.keyBuf = grown(this.keyBuf, this.keysUsed);
       const keyStart = this.keysUsed;
       this.keysUsed = writeProcessedKey(record.op, record.key, this.keyBuf, keyStart);
-      this.processedBounds.push(start, this.used, keyStart, this.keysUsed);
+      this.processedBounds.push(start, this.used, keyStart, this.keysUsed, record.seq);
     }
   }
 
@@ -175,11 +178,12 @@ export class BatchEncoder {
     for (let i = 0; i < bounds.length; i += 3)
       blocks.push({ lastSeq: bounds[i + 2] as number, bytes: bytes.subarray(bounds[i], bounds[i + 1]) });
     const pb = this.processedBounds;
-    const processed: ProcessedWrite[] = new Array<ProcessedWrite>(pb.length / 4);
-    for (let i = 0, b = 0; b < pb.length; i++, b += 4) {
+    const processed: ProcessedWrite[] = new Array<ProcessedWrite>(pb.length / 5);
+    for (let i = 0, b = 0; b < pb.length; i++, b += 5) {
       processed[i] = {
         key: bytes.subarray(keysAt + (pb[b + 2] as number), keysAt + (pb[b + 3] as number)),
         bytes: bytes.subarray(pb[b], pb[b + 1]),
+        seq: pb[b + 4] as number,
       };
     }
     const batch: WalBatch = { firstSeq: this.firstSeq, lastSeq: this.nextSeq - 1, blocks, processed };

@@ -75,7 +75,7 @@ export function batchOfBlocks(blocks: readonly StoredBlock[], afterSeq: number):
   for (const block of blocks) {
     if (block.firstSeq !== next)
       throw new BlockRefused(block.lastSeq, `it starts at seq ${block.firstSeq} where seq ${next} was expected (a hole or an overlap)`);
-    for (const entry of readStoredBlock(block).entries) processed.push({ key: entry.key, bytes: entry.record });
+    for (const entry of readStoredBlock(block).entries) processed.push({ key: entry.key, bytes: entry.record, seq: entry.seq });
     next = block.lastSeq + 1;
   }
   return {

@@ -1,7 +1,9 @@
 // UBSCore's write-ahead log in LMDB: the `wal` database (a block's last sequence number → the
 // block of records of one group commit, wal/block.ts) and the `processed` database (op code and
 // key, wal/processed-key.ts → the operation's own encoded record, the same bytes as in its block), written
-// together in one LMDB transaction per batch, so the processed set can never disagree with the log.
+// together in one LMDB transaction per batch, so the processed set can never disagree with the log;
+// the `processed_seq` database indexes the processed set by seq (wal/processed-index.ts), written
+// in the same transaction.
 // The `meta` database names the format version; a directory of another version is refused.
 //
 // Once a snapshot at seq S is durable (wal/snapshot-store.ts, the `snapshot` database), records 1..S
@@ -21,6 +23,7 @@ import { RecordReader, decode, decodeProcessed } from './codec.js';
 import type { SnapshotKey, WalDatabases } from './databases.js';
 import { PRUNED_THROUGH_KEY, checkFormatVersion, decodeMetaSeq, encodeMetaSeq } from './meta.js';
 import { processedKeyOf } from './processed-key.js';
+import { ensureProcessedIndex, oldestProcessedSeq, putProcessed } from './processed-index.js';
 import { scanProcessed, type ProcessedPruneStep } from './processed-prune.js';
 
 /**
@@ -43,12 +46,13 @@ const WAL_ENV_OPTIONS = {
   // Values are our own checksummed bytes: no compression, no msgpack, no value cache.
   compression: false,
   cache: false,
-  // wal, processed, snapshot and meta, with room to add one without touching every open.
+  // wal, processed, processed_seq, snapshot and meta, with room to add one without touching every open.
   maxDbs: 8,
 } as const;
 
 const WAL_DB_NAME = 'wal';
 const PROCESSED_DB_NAME = 'processed';
+const PROCESSED_SEQ_DB_NAME = 'processed_seq';
 const SNAPSHOT_DB_NAME = 'snapshot';
 const META_DB_NAME = 'meta';
 
@@ -59,6 +63,8 @@ export type WalLog = {
   getProcessed(opKey: string): OpRecord | undefined;
   /** How many processed-set entries are durable (LMDB keeps the count; nothing is read). */
   processedCount(): number;
+  /** The seq of the oldest durable processed-set entry, or null when there is none (one index read). */
+  oldestProcessedSeq(): number | null;
   /**
    * Every record from `fromSeq` (default 1) in order; throws an Error naming the first bad or
    * missing sequence number, after yielding every record before it. For tests and tools: it
@@ -87,17 +93,12 @@ export type WalLog = {
    */
   pruneThrough(throughSeq: number, recordsMax: number): Promise<number>;
   /**
-   * One step of a processed-set retention pass (wal/processed-prune.ts): reads up to `entriesMax`
-   * entries from `fromKey` (null: the first), and deletes, in one transaction, those with seq <=
-   * `throughSeq` that `keep(opKey)` does not keep; resolves once durable. Throws before deleting
-   * anything if an entry does not decode. Steps never overlap.
+   * One step of a processed-set retention pass (wal/processed-prune.ts): reads, in seq order, up to
+   * `entriesMax` entries with seq from `fromSeq` to `throughSeq`, and deletes, in one transaction,
+   * those `keep(opKey)` does not keep; resolves once durable. Throws before deleting anything if an
+   * entry does not decode. Steps never overlap.
    */
-  pruneProcessed(
-    fromKey: Buffer | null,
-    entriesMax: number,
-    throughSeq: number,
-    keep: (opKey: string) => boolean,
-  ): Promise<ProcessedPruneStep>;
+  pruneProcessed(fromSeq: number, entriesMax: number, throughSeq: number, keep: (opKey: string) => boolean): Promise<ProcessedPruneStep>;
   /** The LMDB databases, for the snapshot store that shares this environment. */
   readonly databases: WalDatabases;
   close(): Promise<void>;
@@ -139,15 +140,17 @@ export function openWalDatabases(dir: string): WalDatabases {
   }
   const wal = env.openDB<Buffer, number>({ name: WAL_DB_NAME, encoding: 'binary' });
   const processed = env.openDB<Buffer, Buffer>({ name: PROCESSED_DB_NAME, encoding: 'binary', keyEncoding: 'binary' });
+  const processedSeq = env.openDB<Buffer, number>({ name: PROCESSED_SEQ_DB_NAME, encoding: 'binary' });
   const snapshot = env.openDB<Buffer, SnapshotKey>({ name: SNAPSHOT_DB_NAME, encoding: 'binary' });
   const meta = env.openDB<Buffer, string>({ name: META_DB_NAME, encoding: 'binary' });
-  return { env, wal, processed, snapshot, meta };
+  return { env, wal, processed, processedSeq, snapshot, meta };
 }
 
 export function openWal(dir: string): WalLog {
   const databases = openWalDatabases(dir);
   try {
     checkFormatVersion(databases, dir);
+    ensureProcessedIndex(databases);
   } catch (error) {
     void databases.env.close();
     throw error;
@@ -189,7 +192,7 @@ class LmdbWal implements WalLog {
     }
     if (next - 1 !== batch.lastSeq) throw new Error(`wal: the blocks of the batch end at seq ${next - 1}, not ${batch.lastSeq}`);
     this.appendedSeq = batch.lastSeq;
-    const { env, wal, processed } = this.databases;
+    const { env, wal } = this.databases;
     // `batch` queues the puts as one conditional block for lmdb-js's write thread, which does
     // the B-tree work off this thread. A block is never split across transactions: the native
     // writer waits for the rest of an open block instead of committing (src/writer.cpp,
@@ -198,7 +201,7 @@ class LmdbWal implements WalLog {
     return env
       .batch(() => {
         for (const block of batch.blocks) void wal.put(block.lastSeq, block.bytes);
-        for (const entry of batch.processed) void processed.put(entry.key, entry.bytes);
+        for (const entry of batch.processed) putProcessed(this.databases, entry.key, entry.bytes, entry.seq);
       })
       .then((written) => {
         if (!written) throw new Error(`wal: the batch ending at seq ${batch.lastSeq} was not written`);
@@ -222,6 +225,10 @@ class LmdbWal implements WalLog {
     if (typeof count !== 'number' || !Number.isSafeInteger(count))
       throw new Error('wal: LMDB reported no entry count for the processed set');
     return count;
+  }
+
+  oldestProcessedSeq(): number | null {
+    return oldestProcessedSeq(this.databases);
   }
 
   /**
@@ -344,22 +351,21 @@ class LmdbWal implements WalLog {
     return { keys, mark: throughSeq };
   }
 
-  pruneProcessed(
-    fromKey: Buffer | null,
-    entriesMax: number,
-    throughSeq: number,
-    keep: (opKey: string) => boolean,
-  ): Promise<ProcessedPruneStep> {
+  pruneProcessed(fromSeq: number, entriesMax: number, throughSeq: number, keep: (opKey: string) => boolean): Promise<ProcessedPruneStep> {
     if (this.closed) throw new Error('wal: prune after close');
     if (this.pruning) throw new Error('wal: a prune is already in flight');
-    const { doomed, next, scanned, oldestKeptSeq } = scanProcessed(this.databases.processed, fromKey, entriesMax, throughSeq, keep);
+    const { doomed, unindexed, next, scanned, oldestKeptSeq } = scanProcessed(this.databases, fromSeq, entriesMax, throughSeq, keep);
     const step = { next, scanned, pruned: doomed.length, oldestKeptSeq };
-    if (doomed.length === 0) return Promise.resolve(step);
-    const { env, processed } = this.databases;
+    if (doomed.length === 0 && unindexed.length === 0) return Promise.resolve(step);
+    const { env, processed, processedSeq } = this.databases;
     this.pruning = true;
     return env
       .batch(() => {
-        for (const key of doomed) void processed.remove(key);
+        for (const entry of doomed) {
+          void processed.remove(entry.key);
+          void processedSeq.remove(entry.seq);
+        }
+        for (const seq of unindexed) void processedSeq.remove(seq);
       })
       .then(
         (written) => {

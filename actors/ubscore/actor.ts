@@ -106,7 +106,6 @@ export class UbsActor {
     );
     this.pruner = new ProcessedPruner({
       state: () => this.state,
-      durableSeq: () => this.writer.durableSeq,
       wake: this.wake,
       crash: hooks.crash,
       metrics: this.metrics,

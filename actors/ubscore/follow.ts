@@ -103,7 +103,7 @@ function processedOf(records: readonly Decoded[]): ProcessedWrite[] {
     const op = record as OpRecord;
     const keyStart = keysUsed;
     keysUsed = writeProcessedKey(op.op, op.key, keys, keyStart);
-    return { key: keys.subarray(keyStart, keysUsed), bytes };
+    return { key: keys.subarray(keyStart, keysUsed), bytes, seq: op.seq };
   });
 }
 

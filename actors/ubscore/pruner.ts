@@ -1,9 +1,11 @@
 // Issue 29's retention on UBSCore's side: one pass over LMDB's processed set deletes every durable
 // entry with seq <= H whose key the main thread did not ask to keep (docs/design.md, issue 29, says
-// why that is safe). The pass goes in steps of at most PRUNE_STEP_ENTRIES entries, each one LMDB
+// why that is safe). The pass reads the entries at or below H in seq order, through the set's seq
+// index (wal/processed-index.ts), so its work follows what it prunes (and the few kept entries),
+// not the size of the set. It goes in steps of at most PRUNE_STEP_ENTRIES entries, each one LMDB
 // transaction offered to the group commit's maintenance slot (group-commit.ts), so at most one
 // step runs between two batches and commands are answered between steps. Each step reads from
-// the key the last one reached, when no other write is in flight; an entry decided but not yet
+// the seq the last one reached, when no other write is in flight; an entry decided but not yet
 // durable (the overlay) is kept, so a step never deletes a key a later batch writes again.
 // Deleting is idempotent: a crash mid-pass leaves a valid set, and the next pass goes on.
 
@@ -22,8 +24,6 @@ import type { CoreState } from './state.js';
 export type PrunerHost = {
   /** The state now: a rebuild after a failed write replaces it whole. */
   readonly state: () => CoreState;
-  /** The seq of the last durable WAL record. */
-  readonly durableSeq: () => number;
   /** Offers the writer a turn: a pass began. */
   readonly wake: () => void;
   readonly crash: (point: CrashPoint) => void;
@@ -35,14 +35,11 @@ type Pass = {
   readonly throughSeq: number;
   readonly keep: ReadonlySet<string>;
   readonly startedMs: number;
-  /** Every entry written after the pass began carries a seq from this one on. */
-  readonly firstNewSeq: number;
   readonly resolve: (outcome: UbsPruneOutcome) => void;
-  /** The key the next step reads from; null before the first step. */
-  cursor: Buffer | null;
+  /** The seq the next step reads from. */
+  cursor: number;
   scanned: number;
   pruned: number;
-  oldestKeptSeq: number | null;
 };
 
 export class ProcessedPruner {
@@ -60,12 +57,10 @@ export class ProcessedPruner {
         throughSeq: checked.throughSeq,
         keep: new Set(checked.keep),
         startedMs: performance.now(),
-        firstNewSeq: this.host.durableSeq() + 1,
         resolve,
-        cursor: null,
+        cursor: 0,
         scanned: 0,
         pruned: 0,
-        oldestKeptSeq: null,
       };
       this.host.wake();
     });
@@ -116,21 +111,18 @@ export class ProcessedPruner {
     if (this.pass !== pass) return;
     pass.scanned += step.scanned;
     pass.pruned += step.pruned;
-    pass.cursor = step.next;
-    if (step.oldestKeptSeq !== null && (pass.oldestKeptSeq === null || step.oldestKeptSeq < pass.oldestKeptSeq))
-      pass.oldestKeptSeq = step.oldestKeptSeq;
     this.host.metrics.processedPruneStep(step.pruned);
     // A no-op unless armed; armed, it kills the process at the first step that deleted entries.
     if (step.pruned > 0) this.host.crash('ubscore_prune_after_step');
     if (step.next === null) this.finish(pass, state);
+    else pass.cursor = step.next;
   }
 
   private finish(pass: Pass, state: CoreState): void {
     this.pass = null;
     const liveEntries = state.log.processedCount();
-    // Entries the pass did not see were written after it began: newer than any it kept, and
-    // at least `firstNewSeq`, a lower bound, so the oldest live entry is never reported younger.
-    const oldestLiveSeq = pass.oldestKeptSeq ?? (liveEntries > 0 ? pass.firstNewSeq : null);
+    // The index's first key: the oldest live entry, a kept one or the first above the horizon.
+    const oldestLiveSeq = state.log.oldestProcessedSeq();
     // The filter still holds the pruned keys (a stale key costs one LMDB read, never a wrong
     // answer); it is rebuilt for the live ones once stale keys are at least half of it, so RAM
     // follows the live keys without a helper thread after every pass.

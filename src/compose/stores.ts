@@ -9,6 +9,7 @@ import { checkMigrated, migrate, seedDemoAssets } from '../db/schema.js';
 import { openSql, type Sql } from '../db/sql.js';
 import { SPOT_LOG_ARCHIVE_INTERVAL_MS } from '../limits.js';
 import { SpotLogArchive } from '../spot-log/archive.js';
+import { planRetention } from '../retention/plan.js';
 import { reconcileSpotLog } from '../spot-log/reconcile.js';
 import { SpotLogStore } from '../spot-log/store.js';
 import type { Logger } from '../log.js';
@@ -139,10 +140,12 @@ export async function promoteStores(start: Start, located: Located): Promise<Sto
 
 /**
  * The archive of PostgreSQL's SPOT log (src/spot-log/archive.ts): the blocks a snapshot kept there
- * covers, moved into spot_processed, at start and then every SPOT_LOG_ARCHIVE_INTERVAL_MS.
+ * covers, moved into spot_processed (less what the processed set's retention may already forget),
+ * at start and then every SPOT_LOG_ARCHIVE_INTERVAL_MS.
  */
 function startArchive(start: Start, sql: Sql): void {
-  const archive = new SpotLogArchive(new SpotLogStore(sql), start.log);
+  const retentionS = start.config.retention.retentionS;
+  const archive = new SpotLogArchive(new SpotLogStore(sql), start.log, () => planRetention(sql, retentionS));
   archive.start(SPOT_LOG_ARCHIVE_INTERVAL_MS);
   start.stack.push(() => archive.stop());
 }

@@ -17,10 +17,11 @@ import type { WalLog } from '../../wal/log.js';
 import type { WalDatabases } from '../../wal/databases.js';
 import { batchOfBlocks, blockEntries, BlockRefused } from '../../wal/import.js';
 import { PRUNED_THROUGH_KEY, checkFormatVersion, encodeMetaSeq, writeLedgerId } from '../../wal/meta.js';
+import { putProcessed } from '../../wal/processed-index.js';
 import { decodeSnapshotBody, decodeSnapshotHeader } from '../../wal/snapshot.js';
 import type { SnapshotInfo } from '../../wal/snapshot.js';
 import { SnapshotStore } from '../../wal/snapshot-store.js';
-import type { LogBlock, SpotLogStore, StoredSnapshot } from './store.js';
+import type { ArchivedEntry, LogBlock, SpotLogStore, StoredSnapshot } from './store.js';
 
 export type Rebuilt = {
   /** The snapshot the ledger starts from (0: none, the log from seq 1). */
@@ -174,10 +175,10 @@ function checkContinues(page: readonly LogBlock[], next: number, first: boolean)
   return expected;
 }
 
-async function putEntries(dbs: WalDatabases, entries: readonly { readonly key: Buffer; readonly record: Buffer }[]): Promise<void> {
+async function putEntries(dbs: WalDatabases, entries: readonly ArchivedEntry[]): Promise<void> {
   if (entries.length === 0) return;
   const written = await dbs.env.batch(() => {
-    for (const entry of entries) void dbs.processed.put(entry.key, entry.record);
+    for (const entry of entries) putProcessed(dbs, entry.key, entry.record, entry.seq);
   });
   if (!written) throw new Error('spot log: processed-set entries of the rebuild were not written');
 }
