@@ -94,6 +94,34 @@ test('connections the server closes while idle are dropped, not reused, and ever
   }
 });
 
+test("a connection idle longer than idleReuseMsMax is closed, not reused: never a write racing the server's keep-alive close", async () => {
+  // The server keeps every connection open; at 10/s a connection idles 100 ms between requests,
+  // over the 50 ms allowed here, so each request goes on a new connection (a reuse would show as 1).
+  let connections = 0;
+  let closed = 0;
+  const s = http.createServer((req, res) => {
+    req.resume();
+    req.once('end', () => res.end('{}'));
+  });
+  s.on('connection', (socket) => {
+    connections++;
+    socket.once('close', () => closed++);
+  });
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+    const f = await runFixedRate({ url, ratePerSecond: 10, durationS: 0.5, request, idleReuseMsMax: 50 });
+    assert.is(f.answered2xx, 5);
+    assert.is(f.errors, 0);
+    assert.is(connections, 5, 'a new connection for each request');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.ok(closed >= 4, `the stale ones closed by the client, ${closed} of 5`);
+  } finally {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
 test('chunked answers and answers that close their connection are read whole', async () => {
   let n = 0;
   const s = http.createServer((req, res) => {
