@@ -18,7 +18,7 @@ import { startBenchService, type BenchService } from '../support/service-child.j
 import { growthPerMinute, judgeSoak } from './judge.js';
 import { soakOptions, type SoakOptions } from './options.js';
 import { sampleLine, writeSoakResults, type SoakReport, type SoakSample } from './report.js';
-import { readStores } from './sample.js';
+import { CommittedCount, readStores } from './sample.js';
 import { SoakWindows } from './windows.js';
 
 /** After the load, how long the transfers it left unfinished may take to become final. */
@@ -37,10 +37,10 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Ma
 const secondsSince = (t0: number): number => Math.round((performance.now() - t0) / 100) / 10;
 
 /** Closes the answers' window first, then reads the stores, so a slow reading never moves answers into the next window. */
-async function takeSample(svc: BenchService, windows: SoakWindows, t0: number): Promise<SoakSample> {
+async function takeSample(svc: BenchService, windows: SoakWindows, t0: number, committed: CommittedCount): Promise<SoakSample> {
   const atS = secondsSince(t0);
   const window = windows.take();
-  return { atS, ...(await readStores(svc)), ...window };
+  return { atS, ...(await readStores(svc, committed)), ...window };
 }
 
 /** The SIGKILL at `atS` into the load, and the restart; the load keeps its schedule meanwhile. */
@@ -81,9 +81,10 @@ async function loadPhase(svc: BenchService, users: readonly BenchUser[], opts: S
   const finished = load.then(() => true);
   const restart = killInTheMiddle(svc, windows, t0, opts.durationS / 2, opts.log);
   const samples: SoakSample[] = [];
+  const committed = new CommittedCount();
   for (let k = 1; ; k++) {
     const last = await Promise.race([sleep(t0 + k * opts.sampleS * 1000 - performance.now()).then(() => false), finished]);
-    const sample = await takeSample(svc, windows, t0);
+    const sample = await takeSample(svc, windows, t0, committed);
     samples.push(sample);
     opts.log(sampleLine(sample));
     if (last) break;

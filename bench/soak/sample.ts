@@ -5,6 +5,7 @@
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { encodeTime } from 'ulid';
 import { STATE_IDS } from '../../src/domain/fsm.js';
 import { gauge } from '../meters/disk-use.js';
 import { readStatus } from '../meters/memory.js';
@@ -47,7 +48,7 @@ async function bounded<T>(read: () => Promise<T | null>): Promise<T | null> {
   }
 }
 
-export async function readStores(svc: BenchService): Promise<StoreReading> {
+export async function readStores(svc: BenchService, committed: CommittedCount): Promise<StoreReading> {
   const pid = svc.pid;
   const ubscoreDir = path.join(svc.dataDir, 'ubscore');
   const [status, dataMdb, dirBytes, metrics, pg] = await Promise.all([
@@ -55,7 +56,7 @@ export async function readStores(svc: BenchService): Promise<StoreReading> {
     bounded(() => fs.stat(path.join(ubscoreDir, 'data.mdb'))),
     bounded(() => bytesOnDisk(ubscoreDir)),
     bounded(() => fetch(`${svc.base}/metrics`, { signal: AbortSignal.timeout(READING_TIMEOUT_MS) }).then((r) => (r.ok ? r.text() : null))),
-    bounded(() => readPg(svc)),
+    bounded(() => readPg(svc, committed)),
   ]);
   const mib = (kib: number): number => Math.round((kib / 1024) * 10) / 10;
   return {
@@ -85,12 +86,55 @@ async function bytesOnDisk(dir: string): Promise<number> {
   return total;
 }
 
-/** One statement: the database's size and the COMMITTED count (a scan of transfers_tb, a few ms per 100k rows). */
-async function readPg(svc: BenchService): Promise<{ bytes: number; committed: number }> {
-  const rows = await svc.sql<{ bytes: string; committed: number }[]>`
-    SELECT pg_database_size(current_database())::text AS bytes,
-           (SELECT count(*)::int FROM transfers_tb WHERE state = ${STATE_IDS.COMMITTED}) AS committed`;
-  return { bytes: Number(rows[0]?.bytes ?? 0), committed: rows[0]?.committed ?? 0 };
+async function readPg(svc: BenchService, committed: CommittedCount): Promise<{ bytes: number; committed: number } | null> {
+  const [row] = await svc.sql<{ bytes: string }[]>`SELECT pg_database_size(current_database())::text AS bytes`;
+  const count = await committed.read(svc);
+  return row === undefined || count === null ? null : { bytes: Number(row.bytes), committed: count };
+}
+
+/** A transfer's req_id (a ULID, created as its request arrives) is older than this once it is in transfers_tb. */
+const INSERTED_WITHIN_MS = 15_000;
+
+/**
+ * The COMMITTED transfers, counted without reading the whole history at each sample: a count of
+ * transfers_tb by state is a scan of the table, which grows by about 250 MB per million transfers,
+ * and one every 10 s was itself a load that grew through the run (p99 rose with it). Transfers
+ * are read by their req_id (a ULID, ordered by the time it was made; the embedded cluster's
+ * collation is C): those below `settledBelow` were all final when counted and were counted once,
+ * so each reading counts only the newer ones. The bound moves up to the oldest unfinished transfer,
+ * or to INSERTED_WITHIN_MS ago, whichever is older, so no transfer counted later can fall below it.
+ */
+export class CommittedCount {
+  private settledBelow = '';
+  private settled = 0;
+  private busy = false;
+
+  /** The count now, or null when a reading is still under way (a slow one the sample gave up on). */
+  async read(svc: BenchService): Promise<number | null> {
+    if (this.busy) return null;
+    this.busy = true;
+    try {
+      const floor = `${encodeTime(Date.now() - INSERTED_WITHIN_MS, 10)}${'0'.repeat(16)}`;
+      const counted = await svc.sql.begin('ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
+        // As the service's own metrics do: the planner must use req_id's index, never scan the table.
+        await tx`SET LOCAL enable_seqscan = off`;
+        const [oldest] = await tx<{ req_id: string | null }[]>`SELECT min(req_id) AS req_id FROM transfers_active`;
+        const bound = oldest?.req_id != null && oldest.req_id < floor ? oldest.req_id : floor;
+        const below = bound > this.settledBelow ? bound : this.settledBelow;
+        const [settling] = await tx<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM transfers_tb
+           WHERE req_id >= ${this.settledBelow} AND req_id < ${below} AND state = ${STATE_IDS.COMMITTED}`;
+        const [newer] = await tx<{ n: number }[]>`
+          SELECT count(*)::int AS n FROM transfers_tb WHERE req_id >= ${below} AND state = ${STATE_IDS.COMMITTED}`;
+        return { below, settling: settling?.n ?? 0, newer: newer?.n ?? 0 };
+      });
+      this.settled += counted.settling;
+      this.settledBelow = counted.below;
+      return this.settled + counted.newer;
+    } finally {
+      this.busy = false;
+    }
+  }
 }
 
 export function toMiB(bytes: number | null): number | null {
