@@ -195,7 +195,11 @@ test('a service whose owner lock another process took while the server was away 
         assert.is(row?.ok, true, 'the intruder took the lock before the service did');
         const exit = await svc.waitForExit(20_000);
         assert.ok(exit.code !== 0 && exit.code !== null, `exited non-zero: ${JSON.stringify(exit)}`);
-        assert.match(svc.stderrTail(), /another process took the owner lock[^\n]*intruder-process/);
+        const said = svc.stderrTail();
+        assert.ok(
+          /another process took the owner lock[^\n]*intruder-process/.test(said),
+          `the exit names the intruder; stderr tail:\n${said}`,
+        );
       } finally {
         await intruder.end({ timeout: 5 });
       }
