@@ -5,7 +5,9 @@
 
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
+# patches/: npm ci's postinstall applies them (patch-package) to the installed dependencies.
 COPY package.json package-lock.json ./
+COPY patches patches
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src src

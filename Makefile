@@ -69,10 +69,11 @@ build: $(INSTALL_STAMP)
 
 install: $(INSTALL_STAMP)
 
-$(INSTALL_STAMP): package.json package-lock.json
+$(INSTALL_STAMP): package.json package-lock.json $(wildcard patches/*.patch)
 	@node -e 'const [major] = process.versions.node.split(".").map(Number); if (major < 20) { console.error("Node 20 or newer is required, found " + process.version); process.exit(1) }'
-	@# npm ci installs exactly the committed lockfile. package.json pins msgpackr-extract through
-	@# `overrides` to 3.0.4, the last version whose optional platform binaries are all published.
+	@# npm ci installs exactly the committed lockfile, and its postinstall applies patches/ (patch-package).
+	@# package.json pins msgpackr-extract through `overrides` to 3.0.4, the last version whose
+	@# optional platform binaries are all published.
 	npm ci --no-audit --no-fund
 	@touch $@
 

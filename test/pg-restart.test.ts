@@ -92,7 +92,12 @@ async function readyzUntil(svc: ChildService, status: number, timeoutMs: number)
         .catch((error: unknown) => ({ status: 0, body: { error: String(error) } }));
       return last.status === status ? last.body : undefined;
     },
-    { timeoutMs, intervalMs: 25, describe: () => `GET /readyz ${status}; last ${JSON.stringify(last)}` },
+    {
+      timeoutMs,
+      intervalMs: 25,
+      describe: () =>
+        `GET /readyz ${status}; last ${JSON.stringify(last)}; exit ${JSON.stringify(svc.exited())}; stderr tail:\n${svc.stderrTail()}`,
+    },
   );
 }
 
