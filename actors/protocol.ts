@@ -76,8 +76,10 @@ export type UbsFilterEvent =
   | { readonly kind: 'filter.failed'; readonly message: string };
 
 // ---------------------------------------------------------------------------------------------
-// Coordinators: one piscina pool of one thread per shard. Transfers travel as piscina tasks,
-// in batches; control (metrics, assets, halt, stop) goes through each shard's comlink port.
+// Coordinators: one piscina pool of one thread per shard. New transfers travel on each shard's
+// submit port, in batches, and each is answered on it the moment its own drive ends (the answers
+// of one turn share a message); an operator's drive is a piscina task; control (metrics, assets,
+// halt, stop) goes through each shard's comlink port.
 
 export type CoordinatorWorkerData = {
   readonly config: CoordinatorConfig;
@@ -86,19 +88,37 @@ export type CoordinatorWorkerData = {
 };
 
 export type CoordinatorTask =
-  /** Starts the shard: its UBSCore port, and the port its control API (comlink) is exposed on. */
-  | { readonly kind: 'coord.init'; readonly ubsPort: MessagePort; readonly controlPort: MessagePort }
-  /** Creates and drives each transfer, all at once; answered by `coord.submitted` in the same order. */
-  | { readonly kind: 'coord.submit_many'; readonly transfers: readonly NewTransfer[] }
+  /** Starts the shard: its UBSCore port, its submit port, and the port its control API (comlink) is exposed on. */
+  | {
+      readonly kind: 'coord.init';
+      readonly ubsPort: MessagePort;
+      readonly submitPort: MessagePort;
+      readonly controlPort: MessagePort;
+    }
   | { readonly kind: 'coord.drive'; readonly reqId: string };
 
 export type CoordinatorResult =
   | { readonly kind: 'coord.ready' }
   /** The answer to `coord.drive`, in the shape of a submitted transfer's. */
   | { readonly kind: 'coord.drove'; readonly reply: SubmitReply }
-  /** One reply per transfer of the batch, in order, each the shard's own value: the HTTP edge takes it as it is. */
-  | { readonly kind: 'coord.submitted'; readonly answers: readonly SubmitReply[] }
   | { readonly kind: 'coord.error'; readonly message: string };
+
+/** Main thread to shard, on the submit port: new transfers, each with the id its answer carries back. */
+export type CoordinatorSubmit = {
+  readonly kind: 'coord.submit';
+  readonly ids: readonly number[];
+  readonly transfers: readonly NewTransfer[];
+};
+
+/**
+ * Shard to main thread, on the submit port: the transfers whose drives ended in one turn, each
+ * the shard's own reply (the HTTP edge takes it as it is), `ids[i]` answered by `answers[i]`.
+ */
+export type CoordinatorAnswers = {
+  readonly kind: 'coord.answers';
+  readonly ids: readonly number[];
+  readonly answers: readonly SubmitReply[];
+};
 
 /**
  * The control surface each coordinator shard exposes through comlink on its own MessagePort, so

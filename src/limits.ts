@@ -202,9 +202,9 @@ export const UBS_CONTROL_MS_MAX = 2_000;
  */
 export const COORDINATOR_STOP_MS_MAX = 15_000;
 /**
- * Transfers one `coord.submit_many` task carries at most. The main thread gathers the transfers
- * of one event-loop turn per shard into one task, since a piscina task per transfer cost about
- * a twelfth of the HTTP thread; the bound keeps one slow transfer from holding many answers.
+ * Transfers one `coord.submit` message carries at most. The main thread gathers the transfers of
+ * one event-loop turn per shard into one message, since a piscina task per transfer cost about a
+ * twelfth of the HTTP thread; each is answered on its own, as soon as its drive ends.
  */
 export const SUBMIT_BATCH_MAX = 64;
 /** External movements left PENDING that one resume pass re-drives, oldest first; the rest wait for the next pass. */

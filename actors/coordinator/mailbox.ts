@@ -2,7 +2,8 @@
 // most `concurrencyMax` are in the shard at once and at most `mailboxMax` wait behind them; one
 // more is answered `busy` at once (admission then parks it for the recovery scan). The transfers
 // that arrive in one event-loop turn leave together, in batches of at most SUBMIT_BATCH_MAX, so
-// the shard gets one message per batch rather than one per transfer.
+// the shard gets one message per batch rather than one per transfer; each comes back on its own,
+// and frees its place in the shard, as soon as its drive ends.
 
 import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
 import { SUBMIT_BATCH_MAX } from '../../src/limits.js';
@@ -11,8 +12,8 @@ import { oncePerTurn } from '../../src/turn-flush.js';
 type MailboxOptions = {
   readonly mailboxMax: number;
   readonly concurrencyMax: number;
-  /** Sends one batch to the shard; answers one value per transfer, in order, and never throws. */
-  readonly send: (transfers: readonly NewTransfer[]) => Promise<readonly SubmitReply[]>;
+  /** Sends one batch to the shard; calls `answer` once per transfer, by its index in the batch, and never throws. */
+  readonly send: (transfers: readonly NewTransfer[], answer: (index: number, reply: SubmitReply) => void) => void;
 };
 
 type Waiting = { readonly transfer: NewTransfer; readonly resolve: (reply: SubmitReply) => void };
@@ -57,20 +58,23 @@ export class TransferMailbox {
       const count = Math.min(SUBMIT_BATCH_MAX, this.opts.concurrencyMax - this.inShard, this.waiting.length);
       const batch = this.waiting.splice(0, count);
       this.inShard += batch.length;
-      void this.send(batch);
+      this.send(batch);
     }
   }
 
-  private async send(batch: readonly Waiting[]): Promise<void> {
-    const answers = await this.opts.send(batch.map((w) => w.transfer)).catch((error: unknown) => String(error));
-    this.inShard -= batch.length;
-    if (typeof answers === 'string' || answers.length !== batch.length) {
-      // Every transfer of the batch gets an answer, whatever went wrong with the batch.
-      const message = typeof answers === 'string' ? answers : `the shard answered ${answers.length} of ${batch.length} transfers`;
-      for (const w of batch) w.resolve({ kind: 'error', message });
-    } else {
-      for (const [i, w] of batch.entries()) w.resolve(answers[i] as SubmitReply);
-    }
-    this.flush();
+  private send(batch: readonly Waiting[]): void {
+    // `send` calls this exactly once per transfer, and never throws (SubmitLink's promise).
+    const answer = (index: number, reply: SubmitReply) => {
+      const w = batch[index];
+      if (w === undefined) throw new Error(`an answer for transfer ${index} of a batch of ${batch.length}`);
+      this.inShard -= 1;
+      w.resolve(reply);
+      // The places freed in this turn are filled together, with one batch.
+      if (this.waiting.length > 0) this.queueFlush();
+    };
+    this.opts.send(
+      batch.map((w) => w.transfer),
+      answer,
+    );
   }
 }

@@ -1,7 +1,8 @@
 // The main thread's handle on the coordinator shards: one piscina pool of exactly one thread
 // per shard (piscina cannot pin a task to a chosen thread, so pinning is by pool), routed by
 // shard = user_id mod N. New transfers go through each shard's TransferMailbox, which bounds
-// them by count and sends them in batches; an operator's drive uses the pool's bounded queue.
+// them by count and sends them in batches on the shard's submit port (SubmitLink), each answered
+// as soon as its drive ends; an operator's drive uses the pool's bounded queue.
 // Control (metrics, assets, halt, stop) goes through each shard's own comlink port, given to its
 // thread in coord.init, so it never waits behind the shard's tasks; every call is bounded in time.
 
@@ -18,6 +19,7 @@ import { coordinatorThread, type ShardScrape } from '../../src/metrics/aggregate
 import { finishedFrom, systemFailedFrom } from '../../src/metrics/finished.js';
 import { LastKnownFamilies } from '../../src/metrics/last-known.js';
 import { TransferMailbox } from './mailbox.js';
+import { SubmitLink } from './submit-link.js';
 import type {
   CoordinatorControlApi,
   CoordinatorControlOutcome,
@@ -32,8 +34,13 @@ import { CONTROL_TASKS_MAX, COORDINATOR_CONTROL_MS_MAX, COORDINATOR_STOP_MS_MAX 
 import { within } from '../../src/within.js';
 import { errorText } from '../../src/error-text.js';
 
-/** One shard's thread: its pool of one thread, and the control API on that thread's port. */
-type ShardThread = { readonly pool: Piscina; readonly control: Remote<CoordinatorControlApi>; readonly port: MessagePort };
+/** One shard's thread: its pool of one thread, its submit port, and the control API on that thread's port. */
+type ShardThread = {
+  readonly pool: Piscina;
+  readonly submit: SubmitLink;
+  readonly control: Remote<CoordinatorControlApi>;
+  readonly port: MessagePort;
+};
 
 type PoolOptions = CoordinatorStartOptions & {
   /** A new port on UBSCore's commands, one per shard. */
@@ -55,7 +62,7 @@ export class CoordinatorPools implements CoordinatorShards {
   ) {
     this.pools = threads.map((t) => t.pool);
     this.mailboxes = threads.map(
-      (_thread, shard) => new TransferMailbox({ mailboxMax, concurrencyMax, send: (transfers) => this.submitMany(shard, transfers) }),
+      (thread) => new TransferMailbox({ mailboxMax, concurrencyMax, send: (transfers, answer) => thread.submit.send(transfers, answer) }),
     );
   }
 
@@ -81,7 +88,7 @@ export class CoordinatorPools implements CoordinatorShards {
       pool.on('error', (error: unknown) => opts.onFatal(error instanceof Error ? error : new Error(String(error))));
       pools.push(pool);
     }
-    const threads = await Promise.all(pools.map((pool, shard) => initShard(pool, shard, opts.connectUbs())));
+    const threads = await Promise.all(pools.map((pool, shard) => initShard(pool, shard, opts.connectUbs(), opts.log)));
     const self = new CoordinatorPools(threads, opts.mailboxMax, opts.concurrencyMax, opts.log);
     // A thread that dies (an uncaught exception, memory) is replaced by piscina with a fresh one
     // that never got coord.init: every transfer of the shard would answer 500 from then on.
@@ -191,24 +198,9 @@ export class CoordinatorPools implements CoordinatorShards {
           this.log.error('a coordinator shard did not stop cleanly; terminating it', { shard, reason: reasonOf(answer) });
       }),
     );
+    for (const t of this.threads) t.submit.close('the coordinator shard stopped');
     await Promise.all(this.threads.map((t) => t.pool.destroy()));
     for (const t of this.threads) t.port.close();
-  }
-
-  /** One batch of new transfers to the shard: one answer per transfer, in order, never an exception. */
-  private async submitMany(shard: number, transfers: readonly NewTransfer[]): Promise<readonly SubmitReply[]> {
-    const pool = this.pools[shard];
-    if (pool === undefined) throw new Error(`no shard ${shard}`);
-    const task: CoordinatorTask = { kind: 'coord.submit_many', transfers };
-    let result: CoordinatorResult;
-    try {
-      result = (await pool.run(task)) as CoordinatorResult;
-    } catch (error) {
-      result = { kind: 'coord.error', message: errorText(error) };
-    }
-    if (result.kind === 'coord.submitted') return result.answers;
-    const message = result.kind === 'coord.error' ? result.message : `unexpected coordinator answer ${result.kind}`;
-    return transfers.map(() => ({ kind: 'error', message }));
   }
 
   /**
@@ -244,17 +236,20 @@ function reasonOf(miss: ControlMiss | { readonly kind: string }): string {
 }
 
 /**
- * Starts one shard's thread: its UBSCore port and one end of a new MessageChannel travel in
- * coord.init, the pool's first task, which its only thread runs, so the control port is pinned
- * to that shard's thread. The main thread wraps the other end.
+ * Starts one shard's thread: its UBSCore port and one end of two new MessageChannels (submit and
+ * control) travel in coord.init, the pool's first task, which its only thread runs, so both ports
+ * are pinned to that shard's thread. The main thread keeps the other ends.
  */
-async function initShard(pool: Piscina, shard: number, ubsPort: MessagePort): Promise<ShardThread> {
-  const channel = new MessageChannel();
-  const task: CoordinatorTask = { kind: 'coord.init', ubsPort, controlPort: channel.port2 };
-  const result = (await pool.run(task, { transferList: [ubsPort, channel.port2] })) as CoordinatorResult;
+async function initShard(pool: Piscina, shard: number, ubsPort: MessagePort, log: Logger): Promise<ShardThread> {
+  const control = new MessageChannel();
+  const submit = new MessageChannel();
+  const task: CoordinatorTask = { kind: 'coord.init', ubsPort, submitPort: submit.port2, controlPort: control.port2 };
+  const result = (await pool.run(task, { transferList: [ubsPort, submit.port2, control.port2] })) as CoordinatorResult;
   if (result.kind !== 'coord.ready') {
-    channel.port1.close();
+    control.port1.close();
+    submit.port1.close();
     throw new Error(`coordinator ${shard} did not start: ${JSON.stringify(result)}`);
   }
-  return { pool, control: wrap<CoordinatorControlApi>(nodeEndpoint(channel.port1)), port: channel.port1 };
+  const link = new SubmitLink(submit.port1, (detail) => log.error('a coordinator shard sent a malformed answer', { shard, detail }));
+  return { pool, submit: link, control: wrap<CoordinatorControlApi>(nodeEndpoint(control.port1)), port: control.port1 };
 }

@@ -1,7 +1,9 @@
-// Thread entry of one coordinator shard, run as the single thread of a piscina pool. Each task
-// is one message of the protocol (new transfers come in batches), answered with a value. Control
-// (metrics, assets, halt, stop) comes on the comlink port coord.init brings, so it never waits
-// behind transfers. The shard's own timers and recovery scan run between tasks (atomics disabled).
+// Thread entry of one coordinator shard, run as the single thread of a piscina pool. New
+// transfers come in batches on the submit port coord.init brings, and each is answered on it as
+// soon as its own drive ends: a transfer never waits for the slowest of its batch. Operators'
+// drives are piscina tasks, answered with a value. Control (metrics, assets, halt, stop) comes on
+// the comlink port coord.init brings, so it never waits behind transfers. The shard's own timers
+// and recovery scan run between messages (atomics disabled).
 
 import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
@@ -14,8 +16,7 @@ import type { DailyLimits } from '../../src/coordinator/daily-limits.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { createLogger } from '../../src/log.js';
 import type { MetricFamily, Registry } from '../../src/metrics/registry.js';
-import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
-import { HALT_SETTLE_MS_MAX, SUBMIT_BATCH_MAX } from '../../src/limits.js';
+import { HALT_SETTLE_MS_MAX } from '../../src/limits.js';
 import {
   unreachable,
   type CoordinatorControlApi,
@@ -24,6 +25,7 @@ import {
   type CoordinatorWorkerData,
 } from '../protocol.js';
 import { nodeEndpoint, UbsClient } from '../ubscore/client.js';
+import { serveSubmits } from './submit-serve.js';
 import { errorDetail, errorText } from '../../src/error-text.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
@@ -39,6 +41,7 @@ type Running = {
   readonly halt: HaltFlag;
   /** Re-reads the stored halt, for a control message this thread missed. */
   readonly haltTimer: NodeJS.Timeout;
+  readonly submitPort: MessagePort;
 };
 let running: Running | null = null;
 
@@ -54,9 +57,7 @@ export default async function coordinatorTask(task: CoordinatorTask): Promise<Co
 async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
   switch (task.kind) {
     case 'coord.init':
-      return init(task.ubsPort, task.controlPort);
-    case 'coord.submit_many':
-      return submitMany(task.transfers);
+      return init(task.ubsPort, task.submitPort, task.controlPort);
     case 'coord.drive': {
       const view = await shardOf().driveNow(task.reqId);
       if (view === null) return { kind: 'coord.drove', reply: { kind: 'refused', code: 'NOT_FOUND' } };
@@ -107,27 +108,7 @@ async function outcome<T>(call: string, run: () => Promise<T>): Promise<T | { re
   }
 }
 
-/**
- * Submits every transfer of the batch at once, so they share the shard's batched statements, and
- * answers each in its place. One transfer's exception is that transfer's error, not the batch's.
- */
-async function submitMany(transfers: readonly NewTransfer[]): Promise<CoordinatorResult> {
-  if (transfers.length === 0 || transfers.length > SUBMIT_BATCH_MAX)
-    return { kind: 'coord.error', message: `a submit batch holds 1 to ${SUBMIT_BATCH_MAX} transfers, got ${transfers.length}` };
-  const shard = shardOf();
-  const answers = await Promise.all(
-    transfers.map(
-      (t): Promise<SubmitReply> =>
-        shard.submit(t).catch((error: unknown) => {
-          log.error('coordinator submit failed', { req_id: t.reqId, error: errorDetail(error) });
-          return { kind: 'error', message: errorText(error) };
-        }),
-    ),
-  );
-  return { kind: 'coord.submitted', answers };
-}
-
-async function init(port: MessagePort, controlPort: MessagePort): Promise<CoordinatorResult> {
+async function init(port: MessagePort, submitPort: MessagePort, controlPort: MessagePort): Promise<CoordinatorResult> {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
   const sql = openSql(config.databaseUrl, {
     max: config.pgPoolMax,
@@ -151,7 +132,8 @@ async function init(port: MessagePort, controlPort: MessagePort): Promise<Coordi
   }, config.scanIntervalMs);
   haltTimer.unref();
   shard.start();
-  running = { shard, sql, ubs, assets, limits, metrics, halt, haltTimer };
+  running = { shard, sql, ubs, assets, limits, metrics, halt, haltTimer, submitPort };
+  serveSubmits(submitPort, shard, log);
   // The port came with this pool's only thread's init: control reaches this shard and no other.
   expose(control, nodeEndpoint(controlPort));
   return { kind: 'coord.ready' };
@@ -170,10 +152,12 @@ async function metricsOf(r: Running): Promise<readonly MetricFamily[]> {
 
 async function stop(): Promise<{ readonly kind: 'stopped' }> {
   if (running === null) return { kind: 'stopped' };
-  const { shard, sql, ubs, haltTimer } = running;
+  const { shard, sql, ubs, haltTimer, submitPort } = running;
   running = null;
   clearInterval(haltTimer);
   await shard.stop();
+  // The main thread answers what is still unanswered (the port's close) with an error.
+  submitPort.close();
   ubs.close();
   await sql.end({ timeout: 5 });
   return { kind: 'stopped' };

@@ -1,0 +1,74 @@
+// The main thread's end of one shard's submit port: sends batches of new transfers and hands
+// each transfer its own answer as it comes back (a transfer whose drive ended early is answered
+// early). Every transfer sent gets exactly one answer: the shard's, or an error once the port
+// closes (the shard stopped, or its thread died) with the transfer still unanswered.
+
+import type { MessagePort } from 'node:worker_threads';
+import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
+import type { CoordinatorAnswers, CoordinatorSubmit } from '../protocol.js';
+
+type Answer = (reply: SubmitReply) => void;
+
+export class SubmitLink {
+  private nextId = 1;
+  private readonly waiting = new Map<number, Answer>();
+  private closed = false;
+
+  constructor(
+    private readonly port: MessagePort,
+    /** Told of a message that is not a well-formed batch of answers (a programmer's error). */
+    private readonly onMalformed: (detail: string) => void,
+  ) {
+    port.on('message', (message: CoordinatorAnswers) => this.answered(message));
+    port.on('close', () => this.close('the coordinator shard closed its submit port'));
+  }
+
+  /** Sends the batch; `answer(i, reply)` is called exactly once for each transfer, in whatever order they end. Never throws. */
+  send(transfers: readonly NewTransfer[], answer: (index: number, reply: SubmitReply) => void): void {
+    if (this.closed) {
+      for (const i of transfers.keys()) answer(i, { kind: 'error', message: 'the coordinator shard is stopped' });
+      return;
+    }
+    const ids = transfers.map((_t, i) => {
+      const id = this.nextId++;
+      this.waiting.set(id, (reply) => answer(i, reply));
+      return id;
+    });
+    const message: CoordinatorSubmit = { kind: 'coord.submit', ids, transfers };
+    try {
+      this.port.postMessage(message);
+    } catch (error) {
+      // Not sent (a value that cannot cross): nothing of the batch reached the shard.
+      for (const id of ids) this.waiting.delete(id);
+      for (const i of transfers.keys()) answer(i, { kind: 'error', message: `the batch could not be sent to the shard: ${String(error)}` });
+    }
+  }
+
+  /** Answers every transfer still waiting with an error; later sends are answered so at once. */
+  close(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    const waiting = [...this.waiting.values()];
+    this.waiting.clear();
+    for (const answer of waiting) answer({ kind: 'error', message: reason });
+    this.port.close();
+  }
+
+  private answered(message: CoordinatorAnswers): void {
+    if (message.kind !== 'coord.answers' || message.ids.length !== message.answers.length) {
+      this.onMalformed(
+        `a message of kind ${JSON.stringify(message.kind)} with ${message.ids?.length} ids and ${message.answers?.length} answers`,
+      );
+      return;
+    }
+    for (const [i, id] of message.ids.entries()) {
+      const answer = this.waiting.get(id);
+      if (answer === undefined) {
+        this.onMalformed(`an answer for id ${id}, which no transfer waits for`);
+        continue;
+      }
+      this.waiting.delete(id);
+      answer(message.answers[i] as SubmitReply);
+    }
+  }
+}
