@@ -1,4 +1,4 @@
-// Proves the owner lease of issue 26 (src/ownership/lease.ts, pg-owner.ts, the HTTP lease guard): a live owner renews its lease and a second process is refused while it does; an owner whose epoch another process took stops within two renewals; a process waiting for the ownership takes it from a hung owner only once that owner's lease has passed, ending every session of its tag (and no other) and claiming the next epoch; an answer made after the lease lapsed unnoticed is never sent; LEASE_RENEW_MS must stay under LEASE_MS / 3.
+// Proves the owner lease of issue 26 (src/ownership/lease.ts, pg-owner.ts, the HTTP lease guard): a live owner renews its lease and a second process is refused while it does; an owner whose epoch another process took stops within two renewals; a process waiting for the ownership takes it from a hung owner only once that owner's lease has passed, ending every session of its tag (and no other) and claiming the next epoch; an answer made after the lease lapsed unnoticed is never sent; a process that noticed a failing renewal in time stands by only while it keeps running (stopped past a whole lease, it has lapsed); LEASE_RENEW_MS must stay under LEASE_MS / 3.
 
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
@@ -10,11 +10,11 @@ import { migrate } from '../src/db/migrations.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { TokenVerifier } from '../src/http/auth/token-verifier.js';
 import { OwnershipError } from '../src/ownership/errors.js';
-import type { LeaseState } from '../src/ownership/lease.js';
+import { keepLease, type LeaseState, type OwnerLease } from '../src/ownership/lease.js';
 import { FENCE_LOCK_KEY, OWNER_LOCK_KEY, ownDatabase, waitForOwnership, type PgOwner } from '../src/ownership/pg-owner.js';
 import { stubApps } from './support/app.js';
 import { createTestDatabase } from './support/database.js';
-import { pollUntil } from './support/process.js';
+import { pollUntil, sleep } from './support/process.js';
 import { TEST_JWT_SECRET } from './support/service.js';
 
 const LEASE = { ms: 1_000, renewMs: 200 };
@@ -169,6 +169,42 @@ test('lease guard: an answer made after the lease lapsed unnoticed is never sent
     assert.is(lapsed.length, 2);
   } finally {
     server.close();
+  }
+});
+
+test('lease states: a failure seen in time stands by while the process runs; a process that then does not run for a whole lease has lapsed', async () => {
+  // A renewal that never answers: the next tick sees it out and notes the failure.
+  const neverAnswers = (() => new Promise(() => undefined)) as unknown as Sql;
+  const settings = { ms: 600, renewMs: 150 };
+  const start = (): OwnerLease =>
+    keepLease({
+      sql: neverAnswers,
+      tag: 't',
+      epoch: 1,
+      settings,
+      claimSentAt: performance.now(),
+      lockHeld: () => true,
+      onEnded: () => undefined,
+      log: { info: () => undefined },
+    });
+  const running = start();
+  try {
+    // One renewal sent at 150 ms, seen unanswered at 300 ms: failing before the proof ends at 540 ms.
+    await sleep(750);
+    assert.is(running.state(), 'standing-by', 'noticed in time and running since (its ticks came)');
+  } finally {
+    running.stop();
+  }
+  const frozen = start();
+  try {
+    await sleep(350);
+    // Blocks this thread as SIGSTOP stops the process, past a whole lease: nothing ticks. The
+    // first to ask afterwards (the HTTP guard, with an answer ready) must hear lapsed.
+    const until = performance.now() + 800;
+    while (performance.now() < until);
+    assert.is(frozen.state(), 'lapsed', 'noticed in time, then stopped past the lease');
+  } finally {
+    frozen.stop();
   }
 });
 

@@ -6,11 +6,14 @@
 // over (lease_until < now() by the server's clock), this one has already stopped answering.
 //
 // Three states. `proven`: the owner may work and answer. `standing-by`: the proof ended, but the
-// process saw a renewal fail (or its lock session close) before it ended, so it knew in time and
-// took no new work: it may answer refusals and reads while it tries again. `lapsed`: the proof
-// ended and the process never noticed (it was stopped with SIGSTOP, or its event loop blocked
-// past the lease): another process may own the ledger now, so it must stop at once, answering
-// nothing more. A renewal that finds another epoch (0 rows) proves the ownership gone: stop.
+// process saw a renewal fail (or its lock session close) before it ended, and has kept running
+// since, so it knew in time and took no new work: it may answer refusals and reads while it tries
+// again. `lapsed`: the proof ended and the process never noticed (it was stopped with SIGSTOP, or
+// its event loop blocked past the lease), or it noticed and then did not run for a whole lease
+// (stopped while a slow renewal was out: its work in flight would resume after a new owner took
+// over, as a failover drill saw, answering COMMITTED 186 ms after the promotion): another process
+// may own the ledger now, so it must stop at once, answering nothing more. A renewal that finds
+// another epoch (0 rows) proves the ownership gone: stop.
 
 import { performance } from 'node:perf_hooks';
 import type postgres from 'postgres';
@@ -65,11 +68,14 @@ export function keepLease(opts: LeaseOptions): OwnerLease {
   let failingSince: number | null = null;
   let inFlight = false;
   let stopped = false;
+  /** When the renewal timer last ran: a gap of a whole lease is a process that was not running. */
+  let lastTickAt = performance.now();
 
   const valid = () => performance.now() < provenUntil;
   const state = (): LeaseState => {
     if (valid()) return 'proven';
-    return failingSince !== null && failingSince < provenUntil ? 'standing-by' : 'lapsed';
+    const ranThroughout = performance.now() - lastTickAt < ms;
+    return failingSince !== null && failingSince < provenUntil && ranThroughout ? 'standing-by' : 'lapsed';
   };
   const noticeFailure = () => {
     failingSince ??= performance.now();
@@ -105,6 +111,7 @@ export function keepLease(opts: LeaseOptions): OwnerLease {
     if (stopped) return;
     if (state() === 'lapsed')
       return end(`the owner lease lapsed unnoticed (the process was stopped or its event loop blocked past LEASE_MS ${ms} ms)`);
+    lastTickAt = performance.now();
     // A renewal still unanswered after a whole period, or no lock session to send one on: failing.
     if (inFlight || !opts.lockHeld()) return noticeFailure();
     renew();
