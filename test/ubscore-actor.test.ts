@@ -199,11 +199,16 @@ test('every acknowledged command survives a SIGKILL of its process right after i
   });
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));
   const lines = createInterface({ input: child.stdout });
-  for await (const line of lines) {
-    if (line === 'ready' || line === 'done') continue;
-    assert.match(line, /^t\d+$/, `an acknowledgement: ${line}`);
-    acknowledged.push(line);
-    if (acknowledged.length === ACKS_BEFORE_KILL) child.kill('SIGKILL');
+  try {
+    for await (const line of lines) {
+      if (line === 'ready' || line === 'done') continue;
+      assert.match(line, /^t\d+$/, `an acknowledgement: ${line}`);
+      acknowledged.push(line);
+      if (acknowledged.length === ACKS_BEFORE_KILL) child.kill('SIGKILL');
+    }
+  } finally {
+    // A failed assertion above must not leave the child running (it waits to be killed).
+    child.kill('SIGKILL');
   }
   assert.is(await exited, 'SIGKILL', `the child was killed, not ended: ${stderr}`);
   assert.ok(acknowledged.length >= ACKS_BEFORE_KILL, `${acknowledged.length} acknowledged before the kill`);

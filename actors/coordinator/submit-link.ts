@@ -7,11 +7,14 @@ import type { MessagePort } from 'node:worker_threads';
 import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
 import type { CoordinatorAnswers, CoordinatorSubmit } from '../protocol.js';
 
-type Answer = (reply: SubmitReply) => void;
+type Answer = (index: number, reply: SubmitReply) => void;
+
+/** A transfer sent and not yet answered: whom to tell, and its place in its batch. */
+type Waiter = { readonly answer: Answer; readonly index: number };
 
 export class SubmitLink {
   private nextId = 1;
-  private readonly waiting = new Map<number, Answer>();
+  private readonly waiting = new Map<number, Waiter>();
   private closed = false;
 
   constructor(
@@ -24,14 +27,14 @@ export class SubmitLink {
   }
 
   /** Sends the batch; `answer(i, reply)` is called exactly once for each transfer, in whatever order they end. Never throws. */
-  send(transfers: readonly NewTransfer[], answer: (index: number, reply: SubmitReply) => void): void {
+  send(transfers: readonly NewTransfer[], answer: Answer): void {
     if (this.closed) {
       for (const i of transfers.keys()) answer(i, { kind: 'error', message: 'the coordinator shard is stopped' });
       return;
     }
-    const ids = transfers.map((_t, i) => {
+    const ids = transfers.map((_t, index) => {
       const id = this.nextId++;
-      this.waiting.set(id, (reply) => answer(i, reply));
+      this.waiting.set(id, { answer, index });
       return id;
     });
     const message: CoordinatorSubmit = { kind: 'coord.submit', ids, transfers };
@@ -50,7 +53,7 @@ export class SubmitLink {
     this.closed = true;
     const waiting = [...this.waiting.values()];
     this.waiting.clear();
-    for (const answer of waiting) answer({ kind: 'error', message: reason });
+    for (const w of waiting) w.answer(w.index, { kind: 'error', message: reason });
     this.port.close();
   }
 
@@ -62,13 +65,13 @@ export class SubmitLink {
       return;
     }
     for (const [i, id] of message.ids.entries()) {
-      const answer = this.waiting.get(id);
-      if (answer === undefined) {
+      const w = this.waiting.get(id);
+      if (w === undefined) {
         this.onMalformed(`an answer for id ${id}, which no transfer waits for`);
         continue;
       }
       this.waiting.delete(id);
-      answer(message.answers[i] as SubmitReply);
+      w.answer(w.index, message.answers[i] as SubmitReply);
     }
   }
 }

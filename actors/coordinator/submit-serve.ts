@@ -34,7 +34,7 @@ export function serveSubmits(
   };
   port.on('message', (message: CoordinatorSubmit) => {
     if (message.kind !== 'coord.submit' || message.ids.length !== message.transfers.length || message.ids.length > SUBMIT_BATCH_MAX) {
-      const error = `a submit batch holds 1 to ${SUBMIT_BATCH_MAX} transfers, each with its id; got ${JSON.stringify(message.kind)}`;
+      const error = `a submit batch holds 1 to ${SUBMIT_BATCH_MAX} transfers, each with its id; got a ${JSON.stringify(message.kind)} message with ${message.ids?.length} ids and ${message.transfers?.length} transfers`;
       for (const id of message.ids ?? []) answer(id, { kind: 'error', message: error });
       return;
     }
