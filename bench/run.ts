@@ -44,6 +44,7 @@ import { bottleneckLines, judgeTargets, serviceTargetMissed } from './report/tar
 import { driveFixedRate, driveTransfers, transferRequests } from './load/transfer-load.js';
 import { benchUbsCore } from './parts/ubscore-throughput.js';
 import { spotLogCost } from './parts/spot-log-cost.js';
+import { shardCost } from './parts/shard-cost.js';
 
 const run = promisify(execFile);
 const PROFILE_CONNECTIONS = 64;
@@ -221,6 +222,8 @@ function levelRows(service: readonly ServiceLevel[], pg: readonly PgCeiling[] | 
       ratioToHttp: ratio(s.committedPerSecond, h?.responsesPerSecond),
       pgCpuRatioToPostgresJs:
         s.postgresCpuMsPerCommitted === null ? null : ratio(s.postgresCpuMsPerCommitted, p?.postgresJs.postgresCpuMsPerOp),
+      machineCpuMsPerCommitted:
+        s.committed > 0 ? Math.round(((s.cpu.machineCores * s.cpu.wallS * 1000) / s.committed) * 1000) / 1000 : null,
     };
   });
 }
@@ -295,6 +298,9 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
     const withLog = phase.service.find((level) => level.connections === TARGETS.mainConnections);
     const spotLog = await attempt('SPOT_LOG comparison', log, () => spotLogCost(withLog, opts));
     log(`  SPOT_LOG postgres over off: ${JSON.stringify(figuresOf(spotLog))}`);
+    log(`COORDINATORS=${TARGETS.fourShards}: the service again with that many shards, ${TARGETS.mainConnections} connections`);
+    const shards = await attempt('four-shard comparison', log, () => shardCost(phase.service, opts));
+    log(`  ${TARGETS.fourShards} shards over one: ${JSON.stringify(figuresOf(shards))}`);
     const levels = levelRows(phase.service, figuresOf(phase.pgCeiling), figuresOf(httpCeiling)?.levels ?? null);
     const judged = {
       levels,
@@ -305,6 +311,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       restart,
       recovery,
       rebuild: phase.rebuild,
+      shards,
     };
     const targets = judgeTargets(judged);
     const wantProfile = opts.profile === 'always' || (opts.profile === 'auto' && serviceTargetMissed(targets));

@@ -1,4 +1,4 @@
-// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (the transfer's chain alone, (f), too) (statements counted so that baseline (a) shows exactly its two), conservation holds, UBSCore's waits for LMDB and for PostgreSQL's log and the log's share of PostgreSQL's write transactions are measured per level, a standby follows the service under load (its lag measured) and takes nothing over, the SPOT ledger is rebuilt from PostgreSQL into an empty DATA_DIR and conserved (g), and the JSON and summary land in the directory it is given.
+// Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (the transfer's chain alone, (f), and with spread-out starts, (f'), too; the same level with four coordinator shards) (statements counted so that baseline (a) shows exactly its two), conservation holds, UBSCore's waits for LMDB and for PostgreSQL's log and the log's share of PostgreSQL's write transactions are measured per level, a standby follows the service under load (its lag measured) and takes nothing over, the SPOT ledger is rebuilt from PostgreSQL into an empty DATA_DIR and conserved (g), and the JSON and summary land in the directory it is given.
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -89,7 +89,16 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       report.httpCeiling.status === 'measured' && report.httpCeiling.figures.fixedRate?.answered === 100,
       '(b) at the fixed rate too',
     );
-    for (const id of ['pg-ceiling-8', 'p99-64', 'fixed-rate-p99', 'pg-cpu-64', 'service-cpu-64'])
+    for (const id of [
+      'pg-ceiling-8',
+      'p99-64',
+      'fixed-rate-p99',
+      'pg-cpu-64',
+      'service-cpu-64',
+      'p50-16',
+      'machine-cpu-16',
+      'four-shard-pg-cpu',
+    ])
       assert.ok(
         report.targets.some((t) => t.id === id),
         `target ${id} listed`,
@@ -147,6 +156,20 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       (chain.pgWriteTxnsPerCommitted ?? 0) > 0 && (chain.postgresCpuMsPerCommitted ?? 0) > 0 && (chain.chainCpuMsPerCommitted ?? 0) > 0,
       `(f) costs measured: ${JSON.stringify(chain)}`,
     );
+    // (f'): the same chain, its loops' starts spread over (f)'s mean latency at that level.
+    const spread = report.chain.figures[1];
+    assert.ok(
+      spread !== undefined && spread.starts === 'spread' && spread.connections === 8 && spread.committed > 0 && chain.starts === 'together',
+      `(f') committed: ${JSON.stringify(spread)}`,
+    );
+    assert.ok(spread.startSpreadMs > 0 && spread.startSpreadMs < chain.latencyMs.mean, `(f') starts spread within one mean latency of (f)`);
+    // Issue 27 item 4: the same level with four coordinator shards, PostgreSQL CPU set over one shard's.
+    assert.ok(report.shards.status === 'measured', `four shards measured: ${JSON.stringify(report.shards)}`);
+    const shards = report.shards.figures;
+    assert.ok(shards.shards === 4 && shards.connections === 8 && shards.four.committedPerSecond > 0, JSON.stringify(shards));
+    assert.type(shards.pgCpuRatio, 'number');
+    assert.is(shards.met, null, 'not judged away from the main level');
+    assert.ok(level.machineCpuMsPerCommitted !== null && level.machineCpuMsPerCommitted > 0, 'machine CPU per transfer');
     assert.ok(report.conservation.status === 'measured', 'conservation checked');
     assert.is(report.conservation.figures.differences, 0);
     assert.ok(report.conservation.figures.ok);
@@ -159,7 +182,8 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     const summary = await fs.readFile(files.summary, 'utf8');
     assert.match(summary, '## Targets');
     assert.match(summary, '## Fixed rate (open loop)');
-    assert.match(summary, "## The transfer's chain alone (f)");
+    assert.match(summary, "## The transfer's chain alone (f), and with spread-out starts (f')");
+    assert.match(summary, '## Coordinator shards: one and four');
     assert.match(summary, 'MiB per million transfers: WAL');
     assert.match(summary, '(g) Rebuild from PostgreSQL into an empty DATA_DIR');
     assert.match(summary, 'mean wait per batch: LMDB sync / PostgreSQL append ms');

@@ -6,6 +6,10 @@
 // coordinator thread and none of a shard's work (checks, limits, metrics, retries, the hop to
 // and from the main thread). Set beside the service at the same level, it says what the edge and
 // the coordinator cost; set beside (a), what the chain itself allows on this machine.
+// (f') is the same chain with its loops started at spread-out moments: loop i waits i / n of
+// (f)'s mean latency at that level before its first transfer. (f)'s loops all start together,
+// so every batch of each stage carries them all; (f') is a chain whose arrivals are not
+// synchronised, as the HTTP edge's are not (issue 27 item 5). (f) itself is unchanged.
 // It runs in a database of its own on the service's PostgreSQL, idle by then, with users of its
 // own in its own UBSCore, so the service's data and its conservation check are untouched.
 // Run alone: node dist/bench/baselines/chain-alone.js [levels, e.g. 16,64] [seconds per level]
@@ -14,6 +18,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { startUbsCore, UbsClient, type UbsCoreHandle } from '../../actors/ubscore/client.js';
 import type { NewTransfer } from '../../src/domain/transfer.js';
@@ -42,6 +47,10 @@ const SEED_CONCURRENCY = 256;
 
 export type ChainLevel = {
   readonly connections: number;
+  /** (f): 'together', every loop starts at once; (f'): 'spread', loop i starts i / n of (f)'s mean latency later. */
+  readonly starts: ChainStarts;
+  /** How long after the first loop the last one started, ms: 0 for (f). */
+  readonly startSpreadMs: number;
   readonly durationS: number;
   readonly committed: number;
   readonly committedPerSecond: number;
@@ -55,6 +64,8 @@ export type ChainLevel = {
   readonly chainCpuMsPerCommitted: number | null;
   readonly machineCores: number;
 };
+
+export type ChainStarts = 'together' | 'spread';
 
 type Stages = { create: number; ubscore: number; complete: number };
 
@@ -208,14 +219,21 @@ async function runLevels(
 ): Promise<ChainLevel[]> {
   const chain: Chain = { writes: new TransferWrites(sql, { batchMax: PG_BATCH_MAX_DEFAULT }), ubs, userIds };
   const out: ChainLevel[] = [];
-  for (const connections of levels) {
-    const level = await runLevel(svc, sql, chain, connections, durationS);
+  const logLevel = (name: string, level: ChainLevel): void =>
     log(
-      `  (f) chain alone at ${connections} connections: ${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} ms; ` +
+      `  ${name} chain alone at ${level.connections} connections${level.starts === 'spread' ? `, starts spread over ${level.startSpreadMs} ms` : ''}: ` +
+        `${level.committedPerSecond} committed/s, p50 ${level.latencyMs.p50} / p99 ${level.latencyMs.p99} ms; ` +
         `waits ${level.stageMs.create} / ${level.stageMs.ubscore} / ${level.stageMs.complete} ms; ${level.pgWriteTxnsPerCommitted} write txns, ` +
         `PostgreSQL ${level.postgresCpuMsPerCommitted} ms CPU, chain ${level.chainCpuMsPerCommitted} ms CPU per transfer`,
     );
-    out.push(level);
+  for (const connections of levels) {
+    const together = await runLevel(svc, sql, chain, connections, durationS, 0);
+    logLevel('(f)', together);
+    out.push(together);
+    // (f'): the same loops, their starts spread evenly over one mean latency of (f) at this level.
+    const spread = await runLevel(svc, sql, chain, connections, durationS, together.latencyMs.mean);
+    logLevel("(f')", spread);
+    out.push(spread);
   }
   return out;
 }
@@ -255,8 +273,19 @@ async function chainTransfer(chain: Chain, stages: Stages): Promise<void> {
   stages.complete += performance.now() - t2;
 }
 
-/** One level: `connections` closed loops for `durationS`, and what the window cost per committed transfer. */
-async function runLevel(svc: BenchService, sql: Sql, chain: Chain, connections: number, durationS: number): Promise<ChainLevel> {
+/**
+ * One level: `connections` closed loops for `durationS`, and what the window cost per committed
+ * transfer. Loop i starts `i * spreadMs / connections` ms into the window: 0 for (f), (f)'s mean
+ * latency for (f'). The window's length and its figures are the same either way.
+ */
+async function runLevel(
+  svc: BenchService,
+  sql: Sql,
+  chain: Chain,
+  connections: number,
+  durationS: number,
+  spreadMs: number,
+): Promise<ChainLevel> {
   const stages: Stages = { create: 0, ubscore: 0, complete: 0 };
   const latencies: number[] = [];
   const before = await committedCount(sql);
@@ -265,7 +294,10 @@ async function runLevel(svc: BenchService, sql: Sql, chain: Chain, connections: 
   const started = performance.now();
   const end = started + durationS * 1000;
   await Promise.all(
-    Array.from({ length: connections }, async () => {
+    Array.from({ length: connections }, async (_, i) => {
+      // Timers round to whole milliseconds; turns of the event loop place each start to a few µs.
+      const startAt = started + (i * spreadMs) / connections;
+      while (performance.now() < startAt) await nextTurn();
       while (performance.now() < end) {
         const t = performance.now();
         await chainTransfer(chain, stages);
@@ -286,6 +318,8 @@ async function runLevel(svc: BenchService, sql: Sql, chain: Chain, connections: 
   const mean = (x: number): number => round1(x / Math.max(committed, 1));
   return {
     connections,
+    starts: spreadMs > 0 ? 'spread' : 'together',
+    startSpreadMs: round1(((connections - 1) * spreadMs) / connections),
     durationS: round1(elapsedS),
     committed,
     committedPerSecond: round1(committed / elapsedS),

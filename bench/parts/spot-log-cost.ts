@@ -13,7 +13,7 @@ import { startBenchService } from '../support/service-child.js';
 /** With the log on, at least this share of the committed/s without it (issue 26). */
 export const SPOT_LOG_RATIO_MIN = 0.85;
 
-function costOf(level: ServiceLevel): SpotLogLevelCost {
+export function costOf(level: ServiceLevel): SpotLogLevelCost {
   return {
     committedPerSecond: level.committedPerSecond,
     latencyP99Ms: level.latencyMs.p99,

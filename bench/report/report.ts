@@ -42,6 +42,8 @@ export type LevelRow = {
   readonly ratioToHttp: number | null;
   /** PostgreSQL CPU per committed transfer over baseline (a)'s per transaction. */
   readonly pgCpuRatioToPostgresJs: number | null;
+  /** The whole machine's CPU (service, PostgreSQL, load generator, the rest) per committed transfer, ms. */
+  readonly machineCpuMsPerCommitted: number | null;
 };
 
 export type Conservation = {
@@ -98,7 +100,7 @@ export type BenchParameters = {
   readonly fixedRatePerSecond: number;
 };
 
-/** Issue 26 (bench/parts/spot-log-cost.ts): one level's figures with or without the PostgreSQL log. */
+/** One level's figures beside another run's: with or without the PostgreSQL log (issue 26), with one shard or four (issue 27). */
 export type SpotLogLevelCost = {
   readonly committedPerSecond: number;
   readonly latencyP99Ms: number;
@@ -114,6 +116,18 @@ export type SpotLogCost = {
   /** postgres committed/s over off's. */
   readonly ratio: number | null;
   readonly ratioMin: number;
+  readonly met: boolean | null;
+};
+
+/** Issue 27 item 4 (bench/parts/shard-cost.ts): the main level with COORDINATORS=TARGETS.fourShards beside one shard's. */
+export type ShardCost = {
+  readonly connections: number;
+  readonly shards: number;
+  readonly one: SpotLogLevelCost;
+  readonly four: SpotLogLevelCost;
+  /** Four shards' PostgreSQL CPU per committed transfer over one shard's. */
+  readonly pgCpuRatio: number | null;
+  readonly pgCpuRatioMax: number;
   readonly met: boolean | null;
 };
 
@@ -144,6 +158,8 @@ export type BenchReport = {
   readonly recovery: Part<RecoveryReport>;
   /** Issue 26: committed/s at the main level with UBSCore's log in PostgreSQL and without it (bench/parts/spot-log-cost.ts). */
   readonly spotLog: Part<SpotLogCost>;
+  /** Issue 27 item 4: the main level with four coordinator shards, beside the one-shard run's (bench/parts/shard-cost.ts). */
+  readonly shards: Part<ShardCost>;
   /** Issue 26: a ROLE=standby process's lag behind the service during the memory run (bench/parts/standby-lag.ts). */
   readonly standby: Part<StandbyLagFigures>;
   readonly rebuild: Part<RebuildFigures>;
@@ -157,12 +173,21 @@ export const TARGETS = {
   mainConnections: 64,
   /** Committed/s over baseline (a) at the main level, and at every other level. */
   pgRatioMinMain: 1.0,
+  /** Issue 27: committed/s over (a) at the other levels (16: 0.6, 256: 0.9); a level not named here, 0.8. */
+  pgRatioMinAt: { 16: 0.6, 256: 0.9 } as Readonly<Record<number, number>>,
   pgRatioMinOther: 0.8,
+  /** Issue 27, at `lightConnections`: p50, and the whole machine's CPU (load generator included) per committed transfer. */
+  lightConnections: 16,
+  lightP50MsMax: 5,
+  lightMachineCpuMsMax: 0.6,
+  /** Issue 27 item 4: PostgreSQL CPU per committed transfer with COORDINATORS=fourShards, over one shard's, at the main level. */
+  fourShards: 4,
+  fourShardPgCpuRatioMax: 1.2,
   /** Closed loop, at the main level. */
   p99MsMax: 50,
   /** Open loop: p99 at this offered rate. */
   fixedRatePerSecond: 1_000,
-  fixedRateP99MsMax: 25,
+  fixedRateP99MsMax: 20,
   /** PostgreSQL CPU per committed transfer, in baseline (a) transactions' worth, at the main level. */
   pgCpuPerTransferOpsMax: 2,
   /** The service process's CPU (all threads) per committed transfer, at the main level. */

@@ -50,14 +50,14 @@ function levelsTable(r: BenchReport): string[] {
       `| ${l.connections} | ${n(s.committedPerSecond)} | ${s.latencyMs.p50} / ${s.latencyMs.p99} / ${s.latencyMs.p99_9} | ${s.errors} / ${s.timeouts} / ${s.non2xx} | ${n(s.statusCodes['202'] ?? 0, 0)} of ${n(s.responses, 0)} | ` +
       `${n(l.pg?.postgresJs.perSecond)} (${l.ratioToPostgresJs ?? '—'} ×) | ${n(l.pg?.pgbench?.tps)} (${l.ratioToPgbench ?? '—'} ×) | ${n(l.http?.responsesPerSecond)} (${l.ratioToHttp ?? '—'} ×) | ` +
       `${s.pgWriteTxnsPerCommitted ?? '—'} | ${s.pgStatementsPerCommitted ?? '—'} | ${n(s.postgresCpuMsPerCommitted, 3)} (${n(l.pg?.postgresJs.postgresCpuMsPerOp, 3)}; ${l.pgCpuRatioToPostgresJs ?? '—'} ×) | ` +
-      `${n(s.serviceCpuMsPerCommitted, 3)} | ${s.ubsCommandsPerBatch ?? '—'} | ${s.cpu.serviceCores} / ${s.cpu.postgresCores} / ${s.cpu.loadGeneratorCores} / ${s.cpu.machineCores} |`
+      `${n(s.serviceCpuMsPerCommitted, 3)} | ${s.ubsCommandsPerBatch ?? '—'} | ${s.cpu.serviceCores} / ${s.cpu.postgresCores} / ${s.cpu.loadGeneratorCores} / ${s.cpu.machineCores} | ${n(l.machineCpuMsPerCommitted, 3)} |`
     );
   });
   return [
     "## The service beside the machine's limits",
     '',
-    '| conn. | committed/s | latency p50 / p99 / p99.9 ms | errors / timeouts / non-2xx | answered 202 (not final within the happy-path deadline) | (a) postgres.js txn/s (ratio) | (a) pgbench tps (ratio) | (b) HTTP req/s (ratio) | PG write txns per transfer | PG statements per transfer | PG CPU ms per transfer ((a) per txn; ratio) | service CPU ms per transfer | UBSCore cmds per WAL batch | CPU cores: service / PG / load gen / machine |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| conn. | committed/s | latency p50 / p99 / p99.9 ms | errors / timeouts / non-2xx | answered 202 (not final within the happy-path deadline) | (a) postgres.js txn/s (ratio) | (a) pgbench tps (ratio) | (b) HTTP req/s (ratio) | PG write txns per transfer | PG statements per transfer | PG CPU ms per transfer ((a) per txn; ratio) | service CPU ms per transfer | UBSCore cmds per WAL batch | CPU cores: service / PG / load gen / machine | machine CPU ms per transfer |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     '(a) is one PostgreSQL transaction per operation (balance UPDATE + INSERT) on the same server, capped at 64 connections; the pgbench ratio is information, not a target. ' +
@@ -71,29 +71,31 @@ function levelsTable(r: BenchReport): string[] {
 }
 
 function chainTable(r: BenchReport): string[] {
-  const out = ["## The transfer's chain alone (f)", ''];
+  const out = ["## The transfer's chain alone (f), and with spread-out starts (f')", ''];
   const chain = figuresOf(r.chain);
   if (chain === null) return [...out, partNote('(f)', r.chain) ?? '', ''];
   const rows = chain.map((c) => {
     const level = r.levels.find((l) => l.connections === c.connections);
     const a = level?.pg?.postgresJs.perSecond;
     const service = level?.service.committedPerSecond;
+    const name = c.starts === 'spread' ? `(f') spread over ${c.startSpreadMs} ms` : '(f) together';
     return (
-      `| ${c.connections} | ${n(c.committedPerSecond)} | ${ratio(c.committedPerSecond, a) ?? '—'} × | ${n(service)} (${ratio(service ?? 0, c.committedPerSecond) ?? '—'} ×) | ` +
+      `| ${c.connections} | ${name} | ${n(c.committedPerSecond)} | ${ratio(c.committedPerSecond, a) ?? '—'} × | ${n(service)} (${ratio(service ?? 0, c.committedPerSecond) ?? '—'} ×) | ` +
       `${c.latencyMs.p50} / ${c.latencyMs.p99} | ${c.stageMs.create} / ${c.stageMs.ubscore} / ${c.stageMs.complete} | ${c.pgWriteTxnsPerCommitted ?? '—'} | ` +
       `${n(c.postgresCpuMsPerCommitted, 3)} | ${n(c.chainCpuMsPerCommitted, 3)} | ${c.machineCores} |`
     );
   });
   return [
     ...out,
-    '| conn. | committed/s | over (a) | the service committed/s (over (f)) | latency p50 / p99 ms | mean waits: creating commit / UBSCore / completing commit ms | PG write txns per transfer | PG CPU ms per transfer | chain CPU ms per transfer | machine cores |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| conn. | loops start | committed/s | over (a) | the service committed/s (over this chain) | latency p50 / p99 ms | mean waits: creating commit / UBSCore / completing commit ms | PG write txns per transfer | PG CPU ms per transfer | chain CPU ms per transfer | machine cores |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     "(f) makes the three durable commits a transfer waits for on the happy path with the service's own parts, and nothing else: its batched PostgreSQL writer (`transfer_apply` with the paths the driver sends) and a UBSCore thread of its own, " +
       'driven from one thread by as many closed loops as the level has connections, half FUNDING→SPOT and half SPOT→FUNDING, in a database of its own on the same server after the service went idle. ' +
       "There is no HTTP edge, no load generator, no coordinator thread and none of a shard's work (checks, limits, metrics, retries, the hops between threads): the service's committed/s over (f)'s is what those leave of the chain. " +
-      "Chain CPU is the benchmark process's (the loops, the writer's client side, UBSCore's thread and LMDB's writer).",
+      "Chain CPU is the benchmark process's (the loops, the writer's client side, UBSCore's thread and LMDB's writer). " +
+      "(f) starts every loop at once, so its loops travel as one group; (f') is the same chain with loop i started i / n of (f)'s mean latency later, so its arrivals begin evenly spread, as the HTTP edge's are.",
     '',
   ];
 }
@@ -265,7 +267,7 @@ function leverLines(r: BenchReport): string[] {
       `- The service's most frequent statements, per committed transfer (calls × statement, then server execution ms): ${each.join('; ')}.`,
     );
   }
-  const chain = figuresOf(r.chain)?.find((c) => c.connections === row.connections);
+  const chain = figuresOf(r.chain)?.find((c) => c.connections === row.connections && c.starts === 'together');
   if (chain !== undefined)
     out.push(
       `- The chain alone (f) at ${row.connections} connections: ${n(chain.committedPerSecond)} committed/s (${ratio(chain.committedPerSecond, a?.perSecond) ?? '—'} × (a)), ` +
@@ -322,6 +324,26 @@ function spotLogLines(r: BenchReport): string[] {
   ];
 }
 
+/** Issue 27 item 4: the main level with four coordinator shards beside one. */
+function shardLines(r: BenchReport): string[] {
+  const out = ['## Coordinator shards: one and four', ''];
+  const c = figuresOf(r.shards);
+  if (c === null) return [...out, partNote('four-shard comparison', r.shards) ?? '', ''];
+  const row = (name: string, l: typeof c.one) =>
+    `| ${name} | ${n(l.committedPerSecond)} | ${l.latencyP99Ms} | ${n(l.pgWriteTxnsPerCommitted, 2)} | ${n(l.postgresCpuMsPerCommitted, 3)} | ${n(l.serviceCpuMsPerCommitted, 3)} |`;
+  return [
+    ...out,
+    `At ${c.connections} connections, PostgreSQL CPU per committed transfer with ${c.shards} shards over one: ${c.pgCpuRatio ?? '—'} (target ≤ ${c.pgCpuRatioMax}: ${c.met === null ? 'n/a' : c.met ? 'met' : 'NOT met'}). ` +
+      "One shard is the service phase's own level (the default configuration); four is the service started again with COORDINATORS=4, seeded and warmed the same way.",
+    '',
+    '| COORDINATORS | committed/s | p99 ms | PG write txns per transfer | PG CPU ms per transfer | service CPU ms per transfer |',
+    '|---|---|---|---|---|---|',
+    row('1', c.one),
+    row(String(c.shards), c.four),
+    '',
+  ];
+}
+
 /** Issue 26: a standby following the service's log during the memory run. */
 function standbyLines(r: BenchReport): string[] {
   const out = ['## The standby under load', ''];
@@ -352,6 +374,7 @@ export function renderSummary(r: BenchReport): string {
     ...levelsTable(r),
     ...chainTable(r),
     ...spotLogLines(r),
+    ...shardLines(r),
     ...standbyLines(r),
     ...fixedRateLines(r),
     ...componentLines(r),

@@ -3,7 +3,10 @@
 
 import { figuresOf, TARGETS, type BenchReport, type LevelRow, type Target } from './report.js';
 
-type Judged = Pick<BenchReport, 'levels' | 'fixedRate' | 'memory' | 'conservation' | 'ubscore' | 'restart' | 'recovery' | 'rebuild'>;
+type Judged = Pick<
+  BenchReport,
+  'levels' | 'fixedRate' | 'memory' | 'conservation' | 'ubscore' | 'restart' | 'recovery' | 'rebuild' | 'shards'
+>;
 
 /** Busy cores at or above this share of the machine count as CPU-bound. */
 const MACHINE_SATURATED_SHARE = 0.9;
@@ -23,7 +26,7 @@ function atMost(id: string, goal: string, measured: number | null, max: number, 
 /** committed/s over baseline (a) at this level: at least pgRatioMinMain at the main level, pgRatioMinOther elsewhere. */
 function throughputTarget(row: LevelRow): Target {
   const c = row.connections;
-  const min = c === TARGETS.mainConnections ? TARGETS.pgRatioMinMain : TARGETS.pgRatioMinOther;
+  const min = c === TARGETS.mainConnections ? TARGETS.pgRatioMinMain : (TARGETS.pgRatioMinAt[c] ?? TARGETS.pgRatioMinOther);
   const pg = row.pg?.postgresJs.perSecond ?? null;
   const pgbench = row.ratioToPgbench === null ? '' : `; pgbench ${row.ratioToPgbench} × (information)`;
   return atLeast(
@@ -75,8 +78,55 @@ function costTargets(main: LevelRow | undefined): Target[] {
   ];
 }
 
+/** Issue 27 at its light level: p50, and the whole machine's CPU per committed transfer. */
+function lightTargets(r: Judged): Target[] {
+  const c = TARGETS.lightConnections;
+  const row = r.levels.find((l) => l.connections === c);
+  const p50 = row?.service.latencyMs.p50 ?? null;
+  const cpu = row?.machineCpuMsPerCommitted ?? null;
+  return [
+    atMost(
+      `p50-${c}`,
+      `p50 ≤ ${TARGETS.lightP50MsMax} ms at ${c} connections (closed loop)`,
+      p50,
+      TARGETS.lightP50MsMax,
+      `${p50 ?? '?'} ms`,
+    ),
+    atMost(
+      `machine-cpu-${c}`,
+      `machine CPU per committed transfer ≤ ${TARGETS.lightMachineCpuMsMax} ms at ${c} connections (load generator included)`,
+      cpu,
+      TARGETS.lightMachineCpuMsMax,
+      `${cpu ?? '?'} ms (${row?.service.cpu.machineCores ?? '?'} cores busy)`,
+    ),
+  ];
+}
+
+/** Issue 27 item 4: PostgreSQL CPU per committed transfer with four shards over one shard's. */
+function shardTarget(r: Judged): Target {
+  const goal = `PostgreSQL CPU per committed transfer with COORDINATORS=${TARGETS.fourShards} ≤ ${TARGETS.fourShardPgCpuRatioMax} × one shard's at ${TARGETS.mainConnections} connections`;
+  const f = figuresOf(r.shards);
+  if (f === null || f.pgCpuRatio === null) return { id: 'four-shard-pg-cpu', goal, measured: 'not measured', ratio: null, met: null };
+  if (f.connections !== TARGETS.mainConnections)
+    return {
+      id: 'four-shard-pg-cpu',
+      goal,
+      measured: `${f.pgCpuRatio} × at ${f.connections} connections, not judged`,
+      ratio: null,
+      met: null,
+    };
+  return atMost(
+    'four-shard-pg-cpu',
+    goal,
+    f.pgCpuRatio,
+    TARGETS.fourShardPgCpuRatioMax,
+    `${f.four.postgresCpuMsPerCommitted} ms vs ${f.one.postgresCpuMsPerCommitted} ms = ${f.pgCpuRatio} ×; ${fmt(f.four.committedPerSecond)} vs ${fmt(f.one.committedPerSecond)} committed/s`,
+  );
+}
+
 export function judgeTargets(r: Judged): Target[] {
   const targets = r.levels.map(throughputTarget);
+  targets.push(...lightTargets(r));
   const main = r.levels.find((l) => l.connections === TARGETS.mainConnections);
   const p99 = main?.service.latencyMs.p99 ?? null;
   targets.push(
@@ -90,6 +140,7 @@ export function judgeTargets(r: Judged): Target[] {
   );
   targets.push(fixedRateTarget(r));
   targets.push(...costTargets(main));
+  targets.push(shardTarget(r));
   const ubs = figuresOf(r.ubscore);
   targets.push(
     atLeast(
