@@ -5,6 +5,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { CoordinatorConfig } from '../src/coordinator/types.js';
 import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
 import type { HaltState } from '../src/db/halt-state.js';
+import type { WriteItem, WriteResult } from '../src/db/transfer-writes.js';
 import type { MetricFamily } from '../src/metrics/registry.js';
 import type { UbsCoreOptions, UbsHealthEvent } from '../src/ubscore/control.js';
 import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
@@ -88,12 +89,18 @@ export type CoordinatorWorkerData = {
 };
 
 export type CoordinatorTask =
-  /** Starts the shard: its UBSCore port, its submit port, and the port its control API (comlink) is exposed on. */
+  /**
+   * Starts the shard: its UBSCore port, its submit port, the port its control API (comlink) is
+   * exposed on, and with several shards its end of the shared writer's ports: shard 0 serves
+   * every other shard's writes (`writeServePorts`), each other shard sends its own on `writeLinkPort`.
+   */
   | {
       readonly kind: 'coord.init';
       readonly ubsPort: MessagePort;
       readonly submitPort: MessagePort;
       readonly controlPort: MessagePort;
+      readonly writeServePorts: readonly MessagePort[];
+      readonly writeLinkPort: MessagePort | null;
     }
   | { readonly kind: 'coord.drive'; readonly reqId: string };
 
@@ -118,6 +125,29 @@ export type CoordinatorAnswers = {
   readonly kind: 'coord.answers';
   readonly ids: readonly number[];
   readonly answers: readonly SubmitReply[];
+};
+
+/** Shard i to shard 0, on its write port: transfer writes for the writer every shard shares, each with the id its outcome carries back. */
+export type SharedWrites = {
+  readonly kind: 'writes.request';
+  readonly ids: readonly number[];
+  readonly items: readonly WriteItem[];
+};
+
+/**
+ * One shared write's outcome, as a value: the writer's result, or the error it threw, by its
+ * message and, for a database error, its SQLSTATE (or the driver's code), which the shard's
+ * adapters read to tell a refusal from an unknown outcome.
+ */
+export type SharedWriteOutcome =
+  | { readonly kind: 'result'; readonly result: WriteResult }
+  | { readonly kind: 'failed'; readonly message: string; readonly code: string | null };
+
+/** Shard 0 to shard i: the writes that ended in one turn, `ids[i]` answered by `outcomes[i]`. */
+export type SharedWriteAnswers = {
+  readonly kind: 'writes.answers';
+  readonly ids: readonly number[];
+  readonly outcomes: readonly SharedWriteOutcome[];
 };
 
 /**

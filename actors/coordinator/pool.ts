@@ -5,6 +5,7 @@
 // as soon as its drive ends; an operator's drive uses the pool's bounded queue.
 // Control (metrics, assets, halt, stop) goes through each shard's own comlink port, given to its
 // thread in coord.init, so it never waits behind the shard's tasks; every call is bounded in time.
+// With several shards, shard 0's batched PostgreSQL writer is every shard's (write-link.ts).
 
 import { shardOfUser } from '../../src/domain/shard.js';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
@@ -88,7 +89,13 @@ export class CoordinatorPools implements CoordinatorShards {
       pool.on('error', (error: unknown) => opts.onFatal(error instanceof Error ? error : new Error(String(error))));
       pools.push(pool);
     }
-    const threads = await Promise.all(pools.map((pool, shard) => initShard(pool, shard, opts.connectUbs(), opts.log)));
+    // Shard 0's batched writer is every shard's: one channel to it from each other shard.
+    const writeChannels = pools.slice(1).map(() => new MessageChannel());
+    const writePortsOf = (shard: number): WritePorts =>
+      shard === 0
+        ? { serve: writeChannels.map((c) => c.port1), link: null }
+        : { serve: [], link: (writeChannels[shard - 1] as MessageChannel).port2 };
+    const threads = await Promise.all(pools.map((pool, shard) => initShard(pool, shard, opts.connectUbs(), writePortsOf(shard), opts.log)));
     const self = new CoordinatorPools(threads, opts.mailboxMax, opts.concurrencyMax, opts.log);
     // A thread that dies (an uncaught exception, memory) is replaced by piscina with a fresh one
     // that never got coord.init: every transfer of the shard would answer 500 from then on.
@@ -188,16 +195,19 @@ export class CoordinatorPools implements CoordinatorShards {
     if (failed.length > 0) throw new Error(`halt not delivered to ${failed.join('; ')}`);
   }
 
-  /** Stops every shard, each given COORDINATOR_STOP_MS_MAX before its thread is terminated. */
+  /**
+   * Stops every shard, each given COORDINATOR_STOP_MS_MAX before its thread is terminated: every
+   * other shard first, then shard 0, whose writer the others share, so their last writes land.
+   */
   async stop(): Promise<void> {
     this.stopping = true;
-    await Promise.all(
-      this.threads.map(async (_thread, shard) => {
-        const answer = await this.control<CoordinatorStopOutcome>(shard, COORDINATOR_STOP_MS_MAX, (c) => c.stop());
-        if (answer.kind !== 'stopped')
-          this.log.error('a coordinator shard did not stop cleanly; terminating it', { shard, reason: reasonOf(answer) });
-      }),
-    );
+    const stopShard = async (shard: number): Promise<void> => {
+      const answer = await this.control<CoordinatorStopOutcome>(shard, COORDINATOR_STOP_MS_MAX, (c) => c.stop());
+      if (answer.kind !== 'stopped')
+        this.log.error('a coordinator shard did not stop cleanly; terminating it', { shard, reason: reasonOf(answer) });
+    };
+    await Promise.all(this.threads.map((_thread, shard) => (shard === 0 ? Promise.resolve() : stopShard(shard))));
+    await stopShard(0);
     for (const t of this.threads) t.submit.close('the coordinator shard stopped');
     await Promise.all(this.threads.map((t) => t.pool.destroy()));
     for (const t of this.threads) t.port.close();
@@ -235,16 +245,28 @@ function reasonOf(miss: ControlMiss | { readonly kind: string }): string {
   return 'message' in miss && typeof miss.message === 'string' ? miss.message : `unexpected answer ${miss.kind}`;
 }
 
+/** A shard's ends of the shared writer's channels: shard 0 serves the others' ports, each other shard links to it. */
+type WritePorts = { readonly serve: readonly MessagePort[]; readonly link: MessagePort | null };
+
 /**
- * Starts one shard's thread: its UBSCore port and one end of two new MessageChannels (submit and
- * control) travel in coord.init, the pool's first task, which its only thread runs, so both ports
- * are pinned to that shard's thread. The main thread keeps the other ends.
+ * Starts one shard's thread: its UBSCore port, its ends of the shared writer's channels, and one
+ * end of two new MessageChannels (submit and control) travel in coord.init, the pool's first
+ * task, which its only thread runs, so every port is pinned to that shard's thread. The main
+ * thread keeps the other ends of submit and control.
  */
-async function initShard(pool: Piscina, shard: number, ubsPort: MessagePort, log: Logger): Promise<ShardThread> {
+async function initShard(pool: Piscina, shard: number, ubsPort: MessagePort, writes: WritePorts, log: Logger): Promise<ShardThread> {
   const control = new MessageChannel();
   const submit = new MessageChannel();
-  const task: CoordinatorTask = { kind: 'coord.init', ubsPort, submitPort: submit.port2, controlPort: control.port2 };
-  const result = (await pool.run(task, { transferList: [ubsPort, submit.port2, control.port2] })) as CoordinatorResult;
+  const task: CoordinatorTask = {
+    kind: 'coord.init',
+    ubsPort,
+    submitPort: submit.port2,
+    controlPort: control.port2,
+    writeServePorts: writes.serve,
+    writeLinkPort: writes.link,
+  };
+  const transferList = [ubsPort, submit.port2, control.port2, ...writes.serve, ...(writes.link === null ? [] : [writes.link])];
+  const result = (await pool.run(task, { transferList })) as CoordinatorResult;
   if (result.kind !== 'coord.ready') {
     control.port1.close();
     submit.port1.close();

@@ -26,6 +26,8 @@ import {
 } from '../protocol.js';
 import { nodeEndpoint, UbsClient } from '../ubscore/client.js';
 import { serveSubmits } from './submit-serve.js';
+import { WriteLink } from './write-link.js';
+import { serveWrites } from './write-serve.js';
 import { errorDetail, errorText } from '../../src/error-text.js';
 
 const { config, logLevel, logFormat } = workerData as CoordinatorWorkerData;
@@ -42,6 +44,10 @@ type Running = {
   /** Re-reads the stored halt, for a control message this thread missed. */
   readonly haltTimer: NodeJS.Timeout;
   readonly submitPort: MessagePort;
+  /** This shard's link to shard 0's shared writer, or null when it writes through its own. */
+  readonly link: WriteLink | null;
+  /** Shard 0: the other shards' write ports it serves. */
+  readonly writeServePorts: readonly MessagePort[];
 };
 let running: Running | null = null;
 
@@ -57,7 +63,7 @@ export default async function coordinatorTask(task: CoordinatorTask): Promise<Co
 async function handle(task: CoordinatorTask): Promise<CoordinatorResult> {
   switch (task.kind) {
     case 'coord.init':
-      return init(task.ubsPort, task.submitPort, task.controlPort);
+      return init(task);
     case 'coord.drive': {
       const view = await shardOf().driveNow(task.reqId);
       if (view === null) return { kind: 'coord.drove', reply: { kind: 'refused', code: 'NOT_FOUND' } };
@@ -108,8 +114,9 @@ async function outcome<T>(call: string, run: () => Promise<T>): Promise<T | { re
   }
 }
 
-async function init(port: MessagePort, submitPort: MessagePort, controlPort: MessagePort): Promise<CoordinatorResult> {
+async function init(task: Extract<CoordinatorTask, { kind: 'coord.init' }>): Promise<CoordinatorResult> {
   if (running !== null) return { kind: 'coord.error', message: 'already initialised' };
+  const { ubsPort: port, submitPort, controlPort, writeServePorts, writeLinkPort } = task;
   const sql = openSql(config.databaseUrl, {
     max: config.pgPoolMax,
     application: `coordinator-${config.shard}`,
@@ -117,7 +124,19 @@ async function init(port: MessagePort, submitPort: MessagePort, controlPort: Mes
     owner: config.owner,
   });
   const ubs = new UbsClient(port, {});
-  const { shard, assets, limits, metrics, halt } = composeShard({ sql, ubs: (cmd, ms) => ubs.send(cmd, ms), config, log });
+  // With several shards, shard 0's batched writer is every shard's (write-link.ts): one batch, one commit, for all.
+  const link =
+    writeLinkPort === null
+      ? null
+      : new WriteLink(writeLinkPort, (detail) => log.error("shard 0's shared writer sent a malformed answer", { detail }));
+  const { shard, assets, limits, metrics, halt, writes } = composeShard({
+    sql,
+    ubs: (cmd, ms) => ubs.send(cmd, ms),
+    config,
+    log,
+    ...(link === null ? {} : { writes: link }),
+  });
+  for (const servePort of writeServePorts) serveWrites(servePort, writes);
   // The stored halt is read before the first transfer is taken: a start while halted refuses.
   await halt.refresh(sql);
   const haltTimer = setInterval(() => {
@@ -132,7 +151,7 @@ async function init(port: MessagePort, submitPort: MessagePort, controlPort: Mes
   }, config.scanIntervalMs);
   haltTimer.unref();
   shard.start();
-  running = { shard, sql, ubs, assets, limits, metrics, halt, haltTimer, submitPort };
+  running = { shard, sql, ubs, assets, limits, metrics, halt, haltTimer, submitPort, link, writeServePorts };
   serveSubmits(submitPort, shard, log);
   // The port came with this pool's only thread's init: control reaches this shard and no other.
   expose(control, nodeEndpoint(controlPort));
@@ -152,10 +171,13 @@ async function metricsOf(r: Running): Promise<readonly MetricFamily[]> {
 
 async function stop(): Promise<{ readonly kind: 'stopped' }> {
   if (running === null) return { kind: 'stopped' };
-  const { shard, sql, ubs, haltTimer, submitPort } = running;
+  const { shard, sql, ubs, haltTimer, submitPort, link, writeServePorts } = running;
   running = null;
   clearInterval(haltTimer);
   await shard.stop();
+  // The pool stops shard 0 after every other shard, so no write waits on these ports by now.
+  link?.close('the coordinator shard stopped');
+  for (const servePort of writeServePorts) servePort.close();
   // The main thread answers what is still unanswered (the port's close) with an error.
   submitPort.close();
   ubs.close();

@@ -9,7 +9,7 @@ import { checkOpRequest } from '../domain/checks.js';
 import { failed, pending, REFUND_WITHOUT_WITHDRAW, SUCCESS, type OpOutcome, type PendingCause, type TransferOp } from '../domain/types.js';
 import { Batcher, isConstraintRefusal, type BatchSettings } from '../db/batch.js';
 import type { Sql } from '../db/sql.js';
-import { opAnswer, type OpAnswer, type TransferWrites, type WriteItem } from '../db/transfer-writes.js';
+import { opAnswer, type OpAnswer, type TransferWriter, type WriteItem } from '../db/transfer-writes.js';
 import {
   OperationAdapter,
   type LocalAccountAdapter,
@@ -29,7 +29,7 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
 
   constructor(
     private readonly sql: Sql,
-    private readonly writes: TransferWrites,
+    private readonly writes: TransferWriter,
     batch: BatchSettings,
   ) {
     super();

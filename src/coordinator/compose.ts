@@ -9,7 +9,7 @@ import { AssetCache } from '../db/assets.js';
 import { checkAssetOpen } from '../domain/asset.js';
 import type { Sql } from '../db/sql.js';
 import { TransferStore } from '../db/transfers.js';
-import { TransferWrites } from '../db/transfer-writes.js';
+import { TransferWrites, type TransferWriter } from '../db/transfer-writes.js';
 import type { Logger } from '../log.js';
 import type { AccountAdapter } from '../adapters/types.js';
 import { crashHook, type CrashPoint } from '../faults/crash-points.js';
@@ -25,6 +25,8 @@ import type { CoordinatorConfig } from './types.js';
 
 export type ShardParts = {
   readonly shard: Shard;
+  /** Where this shard's transfer writes go: its own batched writer, or the one it was given. */
+  readonly writes: TransferWriter;
   readonly driver: TransferDriver;
   readonly store: TransferStore;
   readonly assets: AssetCache;
@@ -48,7 +50,18 @@ export type TestHooks = {
 
 type Adapters = { readonly FUNDING: AccountAdapter; readonly SPOT: AccountAdapter };
 
-export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: CoordinatorConfig; log: Logger; hooks?: TestHooks }): ShardParts {
+/**
+ * `writes`: the writer the shards share (actors/coordinator/write-link.ts), for every shard but
+ * the one that hosts it; absent, the shard writes through a batched writer of its own.
+ */
+export function composeShard(opts: {
+  sql: Sql;
+  ubs: UbsSend;
+  config: CoordinatorConfig;
+  log: Logger;
+  writes?: TransferWriter;
+  hooks?: TestHooks;
+}): ShardParts {
   const { sql, config, log } = opts;
   // A batch PostgreSQL refused for one row's data is split to find it; say so, it costs statements.
   const batch = {
@@ -56,7 +69,7 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     onIsolate: (rows: number, error: unknown) =>
       log.warn('batched statement refused, splitting it to find the row', { rows, error: String(error) }),
   };
-  const writes = new TransferWrites(sql, batch);
+  const writes = opts.writes ?? new TransferWrites(sql, batch);
   const store = new TransferStore(sql, writes, batch);
   const assets = new AssetCache(sql);
   const funding = new FundingAdapter(sql, writes, batch);
@@ -102,5 +115,5 @@ export function composeShard(opts: { sql: Sql; ubs: UbsSend; config: Coordinator
     watchdog,
     limits,
   });
-  return { shard, driver, store, assets, funding, trading, alerts, watchdog, metrics, limits, halt };
+  return { shard, writes, driver, store, assets, funding, trading, alerts, watchdog, metrics, limits, halt };
 }

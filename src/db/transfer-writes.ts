@@ -74,7 +74,14 @@ export type WriteResult =
 
 type RawResult = { k: string; s?: number; at?: number; id?: string; oc?: string | null; code?: string | null };
 
-export class TransferWrites {
+/**
+ * Where a shard's transfer writes go: its own batched writer (TransferWrites), or, with several
+ * shards, the one writer every shard shares (actors/coordinator/write-link.ts), so more shards
+ * do not split the batches.
+ */
+export type TransferWriter = { write(item: WriteItem): Promise<WriteResult> };
+
+export class TransferWrites implements TransferWriter {
   private readonly batcher: Batcher<WriteItem, WriteResult>;
   /**
    * Creations in INIT with nothing else (no operation, no client_order_id, no path) take no

@@ -1,4 +1,4 @@
-// transfers_tb access. Every write goes through TransferWrites (one batched `transfer_apply` per
+// transfers_tb access. Every write goes through a TransferWriter (one batched `transfer_apply` per
 // batch): a creation, or a compare-and-swap on the expected state along a path of the FSM, each
 // with one history row per step in the same statement, so the history never disagrees with the
 // state. Reads and retry notes are batched statements of their own.
@@ -11,7 +11,7 @@ import { causeText, type AccountKind, type PendingCause } from '../domain/types.
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
 import { stuckCondition, type StuckRule } from './stuck.js';
-import type { PathStep, TransferWrites, WriteItem, WriteResult } from './transfer-writes.js';
+import type { PathStep, TransferWriter, WriteItem, WriteResult } from './transfer-writes.js';
 
 const KIND_BY_TYPE: ReadonlyMap<number, AccountKind> = new Map([
   [1, 'FUNDING'],
@@ -86,7 +86,7 @@ export class TransferStore {
 
   constructor(
     private readonly sql: Sql,
-    readonly writes: TransferWrites,
+    readonly writes: TransferWriter,
     batch: BatchSettings,
   ) {
     this.reads = new Batcher((ids) => this.readMany(ids), batch);

@@ -1,0 +1,111 @@
+// Issue 27 item 4: with several coordinator shards, every shard's transfer writes share one
+// batched writer, shard 0's, so more shards do not split PostgreSQL's batches (each batch is one
+// transaction with a fixed cost). This is shard i's end: a TransferWriter whose writes cross to
+// shard 0 on a MessagePort, those of one turn in one message, each answered with its own outcome.
+// An error crosses as a value and is thrown here again with its code, so the adapters tell a
+// refusal from an unknown outcome exactly as with a writer of their own. Once the port closes
+// (shard 0's thread stopped or died), every write still waiting, and every later one, fails as a
+// lost connection: its outcome is unknown, and the transfer stays for the retry or the recovery scan.
+
+import type { MessagePort } from 'node:worker_threads';
+import type { TransferWriter, WriteItem, WriteResult } from '../../src/db/transfer-writes.js';
+import { oncePerTurn } from '../../src/turn-flush.js';
+import type { SharedWriteAnswers, SharedWriteOutcome, SharedWrites } from '../protocol.js';
+
+/** A shared write that failed: the writer's message and, when it had one, its error code. */
+export class SharedWriteError extends Error {
+  constructor(
+    message: string,
+    readonly code: string | undefined,
+  ) {
+    super(message);
+    this.name = 'SharedWriteError';
+  }
+}
+
+/** The code a closed link fails with: funding.ts reads it as a lost connection (unknown outcome). */
+export const LINK_CLOSED_CODE = 'CONNECTION_CLOSED';
+
+type Waiter = { readonly resolve: (result: WriteResult) => void; readonly reject: (error: Error) => void };
+
+export class WriteLink implements TransferWriter {
+  private nextId = 1;
+  private readonly waiting = new Map<number, Waiter>();
+  private ids: number[] = [];
+  private items: WriteItem[] = [];
+  private closedReason: string | null = null;
+  private readonly sendAfterTurn = oncePerTurn(() => this.send());
+
+  constructor(
+    private readonly port: MessagePort,
+    /** Told of a message that is not a well-formed batch of outcomes (a programmer's error). */
+    private readonly onMalformed: (detail: string) => void,
+  ) {
+    port.on('message', (message: SharedWriteAnswers) => this.answered(message));
+    port.on('close', () => this.close("shard 0's shared writer closed its port"));
+  }
+
+  write(item: WriteItem): Promise<WriteResult> {
+    if (this.closedReason !== null) return Promise.reject(new SharedWriteError(this.closedReason, LINK_CLOSED_CODE));
+    return new Promise<WriteResult>((resolve, reject) => {
+      const id = this.nextId++;
+      this.waiting.set(id, { resolve, reject });
+      this.ids.push(id);
+      this.items.push(item);
+      this.sendAfterTurn();
+    });
+  }
+
+  /** Fails every write still waiting or not yet sent, and every later one, as a lost connection. */
+  close(reason: string): void {
+    if (this.closedReason !== null) return;
+    this.closedReason = reason;
+    const waiting = [...this.waiting.values()];
+    this.waiting.clear();
+    this.ids = [];
+    this.items = [];
+    for (const w of waiting) w.reject(new SharedWriteError(reason, LINK_CLOSED_CODE));
+    this.port.close();
+  }
+
+  private send(): void {
+    if (this.closedReason !== null || this.ids.length === 0) return;
+    const message: SharedWrites = { kind: 'writes.request', ids: this.ids, items: this.items };
+    const ids = this.ids;
+    this.ids = [];
+    this.items = [];
+    try {
+      this.port.postMessage(message);
+    } catch (error) {
+      // Not sent (a value that cannot cross): none of these writes reached the writer.
+      for (const id of ids) {
+        const w = this.waiting.get(id);
+        this.waiting.delete(id);
+        w?.reject(new SharedWriteError(`the write could not be sent to the shared writer: ${String(error)}`, undefined));
+      }
+    }
+  }
+
+  private answered(message: SharedWriteAnswers): void {
+    if (message.kind !== 'writes.answers' || message.ids?.length !== message.outcomes?.length) {
+      this.onMalformed(
+        `a message of kind ${JSON.stringify(message.kind)} with ${message.ids?.length} ids and ${message.outcomes?.length} outcomes`,
+      );
+      return;
+    }
+    for (const [i, id] of message.ids.entries()) {
+      const w = this.waiting.get(id);
+      if (w === undefined) {
+        this.onMalformed(`an outcome for id ${id}, which no write waits for`);
+        continue;
+      }
+      this.waiting.delete(id);
+      settle(w, message.outcomes[i] as SharedWriteOutcome);
+    }
+  }
+}
+
+function settle(w: Waiter, outcome: SharedWriteOutcome): void {
+  if (outcome.kind === 'result') w.resolve(outcome.result);
+  else w.reject(new SharedWriteError(outcome.message, outcome.code ?? undefined));
+}
