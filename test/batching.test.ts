@@ -9,7 +9,7 @@ import { composeShard } from '../src/coordinator/compose.js';
 import { Batcher } from '../src/db/batch.js';
 import { createLogger } from '../src/log.js';
 import { LAYER_CONFIG, startLayers, type Layers } from './support/layers.js';
-import { balances, newTransfer, newUserId, seed, settle, total } from './support/ledger.js';
+import { balances, createAndDebit, newTransfer, newUserId, seed, settle, total } from './support/ledger.js';
 
 const COIN = 10n ** 8n;
 let L: Layers;
@@ -210,21 +210,7 @@ test('a whole batch re-run after a commit whose answer was lost changes nothing 
   const user = newUserId();
   await seed(L, user, 'USDT', 10n * COIN, 0n);
   const t = newTransfer(user, 'FUNDING', 'USDT', 3n * COIN);
-  const create = {
-    kind: 'create',
-    transfer: t,
-    op: 'WITHDRAW',
-    paths: {
-      ok: [
-        { event: 'SOURCE_OK', to: 'SOURCE_DONE' },
-        { event: 'TARGET_CALL', to: 'TARGET_PENDING' },
-      ],
-      ko: [{ event: 'SOURCE_FAIL', to: 'FAILED' }],
-    },
-    code: null,
-    checkFundingTarget: false,
-    dueNow: false,
-  } as const;
+  const create = createAndDebit(t);
   const first = await L.store.writes.write(create);
   assert.is(first.kind === 'moved' && first.state, 'TARGET_PENDING');
   // The same batch again, as a re-run after an unknown commit would send it.

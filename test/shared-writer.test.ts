@@ -13,9 +13,8 @@ import { serveWrites } from '../actors/coordinator/write-serve.js';
 import type { SharedWriteAnswers } from '../actors/protocol.js';
 import type { Sql } from '../src/db/sql.js';
 import { TransferWrites, type WriteItem } from '../src/db/transfer-writes.js';
-import type { NewTransfer } from '../src/domain/transfer.js';
 import { startLayers, type Layers } from './support/layers.js';
-import { balances, newTransfer, newUserId, seed } from './support/ledger.js';
+import { balances, createAndDebit, newTransfer, newUserId, seed } from './support/ledger.js';
 
 const COIN = 10n ** 8n;
 let L: Layers;
@@ -36,25 +35,6 @@ function linkTo(writes: TransferWrites, malformed: string[] = []): WriteLink {
   ports.push(channel.port1, channel.port2);
   serveWrites(channel.port1, writes);
   return new WriteLink(channel.port2, (detail) => malformed.push(detail));
-}
-
-/** FUNDING → SPOT: created, debited and moved to TARGET_PENDING in one write, as the driver's start does. */
-function createAndDebit(t: NewTransfer): WriteItem {
-  return {
-    kind: 'create',
-    transfer: t,
-    op: 'WITHDRAW',
-    paths: {
-      ok: [
-        { event: 'SOURCE_OK', to: 'SOURCE_DONE' },
-        { event: 'TARGET_CALL', to: 'TARGET_PENDING' },
-      ],
-      ko: [{ event: 'SOURCE_FAIL', to: 'FAILED' }],
-    },
-    code: null,
-    checkFundingTarget: false,
-    dueNow: false,
-  };
 }
 
 /** The same sql, counting the statements made through it. */

@@ -3,6 +3,7 @@
 
 import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
+import type { WriteItem } from '../../src/db/transfer-writes.js';
 import type { NewTransfer, TransferView } from '../../src/domain/transfer.js';
 import type { AccountKind } from '../../src/domain/types.js';
 import type { Layers } from './layers.js';
@@ -68,4 +69,23 @@ export async function fundedUser(L: Layers, funding = 10n * COIN, spot = 10n * C
   const user = newUserId();
   await seed(L, user, 'USDT', funding, spot);
   return user;
+}
+
+/** FUNDING → SPOT: created, debited and moved to TARGET_PENDING in one write, as the driver's start does. */
+export function createAndDebit(t: NewTransfer): Extract<WriteItem, { kind: 'create' }> {
+  return {
+    kind: 'create',
+    transfer: t,
+    op: 'WITHDRAW',
+    paths: {
+      ok: [
+        { event: 'SOURCE_OK', to: 'SOURCE_DONE' },
+        { event: 'TARGET_CALL', to: 'TARGET_PENDING' },
+      ],
+      ko: [{ event: 'SOURCE_FAIL', to: 'FAILED' }],
+    },
+    code: null,
+    checkFundingTarget: false,
+    dueNow: false,
+  };
 }
