@@ -206,7 +206,7 @@ export class CoordinatorPools implements CoordinatorShards {
       if (answer.kind !== 'stopped')
         this.log.error('a coordinator shard did not stop cleanly; terminating it', { shard, reason: reasonOf(answer) });
     };
-    await Promise.all(this.threads.map((_thread, shard) => (shard === 0 ? Promise.resolve() : stopShard(shard))));
+    await Promise.all(this.threads.slice(1).map((_thread, i) => stopShard(i + 1)));
     await stopShard(0);
     for (const t of this.threads) t.submit.close('the coordinator shard stopped');
     await Promise.all(this.threads.map((t) => t.pool.destroy()));

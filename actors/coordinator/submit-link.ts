@@ -6,6 +6,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
 import type { CoordinatorAnswers, CoordinatorSubmit } from '../protocol.js';
+import { WaitingById } from './port-answers.js';
 
 type Answer = (index: number, reply: SubmitReply) => void;
 
@@ -13,8 +14,7 @@ type Answer = (index: number, reply: SubmitReply) => void;
 type Waiter = { readonly answer: Answer; readonly index: number };
 
 export class SubmitLink {
-  private nextId = 1;
-  private readonly waiting = new Map<number, Waiter>();
+  private readonly waiting = new WaitingById<Waiter>();
   private closed = false;
 
   constructor(
@@ -32,17 +32,13 @@ export class SubmitLink {
       for (const i of transfers.keys()) answer(i, { kind: 'error', message: 'the coordinator shard is stopped' });
       return;
     }
-    const ids = transfers.map((_t, index) => {
-      const id = this.nextId++;
-      this.waiting.set(id, { answer, index });
-      return id;
-    });
+    const ids = transfers.map((_t, index) => this.waiting.add({ answer, index }));
     const message: CoordinatorSubmit = { kind: 'coord.submit', ids, transfers };
     try {
       this.port.postMessage(message);
     } catch (error) {
       // Not sent (a value that cannot cross): nothing of the batch reached the shard.
-      for (const id of ids) this.waiting.delete(id);
+      for (const id of ids) this.waiting.take(id);
       for (const i of transfers.keys()) answer(i, { kind: 'error', message: `the batch could not be sent to the shard: ${String(error)}` });
     }
   }
@@ -51,27 +47,18 @@ export class SubmitLink {
   close(reason: string): void {
     if (this.closed) return;
     this.closed = true;
-    const waiting = [...this.waiting.values()];
-    this.waiting.clear();
-    for (const w of waiting) w.answer(w.index, { kind: 'error', message: reason });
+    for (const w of this.waiting.takeAll()) w.answer(w.index, { kind: 'error', message: reason });
     this.port.close();
   }
 
   private answered(message: CoordinatorAnswers): void {
-    if (message.kind !== 'coord.answers' || message.ids.length !== message.answers.length) {
-      this.onMalformed(
-        `a message of kind ${JSON.stringify(message.kind)} with ${message.ids?.length} ids and ${message.answers?.length} answers`,
-      );
-      return;
-    }
-    for (const [i, id] of message.ids.entries()) {
-      const w = this.waiting.get(id);
-      if (w === undefined) {
-        this.onMalformed(`an answer for id ${id}, which no transfer waits for`);
-        continue;
-      }
-      this.waiting.delete(id);
-      w.answer(w.index, message.answers[i] as SubmitReply);
-    }
+    this.waiting.answered(
+      message,
+      'coord.answers',
+      message.answers,
+      { value: 'answer', waiter: 'transfer' },
+      (w, reply: SubmitReply) => w.answer(w.index, reply),
+      this.onMalformed,
+    );
   }
 }

@@ -11,6 +11,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { TransferWriter, WriteItem, WriteResult } from '../../src/db/transfer-writes.js';
 import { oncePerTurn } from '../../src/turn-flush.js';
 import type { SharedWriteAnswers, SharedWriteOutcome, SharedWrites } from '../protocol.js';
+import { WaitingById } from './port-answers.js';
 
 /** A shared write that failed: the writer's message and, when it had one, its error code. */
 export class SharedWriteError extends Error {
@@ -29,8 +30,7 @@ export const LINK_CLOSED_CODE = 'CONNECTION_CLOSED';
 type Waiter = { readonly resolve: (result: WriteResult) => void; readonly reject: (error: Error) => void };
 
 export class WriteLink implements TransferWriter {
-  private nextId = 1;
-  private readonly waiting = new Map<number, Waiter>();
+  private readonly waiting = new WaitingById<Waiter>();
   private ids: number[] = [];
   private items: WriteItem[] = [];
   private closedReason: string | null = null;
@@ -48,9 +48,7 @@ export class WriteLink implements TransferWriter {
   write(item: WriteItem): Promise<WriteResult> {
     if (this.closedReason !== null) return Promise.reject(new SharedWriteError(this.closedReason, LINK_CLOSED_CODE));
     return new Promise<WriteResult>((resolve, reject) => {
-      const id = this.nextId++;
-      this.waiting.set(id, { resolve, reject });
-      this.ids.push(id);
+      this.ids.push(this.waiting.add({ resolve, reject }));
       this.items.push(item);
       this.sendAfterTurn();
     });
@@ -60,11 +58,9 @@ export class WriteLink implements TransferWriter {
   close(reason: string): void {
     if (this.closedReason !== null) return;
     this.closedReason = reason;
-    const waiting = [...this.waiting.values()];
-    this.waiting.clear();
     this.ids = [];
     this.items = [];
-    for (const w of waiting) w.reject(new SharedWriteError(reason, LINK_CLOSED_CODE));
+    for (const w of this.waiting.takeAll()) w.reject(new SharedWriteError(reason, LINK_CLOSED_CODE));
     this.port.close();
   }
 
@@ -79,29 +75,15 @@ export class WriteLink implements TransferWriter {
     } catch (error) {
       // Not sent (a value that cannot cross): none of these writes reached the writer.
       for (const id of ids) {
-        const w = this.waiting.get(id);
-        this.waiting.delete(id);
-        w?.reject(new SharedWriteError(`the write could not be sent to the shared writer: ${String(error)}`, undefined));
+        this.waiting
+          .take(id)
+          ?.reject(new SharedWriteError(`the write could not be sent to the shared writer: ${String(error)}`, undefined));
       }
     }
   }
 
   private answered(message: SharedWriteAnswers): void {
-    if (message.kind !== 'writes.answers' || message.ids?.length !== message.outcomes?.length) {
-      this.onMalformed(
-        `a message of kind ${JSON.stringify(message.kind)} with ${message.ids?.length} ids and ${message.outcomes?.length} outcomes`,
-      );
-      return;
-    }
-    for (const [i, id] of message.ids.entries()) {
-      const w = this.waiting.get(id);
-      if (w === undefined) {
-        this.onMalformed(`an outcome for id ${id}, which no write waits for`);
-        continue;
-      }
-      this.waiting.delete(id);
-      settle(w, message.outcomes[i] as SharedWriteOutcome);
-    }
+    this.waiting.answered(message, 'writes.answers', message.outcomes, { value: 'outcome', waiter: 'write' }, settle, this.onMalformed);
   }
 }
 

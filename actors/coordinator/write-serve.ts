@@ -3,31 +3,30 @@
 // its batch ends, those of one turn in one message.
 
 import type { MessagePort } from 'node:worker_threads';
-import type { TransferWriter } from '../../src/db/transfer-writes.js';
+import type { TransferWriter, WriteItem } from '../../src/db/transfer-writes.js';
 import { errorText } from '../../src/error-text.js';
-import { oncePerTurn } from '../../src/turn-flush.js';
 import type { SharedWriteAnswers, SharedWriteOutcome, SharedWrites } from '../protocol.js';
+import { answerPerTurn } from './port-answers.js';
 
-/** A thrown value as an outcome: its message, and its code when it is a string (a SQLSTATE, a driver's code). */
-export function failedOutcome(error: unknown): SharedWriteOutcome {
-  const code = (error as { code?: unknown } | null)?.code;
-  return { kind: 'failed', message: errorText(error), code: typeof code === 'string' ? code : null };
+/**
+ * One write's outcome as a value. A thrown error, at once (a path the FSM forbids) or from the
+ * database, is that write's failure: its message, and its code when it is a string (a SQLSTATE,
+ * a driver's code).
+ */
+async function outcomeOf(writes: TransferWriter, item: WriteItem): Promise<SharedWriteOutcome> {
+  try {
+    return { kind: 'result', result: await writes.write(item) };
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    return { kind: 'failed', message: errorText(error), code: typeof code === 'string' ? code : null };
+  }
 }
 
 export function serveWrites(port: MessagePort, writes: TransferWriter): void {
-  let ids: number[] = [];
-  let outcomes: SharedWriteOutcome[] = [];
-  const send = oncePerTurn(() => {
-    const message: SharedWriteAnswers = { kind: 'writes.answers', ids, outcomes };
-    ids = [];
-    outcomes = [];
-    port.postMessage(message);
-  });
-  const answer = (id: number, outcome: SharedWriteOutcome) => {
-    ids.push(id);
-    outcomes.push(outcome);
-    send();
-  };
+  const answer = answerPerTurn(
+    port,
+    (ids, outcomes: SharedWriteOutcome[]): SharedWriteAnswers => ({ kind: 'writes.answers', ids, outcomes }),
+  );
   port.on('message', (message: SharedWrites) => {
     if (message.kind !== 'writes.request' || !Array.isArray(message.ids) || message.ids.length !== message.items?.length) {
       const error = `a shared write request holds as many writes as ids; got a ${JSON.stringify(message.kind)} message with ${message.ids?.length} ids and ${message.items?.length} writes`;
@@ -36,14 +35,7 @@ export function serveWrites(port: MessagePort, writes: TransferWriter): void {
     }
     for (const [i, item] of message.items.entries()) {
       const id = message.ids[i] as number;
-      // A write that throws at once (a path the FSM forbids) is that write's failure, not the message's.
-      let written: Promise<SharedWriteOutcome>;
-      try {
-        written = writes.write(item).then((result) => ({ kind: 'result', result }), failedOutcome);
-      } catch (error) {
-        written = Promise.resolve(failedOutcome(error));
-      }
-      void written.then((outcome) => answer(id, outcome));
+      void outcomeOf(writes, item).then((outcome) => answer(id, outcome));
     }
   });
 }

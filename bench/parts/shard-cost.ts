@@ -4,13 +4,9 @@
 // (the default configuration): the target is a ratio of at most TARGETS.fourShardPgCpuRatioMax.
 // A run without that level (a shortened one) compares at its last level instead, not judged.
 
-import { runLoad } from '../load/closed-loop.js';
-import { driveTransfers, transferRequests } from '../load/transfer-load.js';
 import type { BenchOptions } from '../options.js';
 import { ratio, TARGETS, type ServiceLevel, type ShardCost } from '../report/report.js';
-import { seedUsers } from '../support/seed.js';
-import { startBenchService } from '../support/service-child.js';
-import { costOf } from './spot-log-cost.js';
+import { costOf, serviceLevelWith } from './spot-log-cost.js';
 
 /** `levels`: the service phase's, with one shard. Starts, loads and stops the four-shard service. */
 export async function shardCost(levels: readonly ServiceLevel[], opts: BenchOptions): Promise<ShardCost> {
@@ -18,26 +14,18 @@ export async function shardCost(levels: readonly ServiceLevel[], opts: BenchOpti
   if (one === undefined) throw new Error('the service phase ran no level');
   const connections = one.connections;
   const shards = TARGETS.fourShards;
-  // pg_stat_statements as in the service phase, so both sides pay the same for being counted.
-  const svc = await startBenchService({ statementStats: true, env: { COORDINATORS: String(shards) } });
-  try {
-    const users = await seedUsers(svc, opts.users, opts.seedConcurrency);
-    if (opts.warmupS > 0) await runLoad({ url: svc.base, connections, durationS: opts.warmupS, requests: transferRequests(users) });
-    const four = await driveTransfers(svc, users, connections, opts.durationS);
-    const r =
-      one.postgresCpuMsPerCommitted === null || four.postgresCpuMsPerCommitted === null
-        ? null
-        : ratio(four.postgresCpuMsPerCommitted, one.postgresCpuMsPerCommitted);
-    return {
-      connections,
-      shards,
-      one: costOf(one),
-      four: costOf(four),
-      pgCpuRatio: r,
-      pgCpuRatioMax: TARGETS.fourShardPgCpuRatioMax,
-      met: r === null || connections !== TARGETS.mainConnections ? null : r <= TARGETS.fourShardPgCpuRatioMax,
-    };
-  } finally {
-    await svc.stop();
-  }
+  const four = await serviceLevelWith({ COORDINATORS: String(shards) }, connections, opts);
+  const r =
+    one.postgresCpuMsPerCommitted === null || four.postgresCpuMsPerCommitted === null
+      ? null
+      : ratio(four.postgresCpuMsPerCommitted, one.postgresCpuMsPerCommitted);
+  return {
+    connections,
+    shards,
+    one: costOf(one),
+    four: costOf(four),
+    pgCpuRatio: r,
+    pgCpuRatioMax: TARGETS.fourShardPgCpuRatioMax,
+    met: r === null || connections !== TARGETS.mainConnections ? null : r <= TARGETS.fourShardPgCpuRatioMax,
+  };
 }

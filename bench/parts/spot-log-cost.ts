@@ -23,26 +23,38 @@ export function costOf(level: ServiceLevel): SpotLogLevelCost {
   };
 }
 
+/**
+ * The service started again on a fresh DATA_DIR with `env` over the defaults, seeded and warmed
+ * as in the service phase, and loaded at `connections` for the phase's duration; stopped after.
+ * pg_stat_statements is on as in the service phase, so both runs pay the same for being counted.
+ */
+export async function serviceLevelWith(
+  env: Readonly<Record<string, string>>,
+  connections: number,
+  opts: BenchOptions,
+): Promise<ServiceLevel> {
+  const svc = await startBenchService({ statementStats: true, env });
+  try {
+    const users = await seedUsers(svc, opts.users, opts.seedConcurrency);
+    if (opts.warmupS > 0) await runLoad({ url: svc.base, connections, durationS: opts.warmupS, requests: transferRequests(users) });
+    return await driveTransfers(svc, users, connections, opts.durationS);
+  } finally {
+    await svc.stop();
+  }
+}
+
 /** `withLog`: the service phase's level at TARGETS.mainConnections. Starts, loads and stops the SPOT_LOG=off service. */
 export async function spotLogCost(withLog: ServiceLevel | undefined, opts: BenchOptions): Promise<SpotLogCost> {
   const connections = TARGETS.mainConnections;
   if (withLog === undefined) throw new Error(`the service phase ran no level at ${connections} connections (BENCH_LEVELS)`);
-  // pg_stat_statements as in the service phase, so both sides pay the same for being counted.
-  const svc = await startBenchService({ statementStats: true, env: { SPOT_LOG: 'off' } });
-  try {
-    const users = await seedUsers(svc, opts.users, opts.seedConcurrency);
-    if (opts.warmupS > 0) await runLoad({ url: svc.base, connections, durationS: opts.warmupS, requests: transferRequests(users) });
-    const off = await driveTransfers(svc, users, connections, opts.durationS);
-    const r = ratio(withLog.committedPerSecond, off.committedPerSecond);
-    return {
-      connections,
-      postgres: costOf(withLog),
-      off: costOf(off),
-      ratio: r,
-      ratioMin: SPOT_LOG_RATIO_MIN,
-      met: r === null ? null : r >= SPOT_LOG_RATIO_MIN,
-    };
-  } finally {
-    await svc.stop();
-  }
+  const off = await serviceLevelWith({ SPOT_LOG: 'off' }, connections, opts);
+  const r = ratio(withLog.committedPerSecond, off.committedPerSecond);
+  return {
+    connections,
+    postgres: costOf(withLog),
+    off: costOf(off),
+    ratio: r,
+    ratioMin: SPOT_LOG_RATIO_MIN,
+    met: r === null ? null : r >= SPOT_LOG_RATIO_MIN,
+  };
 }
