@@ -68,6 +68,29 @@ test('table: each combination of state and effects across the two cuts is settle
   }
 });
 
+test('MON-003: the differences come in one order, by account, whatever order the reads returned', () => {
+  const b = keyOf(7n, 'USDT');
+  const a = keyOf(7n, 'BTC');
+  const violating = { ...facts(true, 'COMMITTED', 'w', ''), userId: 7n, asset: 'USDT' };
+  const result = checkConservation({
+    funding: new Map([
+      [b, 1n],
+      [a, 1n],
+    ]),
+    spot: new Map(),
+    external: new Map(),
+    transfers: [violating],
+  });
+  assert.equal(
+    result.differences.map((d) => [d.key, d.detail.includes(':')]),
+    [
+      [a, false],
+      [b, true],
+      [b, false],
+    ],
+  );
+});
+
 let svc: TestService;
 
 test.before(async () => {

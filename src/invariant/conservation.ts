@@ -74,6 +74,9 @@ export function checkConservation(input: ConservationInput): ConservationResult 
     if (actual !== expected)
       differences.push({ key, expected, actual, detail: 'FUNDING + SPOT + in flight differs from net external movements' });
   }
+  // One order whatever order the reads returned rows in: by account, a transfer's own violation
+  // before its account's sum (the sort is stable). Alerts and the admin answer then read alike.
+  differences.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return { accounts: keys.size, inFlight, differences };
 }
 
