@@ -149,7 +149,12 @@ async function askedAgain(t: TransferView, op: TransferOp, done: TransferStateNa
   assert.is(await funding(), after, `${op}: a stale drive applies nothing`);
   for (const atOnce of [false, true]) {
     await L.sql`UPDATE transfers_tb SET state = ${STATE_IDS[t.state]} WHERE req_id = ${t.reqId}`;
-    const drives = atOnce ? [L.driver.step(t.reqId), other.driver.step(t.reqId)] : [L.driver.step(t.reqId)];
+    // At once: both drives read the row put back before either writes. Left to read it each on
+    // its own, the second read could come after the first drive's move (a connection still
+    // opening), and that drive would rightly take the next step instead.
+    const read = await L.store.get(t.reqId);
+    assert.is(read?.state, t.state);
+    const drives = atOnce ? [L.driver.step(t.reqId, read ?? t), other.driver.step(t.reqId, read ?? t)] : [L.driver.step(t.reqId)];
     assert.equal((await Promise.all(drives)).map(stateOf), atOnce ? [done, done] : [done], `${op}: the ok path again`);
     assert.is(await funding(), after, `${op}: applied once (${atOnce ? 'at once' : 'in turn'})`);
   }
