@@ -222,8 +222,7 @@ function levelRows(service: readonly ServiceLevel[], pg: readonly PgCeiling[] | 
       ratioToHttp: ratio(s.committedPerSecond, h?.responsesPerSecond),
       pgCpuRatioToPostgresJs:
         s.postgresCpuMsPerCommitted === null ? null : ratio(s.postgresCpuMsPerCommitted, p?.postgresJs.postgresCpuMsPerOp),
-      machineCpuMsPerCommitted:
-        s.committed > 0 ? Math.round(((s.cpu.machineCores * s.cpu.wallS * 1000) / s.committed) * 1000) / 1000 : null,
+      machineCpuMsPerCommitted: ratio(s.cpu.machineCpuS * 1000, s.committed),
     };
   });
 }

@@ -15,3 +15,9 @@ export function errorDetail(error: unknown): string {
   const stack = error.stack ?? '';
   return stack.includes(error.message) ? stack : `${error.message}\n${stack}`;
 }
+
+/** The error's code when it carries one as text (a SQLSTATE, the driver's or the system's), else null. */
+export function errorCode(error: unknown): string | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : null;
+}

@@ -1,21 +1,36 @@
 // Both ends of a port that carries requests by id and answers them one by one: the submit port
 // (submit-link.ts, submit-serve.ts) and the shared writer's ports (write-link.ts, write-serve.ts).
-// The serving end gathers the answers ready in one event-loop turn into one message; the asking
-// end keeps whoever waits for each id and hands each answer to its waiter, reporting an answer
-// that is not well formed or that no one waits for.
+// Whatever one end has ready in one event-loop turn, each with its id, leaves in one message
+// (the answers of a serving end, the shared writer's requests); the asking end keeps whoever
+// waits for each id and hands each answer to its waiter, reporting an answer that is not well
+// formed or that no one waits for.
 
 import type { MessagePort } from 'node:worker_threads';
 import { oncePerTurn } from '../../src/turn-flush.js';
 
-/** The serving end: `answer(id, value)` joins this turn's message, which `message(ids, values)` builds. */
-export function answerPerTurn<V>(port: MessagePort, message: (ids: number[], values: V[]) => unknown): (id: number, value: V) => void {
+/**
+ * `send(id, value)` joins this turn's message, which `message(ids, values)` builds. A message that
+ * cannot be posted (a value that cannot cross) goes to `notSent` with its ids; without it, the
+ * error is thrown.
+ */
+export function sendPerTurn<V>(
+  port: MessagePort,
+  message: (ids: number[], values: V[]) => unknown,
+  notSent?: (ids: readonly number[], error: unknown) => void,
+): (id: number, value: V) => void {
   let ids: number[] = [];
   let values: V[] = [];
   const send = oncePerTurn(() => {
     const out = message(ids, values);
+    const sent = ids;
     ids = [];
     values = [];
-    port.postMessage(out);
+    try {
+      port.postMessage(out);
+    } catch (error) {
+      if (notSent === undefined) throw error;
+      notSent(sent, error);
+    }
   });
   return (id, value) => {
     ids.push(id);

@@ -7,7 +7,7 @@ import { errorDetail, errorText } from '../../src/error-text.js';
 import { SUBMIT_BATCH_MAX } from '../../src/limits.js';
 import type { Logger } from '../../src/log.js';
 import type { CoordinatorAnswers, CoordinatorSubmit } from '../protocol.js';
-import { answerPerTurn } from './port-answers.js';
+import { sendPerTurn } from './port-answers.js';
 
 /**
  * The submit port: every transfer of a batch is submitted at once, so they share the shard's
@@ -19,7 +19,7 @@ export function serveSubmits(
   shard: { readonly submit: (t: NewTransfer) => Promise<SubmitReply> },
   log: Pick<Logger, 'error'>,
 ): void {
-  const answer = answerPerTurn(port, (ids, answers: SubmitReply[]): CoordinatorAnswers => ({ kind: 'coord.answers', ids, answers }));
+  const answer = sendPerTurn(port, (ids, answers: SubmitReply[]): CoordinatorAnswers => ({ kind: 'coord.answers', ids, answers }));
   port.on('message', (message: CoordinatorSubmit) => {
     if (message.kind !== 'coord.submit' || message.ids.length !== message.transfers.length || message.ids.length > SUBMIT_BATCH_MAX) {
       const error = `a submit batch holds 1 to ${SUBMIT_BATCH_MAX} transfers, each with its id; got a ${JSON.stringify(message.kind)} message with ${message.ids?.length} ids and ${message.transfers?.length} transfers`;

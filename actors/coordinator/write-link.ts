@@ -9,9 +9,8 @@
 
 import type { MessagePort } from 'node:worker_threads';
 import type { TransferWriter, WriteItem, WriteResult } from '../../src/db/transfer-writes.js';
-import { oncePerTurn } from '../../src/turn-flush.js';
 import type { SharedWriteAnswers, SharedWriteOutcome, SharedWrites } from '../protocol.js';
-import { WaitingById } from './port-answers.js';
+import { sendPerTurn, WaitingById } from './port-answers.js';
 
 /** A shared write that failed: the writer's message and, when it had one, its error code. */
 export class SharedWriteError extends Error {
@@ -31,55 +30,45 @@ type Waiter = { readonly resolve: (result: WriteResult) => void; readonly reject
 
 export class WriteLink implements TransferWriter {
   private readonly waiting = new WaitingById<Waiter>();
-  private ids: number[] = [];
-  private items: WriteItem[] = [];
   private closedReason: string | null = null;
-  private readonly sendAfterTurn = oncePerTurn(() => this.send());
+  /** This turn's writes leave in one message; one that cannot be posted fails its writes. */
+  private readonly send: (id: number, item: WriteItem) => void;
 
   constructor(
     private readonly port: MessagePort,
     /** Told of a message that is not a well-formed batch of outcomes (a programmer's error). */
     private readonly onMalformed: (detail: string) => void,
   ) {
+    this.send = sendPerTurn(
+      port,
+      (ids, items: WriteItem[]): SharedWrites => ({ kind: 'writes.request', ids, items }),
+      (ids, error) => {
+        // Not sent (a value that cannot cross): none of these writes reached the writer.
+        for (const id of ids) {
+          this.waiting
+            .take(id)
+            ?.reject(new SharedWriteError(`the write could not be sent to the shared writer: ${String(error)}`, undefined));
+        }
+      },
+    );
     port.on('message', (message: SharedWriteAnswers) => this.answered(message));
     port.on('close', () => this.close("shard 0's shared writer closed its port"));
   }
 
   write(item: WriteItem): Promise<WriteResult> {
     if (this.closedReason !== null) return Promise.reject(new SharedWriteError(this.closedReason, LINK_CLOSED_CODE));
-    return new Promise<WriteResult>((resolve, reject) => {
-      this.ids.push(this.waiting.add({ resolve, reject }));
-      this.items.push(item);
-      this.sendAfterTurn();
-    });
+    return new Promise<WriteResult>((resolve, reject) => this.send(this.waiting.add({ resolve, reject }), item));
   }
 
-  /** Fails every write still waiting or not yet sent, and every later one, as a lost connection. */
+  /**
+   * Fails every write still waiting, sent or not, and every later one, as a lost connection. A
+   * message of this turn still to leave goes to the closed port, which drops it.
+   */
   close(reason: string): void {
     if (this.closedReason !== null) return;
     this.closedReason = reason;
-    this.ids = [];
-    this.items = [];
     for (const w of this.waiting.takeAll()) w.reject(new SharedWriteError(reason, LINK_CLOSED_CODE));
     this.port.close();
-  }
-
-  private send(): void {
-    if (this.closedReason !== null || this.ids.length === 0) return;
-    const message: SharedWrites = { kind: 'writes.request', ids: this.ids, items: this.items };
-    const ids = this.ids;
-    this.ids = [];
-    this.items = [];
-    try {
-      this.port.postMessage(message);
-    } catch (error) {
-      // Not sent (a value that cannot cross): none of these writes reached the writer.
-      for (const id of ids) {
-        this.waiting
-          .take(id)
-          ?.reject(new SharedWriteError(`the write could not be sent to the shared writer: ${String(error)}`, undefined));
-      }
-    }
   }
 
   private answered(message: SharedWriteAnswers): void {

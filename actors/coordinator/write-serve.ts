@@ -4,9 +4,9 @@
 
 import type { MessagePort } from 'node:worker_threads';
 import type { TransferWriter, WriteItem } from '../../src/db/transfer-writes.js';
-import { errorText } from '../../src/error-text.js';
+import { errorCode, errorText } from '../../src/error-text.js';
 import type { SharedWriteAnswers, SharedWriteOutcome, SharedWrites } from '../protocol.js';
-import { answerPerTurn } from './port-answers.js';
+import { sendPerTurn } from './port-answers.js';
 
 /**
  * One write's outcome as a value. A thrown error, at once (a path the FSM forbids) or from the
@@ -17,13 +17,12 @@ async function outcomeOf(writes: TransferWriter, item: WriteItem): Promise<Share
   try {
     return { kind: 'result', result: await writes.write(item) };
   } catch (error) {
-    const code = (error as { code?: unknown } | null)?.code;
-    return { kind: 'failed', message: errorText(error), code: typeof code === 'string' ? code : null };
+    return { kind: 'failed', message: errorText(error), code: errorCode(error) };
   }
 }
 
 export function serveWrites(port: MessagePort, writes: TransferWriter): void {
-  const answer = answerPerTurn(
+  const answer = sendPerTurn(
     port,
     (ids, outcomes: SharedWriteOutcome[]): SharedWriteAnswers => ({ kind: 'writes.answers', ids, outcomes }),
   );

@@ -19,6 +19,8 @@ export type CpuShares = {
   readonly postgresCpuS: number;
   /** The benchmark's own process, every thread of it (whatever runs the load, or (f)'s chain). */
   readonly loadGeneratorCpuS: number;
+  /** Every process on the machine. */
+  readonly machineCpuS: number;
   /** Every process on the machine, from /proc/stat: what is left after the three above is someone else's. */
   readonly machineCores: number;
   /**
@@ -119,6 +121,7 @@ export async function measureCpu(pid: number, dataDir: string): Promise<{ stop: 
         serviceCpuS: seconds(service),
         postgresCpuS: seconds(pg),
         loadGeneratorCpuS: seconds(after.harness - before.harness),
+        machineCpuS: seconds(after.machine - before.machine),
         serviceThreads,
       };
     },

@@ -6,14 +6,14 @@
 import { runLoad } from '../load/closed-loop.js';
 import { driveTransfers, transferRequests } from '../load/transfer-load.js';
 import type { BenchOptions } from '../options.js';
-import { ratio, TARGETS, type ServiceLevel, type SpotLogCost, type SpotLogLevelCost } from '../report/report.js';
+import { ratio, TARGETS, type ServiceLevel, type SpotLogCost, type LevelCost } from '../report/report.js';
 import { seedUsers } from '../support/seed.js';
 import { startBenchService } from '../support/service-child.js';
 
 /** With the log on, at least this share of the committed/s without it (issue 26). */
 export const SPOT_LOG_RATIO_MIN = 0.85;
 
-export function costOf(level: ServiceLevel): SpotLogLevelCost {
+export function costOf(level: ServiceLevel): LevelCost {
   return {
     committedPerSecond: level.committedPerSecond,
     latencyP99Ms: level.latencyMs.p99,

@@ -101,7 +101,7 @@ export type BenchParameters = {
 };
 
 /** One level's figures beside another run's: with or without the PostgreSQL log (issue 26), with one shard or four (issue 27). */
-export type SpotLogLevelCost = {
+export type LevelCost = {
   readonly committedPerSecond: number;
   readonly latencyP99Ms: number;
   readonly pgWriteTxnsPerCommitted: number | null;
@@ -111,8 +111,8 @@ export type SpotLogLevelCost = {
 
 export type SpotLogCost = {
   readonly connections: number;
-  readonly postgres: SpotLogLevelCost;
-  readonly off: SpotLogLevelCost;
+  readonly postgres: LevelCost;
+  readonly off: LevelCost;
   /** postgres committed/s over off's. */
   readonly ratio: number | null;
   readonly ratioMin: number;
@@ -123,8 +123,8 @@ export type SpotLogCost = {
 export type ShardCost = {
   readonly connections: number;
   readonly shards: number;
-  readonly one: SpotLogLevelCost;
-  readonly four: SpotLogLevelCost;
+  readonly one: LevelCost;
+  readonly four: LevelCost;
   /** Four shards' PostgreSQL CPU per committed transfer over one shard's. */
   readonly pgCpuRatio: number | null;
   readonly pgCpuRatioMax: number;

@@ -18,7 +18,7 @@ import {
   type QueryOutcome,
   type TransferMove,
 } from './types.js';
-import { errorText } from '../error-text.js';
+import { errorCode, errorText } from '../error-text.js';
 
 type OpRecord = { user_id: bigint; asset: string; amount: bigint; outcome: string; code: string | null };
 type AccountKey = { readonly userId: bigint; readonly asset: string };
@@ -120,8 +120,8 @@ function caught(op: TransferOp, error: unknown): OpOutcome {
  */
 function databaseCause(what: string, error: unknown): PendingCause {
   const detail = `${what}: ${errorText(error)}`;
-  const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return { kind: 'exception', detail };
+  const code = errorCode(error);
+  if (code === null) return { kind: 'exception', detail };
   if (code === '57014' || code === '55P03' || code === 'CONNECT_TIMEOUT') return { kind: 'timeout', detail };
   if (/^(08|57P|CONNECTION_|ECONN|EPIPE)/.test(code)) return { kind: 'connection_lost', detail };
   return { kind: 'database_error', detail };

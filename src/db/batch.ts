@@ -9,6 +9,7 @@
 // turns into a storm of re-runs. Re-runs are safe because every batched statement here is
 // idempotent (a compare-and-swap, or an operation recorded per (req_id, op)).
 
+import { errorCode } from '../error-text.js';
 import { BATCH_IN_FLIGHT_MAX_DEFAULT } from '../limits.js';
 import { oncePerTurn } from '../turn-flush.js';
 
@@ -125,8 +126,8 @@ function settle<I, O>(batch: readonly Call<I, O>[], outputs: readonly O[]): void
  * resources, 57 shutdown or statement timeout, a driver error without a code) is unknown.
  */
 function isDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && /^(22|23|P0)/.test(code);
+  const code = errorCode(error);
+  return code !== null && /^(22|23|P0)/.test(code);
 }
 
 /**
@@ -138,8 +139,8 @@ function isDataError(error: unknown): boolean {
  * operation, so it stays unknown and is retried. So do errors raised by our own functions (P0).
  */
 export function isConstraintRefusal(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && CONSTRAINT_REFUSALS.has(code);
+  const code = errorCode(error);
+  return code !== null && CONSTRAINT_REFUSALS.has(code);
 }
 
 const CONSTRAINT_REFUSALS: ReadonlySet<string> = new Set(['23514', '23502', '22003', '22001']);
