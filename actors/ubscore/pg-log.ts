@@ -7,7 +7,9 @@
 // An error that is neither the fence nor a conflict is an unknown outcome: the same append (it is
 // idempotent) is tried again with capped backoff until PostgreSQL takes it, and the writer stays
 // busy meanwhile, so nothing of that batch or a later one is answered. The fence (another process
-// owns the ledger) or a conflict (the same seq with other bytes) is fatal: no retry can mend it.
+// owns the ledger), a conflict (the same seq with other bytes) or a break of the chain (the batch
+// does not continue PostgreSQL's log: PostgreSQL lost its tail, or another writer forked it) is
+// fatal: no retry can mend it.
 // Snapshots are copied in the background (pg-snapshots.ts) and never hold the writer.
 
 import { performance } from 'node:perf_hooks';
@@ -16,7 +18,7 @@ import { backoffMs } from '../../src/backoff.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { errorDetail as describe } from '../../src/error-text.js';
 import { UBS_PG_LOG_CLOSE_WAIT_MS, UBS_RECOVERY_BACKOFF_BASE_MS, UBS_RECOVERY_BACKOFF_CAP_MS } from '../../src/limits.js';
-import { isFenced, SpotLogConflict, SpotLogStore, type LogBlock } from '../../src/spot-log/store.js';
+import { isFenced, SpotLogConflict, SpotLogGap, SpotLogStore, type LogBlock } from '../../src/spot-log/store.js';
 import type { WalBatch } from '../../wal/block.js';
 import type { EncodedSnapshot } from '../../wal/snapshot.js';
 import type { UbsParentEvent, UbsSpotLog } from '../protocol.js';
@@ -77,7 +79,7 @@ export class PgLog {
 
   /**
    * Commits the batch's blocks in spot_log; tries again after every unknown outcome, for ever.
-   * Never rejects: the fence or a conflict comes back as a fatal outcome.
+   * Never rejects: the fence, a conflict or a break of the chain comes back as a fatal outcome.
    */
   async append(wal: WalBatch): Promise<PgAppendOutcome> {
     const blocks = logBlocks(wal);
@@ -87,7 +89,7 @@ export class PgLog {
         await this.store.append(this.epoch, blocks);
         break;
       } catch (error) {
-        if (isFenced(error) || error instanceof SpotLogConflict) {
+        if (isFenced(error) || error instanceof SpotLogConflict || error instanceof SpotLogGap) {
           return { kind: 'fatal', message: `the PostgreSQL log refused the batch ending at seq ${wal.lastSeq}: ${describe(error)}` };
         }
         await this.retryLater(wal.lastSeq, error, attempt);
@@ -133,7 +135,7 @@ export class PgLog {
 /**
  * Both halves of one batch's durability: LMDB's append and PostgreSQL's, started side by side.
  * Resolves once both hold the batch; otherwise calls `fatal` or rejects as LMDB did:
- * - PostgreSQL refused it for good (the fence, a conflict): fatal;
+ * - PostgreSQL refused it for good (the fence, a conflict, a break of the chain): fatal;
  * - LMDB failed but PostgreSQL holds the batch: fatal too, since rebuilding RAM from LMDB alone
  *   would decide other records under seqs PostgreSQL already holds; the restart's reconcile
  *   writes PostgreSQL's blocks into LMDB (src/spot-log/reconcile.ts).

@@ -1,5 +1,5 @@
-// PostgreSQL's SPOT log seeded from a local ledger that predates it (a ledger from before issue 26,
-// or one run with SPOT_LOG=off): afterwards every balance and every processed key must be
+// PostgreSQL's SPOT log seeded from a local ledger that predates it (a ledger from before the SPOT
+// log in PostgreSQL, or one run with SPOT_LOG=off): afterwards every balance and every processed key must be
 // recoverable from PostgreSQL alone. The simplest correct way, in ONE PostgreSQL transaction
 // (SpotLogStore.seed, so a crash leaves all of it or none):
 // - the newest local snapshot that verifies and covers the pruned records (seq >= the pruned mark);
@@ -7,7 +7,11 @@
 // - EVERY local processed-set entry into spot_processed, not only those of pruned records: the
 //   processed set keeps no mark of which records it came from, the entries of the blocks also
 //   stored are the same bytes under the same keys, and a rebuild writes both without harm;
-// - archived_through_seq = the local pruned mark, so a rebuild knows the log before it is gone.
+// - archived_through_seq = the seq before the first block stored, so a rebuild knows the log before
+//   it is gone and the chain of migration 0012 holds from that block: the local pruned mark, or
+//   below it when the first block straddles the mark (pruning deletes whole blocks), since every
+//   record from that block on is in spot_log. The chain is checked at commit, so the order of the
+//   writes inside the transaction does not matter.
 // A rebuild then finds what the local start would: the snapshot, every processed key, the records
 // after the snapshot.
 
@@ -36,15 +40,21 @@ export async function seedPostgres(store: SpotLogStore, epoch: number, wal: WalL
   const snapshot = newestLocalSnapshot(wal, pruned);
   if (snapshot === null && pruned > 0)
     throw new Error(`spot log: the local WAL is pruned through seq ${pruned} but no local snapshot covers it: cannot seed PostgreSQL`);
+  const first = wal.firstSeq();
+  if (first !== null && first > pruned + 1)
+    throw new Error(
+      `spot log: the local WAL is pruned through seq ${pruned} but its first block starts at seq ${first}: seqs ${pruned + 1}..${first - 1} are missing, cannot seed PostgreSQL`,
+    );
+  const archivedThrough = first === null ? pruned : first - 1;
   let blocks = 0;
   let processedEntries = 0;
   await store.seed(epoch, async (writer) => {
     if (snapshot !== null) await writer.snapshot(snapshot);
     blocks = await seedBlocks(wal, writer);
     processedEntries = await seedEntries(wal, writer);
-    await writer.archivedThrough(pruned);
+    await writer.archivedThrough(archivedThrough);
   });
-  return { snapshotSeq: snapshot?.seq ?? 0, blocks, processedEntries, archivedThrough: pruned, ms: performance.now() - started };
+  return { snapshotSeq: snapshot?.seq ?? 0, blocks, processedEntries, archivedThrough, ms: performance.now() - started };
 }
 
 /** The newest local snapshot that verifies whole and covers the pruned records, as stored (header and chunks). */

@@ -1,5 +1,5 @@
-// UBSCore's log in PostgreSQL (issue 26): what the SPOT ledger needs to exist without the disk of
-// the machine that wrote it. Three tables (migration 0010):
+// UBSCore's log in PostgreSQL: what the SPOT ledger needs to exist without the disk of the machine
+// that wrote it. Three tables (migration 0010):
 //
 // - spot_log: one row per WAL block (wal/block.ts), the bytes exactly as LMDB holds them, keyed
 //   by the block's last seq. Written by the owner's UBSCore in the same group commit as LMDB's,
@@ -10,7 +10,9 @@
 //
 // Every write here is idempotent: a block or snapshot already stored with the same bytes is
 // success (a retried commit whose answer was lost); the same key with other bytes is a conflict,
-// which no retry can mend (two writers, or a damaged row) and which stops the writer.
+// which no retry can mend (two writers, or a damaged row) and which stops the writer. spot_log is a
+// chain (migration 0012): a block that does not continue the one before it, or the archive mark,
+// is refused by the database at commit, and comes back as SpotLogGap, which stops the writer too.
 
 import type { Sql, Tx } from '../db/sql.js';
 
@@ -20,12 +22,34 @@ export type LogBlock = { readonly firstSeq: number; readonly lastSeq: number; re
 /** A snapshot as stored: its header and chunks, exactly as wal/snapshot.ts encoded them. */
 export type StoredSnapshot = { readonly seq: number; readonly header: Buffer; readonly chunks: readonly Buffer[] };
 
+/** What PostgreSQL's log covers: blocks from `firstBlockSeq` to `lastBlockSeq`, everything through `archived` archived. */
+export type PgRange = {
+  readonly archived: number;
+  readonly firstBlockSeq: number | null;
+  readonly lastBlockSeq: number | null;
+  /** The greater of the newest block's last seq and the archive mark. */
+  readonly last: number;
+};
+
 /** One archived processed-set entry: its key (wal/processed-key.ts) and the operation's own record. */
 export type ArchivedEntry = { readonly key: Buffer; readonly record: Buffer; readonly seq: number };
 
 /** The same key holds other bytes: two writers, or a damaged row. Never retried. */
 export class SpotLogConflict extends Error {
   override readonly name = 'SpotLogConflict';
+}
+
+/**
+ * The database refused a block that does not continue spot_log's chain (SQLSTATE LF002, migration
+ * 0012): a hole (PostgreSQL lost its tail) or a fork (another writer's blocks). Never retried.
+ */
+export class SpotLogGap extends Error {
+  override readonly name = 'SpotLogGap';
+}
+
+/** Whether `error` is the chain check of migration 0012 refusing a block. */
+export function isChainBroken(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === 'LF002';
 }
 
 /** The owner epoch of this connection was superseded (SQLSTATE LF001, migration 0010): this process no longer owns the ledger. */
@@ -46,18 +70,20 @@ export class SpotLogStore {
 
   /**
    * Stores the blocks of one group commit at `epoch`, in one transaction. A block already stored
-   * with the same bytes counts as stored; with other bytes it throws SpotLogConflict.
+   * with the same bytes counts as stored; with other bytes it throws SpotLogConflict; one that does
+   * not continue the chain, SpotLogGap.
    */
   async append(epoch: number, blocks: readonly LogBlock[]): Promise<void> {
     if (blocks.length === 0) return;
-    const inserted =
+    const inserted = await chainChecked(() =>
       blocks.length === 1
-        ? await this.insert(this.sql, epoch, blocks[0] as LogBlock)
-        : await this.sql.begin(async (tx) => {
+        ? this.insert(this.sql, epoch, blocks[0] as LogBlock)
+        : this.sql.begin(async (tx) => {
             let count = 0;
             for (const block of blocks) count += await this.insert(tx as unknown as Sql, epoch, block);
             return count;
-          });
+          }),
+    );
     if (inserted === blocks.length) return;
     const stored = await this.sql<{ last_seq: bigint; block: Buffer }[]>`
       SELECT last_seq, block FROM spot_log WHERE last_seq = ANY(${blocks.map((b) => b.lastSeq)}::bigint[])`;
@@ -83,6 +109,21 @@ export class SpotLogStore {
     const [row] = await this.sql<{ last: bigint | null }[]>`
       SELECT GREATEST((SELECT max(last_seq) FROM spot_log), (SELECT archived_through_seq FROM spot_log_state)) AS last`;
     return seqOf(row?.last ?? null);
+  }
+
+  /**
+   * The range PostgreSQL's log covers, read in one statement: how far it was archived, the first
+   * seq of its lowest block and the last seq of its newest (null without a block), and its last seq.
+   */
+  async range(): Promise<PgRange> {
+    const [row] = await this.sql<{ archived: bigint; first: bigint | null; last: bigint | null }[]>`
+      SELECT (SELECT archived_through_seq FROM spot_log_state) AS archived,
+             (SELECT first_seq FROM spot_log ORDER BY last_seq LIMIT 1) AS first,
+             (SELECT max(last_seq) FROM spot_log) AS last`;
+    const archived = seqOf(row?.archived ?? null);
+    const firstBlockSeq = row?.first == null ? null : seqOf(row.first);
+    const lastBlockSeq = row?.last == null ? null : seqOf(row.last);
+    return { archived, firstBlockSeq, lastBlockSeq, last: Math.max(archived, lastBlockSeq ?? 0) };
   }
 
   /** Whether PostgreSQL holds any of the SPOT ledger: a block, a snapshot or an archived entry. */
@@ -164,6 +205,10 @@ export class SpotLogStore {
    * entries through the writer it is given. Refused unless PostgreSQL holds no SPOT ledger yet.
    */
   async seed(epoch: number, write: (writer: SeedWriter) => Promise<void>): Promise<void> {
+    await chainChecked(() => this.seedIn(epoch, write));
+  }
+
+  private async seedIn(epoch: number, write: (writer: SeedWriter) => Promise<void>): Promise<void> {
     await this.sql.begin(async (tx) => {
       // The owner's table lock: two seeds of one database never interleave.
       await tx`LOCK TABLE spot_log_state IN EXCLUSIVE MODE`;
@@ -206,6 +251,16 @@ export type SeedWriter = {
   readonly entries: (entries: readonly ArchivedEntry[]) => Promise<void>;
   readonly archivedThrough: (seq: number) => Promise<void>;
 };
+
+/** Runs `write`, turning the chain check's refusal (LF002) into SpotLogGap, its message kept. */
+async function chainChecked<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (isChainBroken(error)) throw new SpotLogGap(`spot log: PostgreSQL refused the block: ${(error as Error).message}`);
+    throw error;
+  }
+}
 
 /** Inserts archived processed-set entries in statements of 1,000; an entry already there is kept (archiving twice is harmless). */
 async function insertArchived(tx: Tx, entries: readonly ArchivedEntry[]): Promise<void> {
