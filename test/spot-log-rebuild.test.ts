@@ -1,158 +1,16 @@
-// Proves the start-up reconciliation of UBSCore's local WAL with PostgreSQL's SPOT log (issue 26):
+// Proves the start-up reconciliation of UBSCore's local WAL with PostgreSQL's SPOT log:
 // a rebuild from PostgreSQL alone gives the original's balances, processed set and last seq; a
 // local WAL behind is caught up, one ahead is pushed, one diverged is moved aside and rebuilt; a
 // damaged block is refused with its seq; the archive keeps every processed key; a ledger from
 // before the log seeds PostgreSQL.
 
-import { randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { migrate } from '../src/db/schema.js';
-import { openSql, type Sql } from '../src/db/sql.js';
 import { archiveSpotLog } from '../src/spot-log/archive.js';
-import { reconcileSpotLog, type ReconcileOutcome } from '../src/spot-log/reconcile.js';
-import { SpotLogStore } from '../src/spot-log/store.js';
-import { opKeyOf, SpotLedger, type WalRecord } from '../src/ubscore/core.js';
-import { encodeBatch, readBlockHeader } from '../wal/block.js';
-import { openWal, type WalLog } from '../wal/log.js';
-import { writeLedgerId } from '../wal/meta.js';
-import { restore } from '../wal/restore.js';
-import { SnapshotEncoder, type EncodedSnapshot } from '../wal/snapshot.js';
-import { SnapshotStore } from '../wal/snapshot-store.js';
-import { createTestDatabase } from './support/database.js';
-import { keptLog } from './support/app.js';
-
-const USERS = 7;
-
-/** Records seq `from`..`to`: deposits, some withdrawals, a status change; `salt` makes other bytes for the same seqs. */
-function records(from: number, to: number, salt = 0n): WalRecord[] {
-  const out: WalRecord[] = [];
-  for (let seq = from; seq <= to; seq++) {
-    const userId = BigInt((seq % USERS) + 1);
-    // Withdrawals of 1 BTC unit only after every user has had deposits (seqs 1..21).
-    const withdraw = seq > 21 && seq % 5 === 0;
-    if (seq % 11 === 0) out.push({ kind: 'status', seq, userId, asset: 'BTC', status: 'ACTIVE' });
-    else
-      out.push({
-        kind: 'op',
-        seq,
-        op: withdraw ? 'EXTERNAL_WITHDRAW' : 'EXTERNAL_DEPOSIT',
-        key: `k-${seq}-${salt}`,
-        userId,
-        asset: withdraw || seq % 3 !== 0 ? 'BTC' : 'ETH',
-        amount: withdraw ? 1n : 100n + BigInt(seq) + salt,
-        outcome: { kind: 'applied' },
-      });
-  }
-  return out;
-}
-
-type Targets = { readonly wal?: boolean; readonly pg?: boolean };
-
-/** One ledger written as UBSCore writes it, batch by batch, to LMDB and/or PostgreSQL. */
-class Original {
-  readonly ledger = new SpotLedger();
-  readonly keys: string[] = [];
-  constructor(
-    readonly wal: WalLog | null,
-    readonly store: SpotLogStore | null,
-  ) {}
-
-  /** Writes one batch; `snapshotAt`: a snapshot of the ledger at that seq of the batch, written after it. */
-  async batch(recs: readonly WalRecord[], to: Targets = {}, snapshotAt?: number): Promise<void> {
-    const batch = encodeBatch(recs);
-    if (batch === null) throw new Error('no records');
-    let snap: EncodedSnapshot | null = null;
-    for (const r of recs) {
-      this.ledger.applyRecord(r);
-      if (r.kind === 'op') this.keys.push(opKeyOf(r.op, r.key));
-      if (r.seq === snapshotAt) snap = this.encodeSnapshot();
-    }
-    if (to.wal !== false && this.wal !== null) await this.wal.appendBatch(batch);
-    const blocks = batch.blocks.map((b) => {
-      const header = readBlockHeader(b.bytes, b.lastSeq);
-      if (!header.ok) throw new Error(header.reason);
-      return { firstSeq: header.record.firstSeq, lastSeq: b.lastSeq, bytes: Buffer.from(b.bytes) };
-    });
-    if (to.pg !== false && this.store !== null) await this.store.append(1, blocks);
-    if (snap !== null) await this.writeSnapshot(snap, to);
-  }
-
-  private encodeSnapshot(): EncodedSnapshot {
-    const capture = this.ledger.captureAccounts();
-    const encoder = new SnapshotEncoder(capture.seq, capture.accountCount, 1_700_000_000_000);
-    while (!capture.visit(1000, encoder.add));
-    this.ledger.releaseCapture(capture);
-    return encoder.finish();
-  }
-
-  /** A snapshot of the ledger now, to LMDB (then the WAL pruned through it) and/or PostgreSQL. */
-  async snapshot(to: Targets = {}): Promise<number> {
-    return this.writeSnapshot(this.encodeSnapshot(), to);
-  }
-
-  private async writeSnapshot(snap: EncodedSnapshot, to: Targets): Promise<number> {
-    if (to.wal !== false && this.wal !== null) {
-      await new SnapshotStore(this.wal.databases).write(snap);
-      while ((await this.wal.pruneThrough(snap.info.seq, 4)) < snap.info.seq);
-    }
-    if (to.pg !== false && this.store !== null)
-      await this.store.putSnapshot({ seq: snap.info.seq, header: snap.header, chunks: snap.chunks });
-    return snap.info.seq;
-  }
-}
-
-type World = { sql: Sql; store: SpotLogStore; dir: string; walDir: string; ledgerId: string };
-
-async function withWorld(body: (w: World) => Promise<void>): Promise<void> {
-  const db = await createTestDatabase();
-  const sql = openSql(db.url, { max: 2, application: 'spot-log-rebuild-test' });
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'spot-rebuild-'));
-  try {
-    await migrate(sql);
-    const ledgerId = randomUUID();
-    await sql`INSERT INTO ledger_identity (ledger_id) VALUES (${ledgerId}::uuid)`;
-    await body({ sql, store: new SpotLogStore(sql), dir, walDir: path.join(dir, 'ubscore'), ledgerId });
-  } finally {
-    await sql.end({ timeout: 5 });
-    await db.drop();
-    await fs.rm(dir, { recursive: true, force: true });
-  }
-}
-
-function localWal(w: World): WalLog {
-  const wal = openWal(w.walDir);
-  writeLedgerId(wal.databases, w.ledgerId);
-  return wal;
-}
-
-function reconcile(w: World, role: 'primary' | 'standby' = 'primary') {
-  const { log, lines } = keptLog();
-  const run = reconcileSpotLog({ sql: w.sql, store: w.store, walDir: w.walDir, role, epoch: role === 'primary' ? 1 : 'standby', log });
-  return { run, lines };
-}
-
-/** The ledger UBSCore would start with from `walDir`, checked against the original: balances, processed set, last seq. */
-async function assertSameLedger(walDir: string, original: Original): Promise<void> {
-  const wal = openWal(walDir);
-  try {
-    const { ledger } = restore(wal, new SnapshotStore(wal.databases));
-    assert.is(ledger.lastSeq, original.ledger.lastSeq, 'last seq');
-    assert.is(wal.lastSeq(), original.ledger.lastSeq, 'WAL last seq');
-    for (let user = 1n; user <= BigInt(USERS); user++)
-      for (const asset of ['BTC', 'ETH'])
-        assert.equal(ledger.balanceOf(user, asset), original.ledger.balanceOf(user, asset), `balance of ${user} ${asset}`);
-    assert.is(wal.processedCount(), original.keys.length, 'processed entries');
-    for (const key of original.keys) assert.ok(wal.getProcessed(key) !== undefined, `processed ${key}`);
-    // The seq index names every entry, so the retention can prune what the rebuild wrote.
-    assert.is(wal.databases.processedSeq.getKeysCount({}), original.keys.length, 'seq index entries');
-  } finally {
-    await wal.close();
-  }
-}
+import type { ReconcileOutcome } from '../src/spot-log/reconcile.js';
+import { openWal } from '../wal/log.js';
+import { assertSameLedger, localWal, Original, reconcile, records, withWorld } from './support/spot-log.js';
 
 test('rebuild: an empty DATA_DIR gets the original ledger from PostgreSQL alone (snapshot inside a block, blocks on both sides)', async () => {
   await withWorld(async (w) => {
@@ -211,7 +69,10 @@ test('diverged: a local WAL with other bytes at a seq PostgreSQL holds is moved 
     assert.is(outcome.kind, 'rebuilt');
     const critical = lines.find((l) => l.level === 'critical');
     assert.ok(critical !== undefined, 'a CRITICAL line');
-    assert.match(String(critical.fields.reason), /the block ending at seq 25 differs \(local last seq 25, PostgreSQL's 25\)/);
+    assert.match(
+      String(critical.fields.reason),
+      /the block ending at seq 25 differs \(local last seq 25, PostgreSQL's 25, archived through 0\)/,
+    );
     const aside = (await fs.readdir(w.dir)).filter((name) => name.startsWith('ubscore.diverged-'));
     assert.is(aside.length, 1, 'the diverged WAL kept beside');
     await assertSameLedger(w.walDir, o);

@@ -57,6 +57,15 @@ function keyOf(op: Parameters<typeof writeProcessedKey>[0], key: string): Buffer
   return buf.subarray(0, writeProcessedKey(op, key, buf, 0));
 }
 
+/**
+ * What is wrong with a block that should start at seq `expected` and does not, naming the seqs:
+ * those missing before it (a hole), or those it holds again (an overlap, a fork).
+ */
+export function missingOrOverlap(block: { readonly firstSeq: number; readonly lastSeq: number }, expected: number): string {
+  if (block.firstSeq > expected) return `seqs ${expected}..${block.firstSeq - 1} are missing`;
+  return `it overlaps seqs ${block.firstSeq}..${Math.min(expected - 1, block.lastSeq)}`;
+}
+
 /** The processed-set entries of one stored block, verified whole (for the archive and a rebuild). */
 export function blockEntries(block: StoredBlock): BlockEntry[] {
   return readStoredBlock(block).entries;
@@ -74,7 +83,10 @@ export function batchOfBlocks(blocks: readonly StoredBlock[], afterSeq: number):
   const processed: ProcessedWrite[] = [];
   for (const block of blocks) {
     if (block.firstSeq !== next)
-      throw new BlockRefused(block.lastSeq, `it starts at seq ${block.firstSeq} where seq ${next} was expected (a hole or an overlap)`);
+      throw new BlockRefused(
+        block.lastSeq,
+        `it starts at seq ${block.firstSeq} where seq ${next} was expected: ${missingOrOverlap(block, next)}`,
+      );
     for (const entry of readStoredBlock(block).entries) processed.push({ key: entry.key, bytes: entry.record, seq: entry.seq });
     next = block.lastSeq + 1;
   }

@@ -11,6 +11,7 @@ import type { LogBlock } from '../../src/spot-log/store.js';
 import { readBlockHeader, walkRecords, type ProcessedWrite, type WalBatch } from '../../wal/block.js';
 import { decode } from '../../wal/codec.js';
 import { PROCESSED_KEY_BYTES_MAX, writeProcessedKey } from '../../wal/processed-key.js';
+import { missingOrOverlap } from '../../wal/import.js';
 import type { CoreState } from './state.js';
 
 /** What a follow call will write and apply: nothing is applied unless every block verified. */
@@ -80,7 +81,11 @@ export function planFollow(state: CoreState, blocks: readonly LogBlock[]): Follo
       continue;
     }
     if (block.firstSeq !== next)
-      return { kind: 'gap', lastSeq, reason: `the block of seqs ${block.firstSeq}..${block.lastSeq} does not continue seq ${next - 1}` };
+      return {
+        kind: 'gap',
+        lastSeq,
+        reason: `the block of seqs ${block.firstSeq}..${block.lastSeq} does not continue seq ${next - 1}: ${missingOrOverlap(block, next)}`,
+      };
     const problem = decodeBlock(bytes, block, records);
     if (problem !== null) return { kind: 'corrupt', lastSeq, reason: problem };
     fresh.push({ lastSeq: block.lastSeq, bytes });

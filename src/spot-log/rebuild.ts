@@ -1,4 +1,4 @@
-// The SPOT ledger's LMDB rebuilt from PostgreSQL alone (issue 26, rule 8): the newest snapshot
+// The SPOT ledger's LMDB rebuilt from PostgreSQL alone (rule 8): the newest snapshot
 // PostgreSQL keeps that verifies, every archived processed-set entry, and every block still in
 // spot_log, written into a fresh LMDB environment exactly as UBSCore would have written them, so
 // that UBSCore's ordinary start (wal/restore.ts: the snapshot, then the WAL after it) loads it.
@@ -15,7 +15,7 @@ import { SPOT_LOG_PAGE_BLOCKS, SPOT_PROCESSED_PAGE_ROWS } from '../limits.js';
 import { openWal, openWalDatabases } from '../../wal/log.js';
 import type { WalLog } from '../../wal/log.js';
 import type { WalDatabases } from '../../wal/databases.js';
-import { batchOfBlocks, blockEntries, BlockRefused } from '../../wal/import.js';
+import { batchOfBlocks, blockEntries, BlockRefused, missingOrOverlap } from '../../wal/import.js';
 import { PRUNED_THROUGH_KEY, checkFormatVersion, encodeMetaSeq, writeLedgerId } from '../../wal/meta.js';
 import { putProcessed } from '../../wal/processed-index.js';
 import { decodeSnapshotBody, decodeSnapshotHeader } from '../../wal/snapshot.js';
@@ -50,7 +50,7 @@ export async function rebuildFromPostgres(sql: Sql, store: SpotLogStore, walDir:
   const [next] = await store.read(snapshotSeq + 1, 1);
   if (next !== undefined && next.firstSeq > snapshotSeq + 1)
     throw new Error(
-      `spot log: the log after the snapshot at seq ${snapshotSeq} starts at seq ${next.firstSeq}: seqs are missing, cannot rebuild`,
+      `spot log: the log after the snapshot at seq ${snapshotSeq} starts at seq ${next.firstSeq}: ${missingOrOverlap(next, snapshotSeq + 1)}, cannot rebuild`,
     );
   const straddling = next !== undefined && next.firstSeq <= snapshotSeq ? next : null;
   // No dot in the name: lmdb-js takes a path with an extension for a file (noSubdir).
@@ -169,7 +169,10 @@ function checkContinues(page: readonly LogBlock[], next: number, first: boolean)
   for (const block of page) {
     const continues = first && block === page[0] ? block.firstSeq <= expected : block.firstSeq === expected;
     if (!continues)
-      throw new BlockRefused(block.lastSeq, `it starts at seq ${block.firstSeq} where seq ${expected} was expected: seqs are missing`);
+      throw new BlockRefused(
+        block.lastSeq,
+        `it starts at seq ${block.firstSeq} where seq ${expected} was expected: ${missingOrOverlap(block, expected)}`,
+      );
     expected = block.lastSeq + 1;
   }
   return expected;

@@ -1,17 +1,48 @@
-// The start-up reconciliation of UBSCore's two logs (issue 26): the local LMDB WAL and PostgreSQL's
-// spot_log. Runs in the main thread after the owner epoch is claimed and before UBSCore opens its
-// directory, so nothing else writes either log meanwhile. Every batch UBSCore answered is in both
-// (it answers only once both are durable), so the two can differ only by batches nobody was told:
-// - local behind PostgreSQL (this machine's disk lost its tail, or a standby catching up): PG's
-//   blocks after the local last seq are appended to LMDB, in bounded batches;
-// - local ahead (a crash between LMDB's flush and PG's commit): a primary appends the missing
-//   blocks to PG; a standby never writes, it rebuilds from PG instead;
-// - the same seq with other bytes (the local WAL was written by a former owner and never
-//   answered): the local directory is moved aside (`ubscore.diverged-<time>`) and rebuilt;
-// - no local ledger (an empty DATA_DIR) and PG holding one: rebuilt from PG (rebuild.ts);
-// - PG holding no SPOT log and the local WAL holding state: PG seeded from it (seed.ts).
-// Divergence is looked for where the two logs meet (the block ending at the lower last seq): a
-// former owner's unanswered writes can only follow the last block both hold.
+// The start-up reconciliation of UBSCore's two logs: the local LMDB WAL and PostgreSQL's spot_log.
+// Runs in the main thread after the owner epoch is claimed and before UBSCore opens its directory,
+// so nothing else writes either log meanwhile. Every batch UBSCore answered is in PostgreSQL (it
+// answers only once both logs hold it), so PostgreSQL is the truth and the local WAL may differ
+// only by batches nobody was told, or by being stale (an old primary restarted on its old DATA_DIR
+// after a newer owner ran). It decides from whole ranges, never from one seq:
+//
+//   local:  L = last seq, P = pruned-through mark (records <= P only in a local snapshot);
+//   PG:     A = archived_through_seq (blocks <= A deleted, their state in a snapshot and
+//           spot_processed), G = max(A, newest block's last seq); blocks run A+1..G as a chain
+//           (migration 0012); snapshots at some seqs >= A.
+//
+//   case                                   | what proves it            | plan
+//   ---------------------------------------+---------------------------+-------------------------------
+//   no local ledger, PG holds one          |                           | rebuild from PG
+//   no local ledger, PG none               |                           | empty
+//   local ledger, PG none                  |                           | primary: seed PG; standby: refuse
+//   behind across the archive: L < A       | nothing: blocks are gone  | move aside, rebuild
+//     (also "ahead of PG's blocks, but PG archived past L")
+//   at the boundary, PG newer: L = A < G   | nothing: block L is gone  | move aside, rebuild
+//   equal at the boundary: L = A = G       | the snapshot at A, same   | in step; else move aside,
+//                                          | bytes on both sides       | rebuild (see below)
+//   equal inside the log: A < L = G        | block L, same bytes       | in step; differs: diverged
+//   behind within the log: A < L < G       | block L, same bytes       | catch up L+1..G; differs:
+//                                          |                           | diverged
+//   ahead: L > G                           | block G (or the snapshot  | primary: push G+1..L;
+//                                          | at G when G = A), same    | standby: move aside, rebuild
+//   ahead, local pruned past G: P > G      |                           | refuse (PG's log is stale)
+//   ahead, not proven to continue PG       | neither block nor snapshot| move aside, rebuild
+//   diverged at the meeting block          | block bytes differ, or    | move aside (CRITICAL), rebuild
+//                                          | one side's block spans it |
+//
+// Where the local WAL pruned the block ending at the meeting seq (P >= it), the snapshot at that
+// seq stands in for it, as at the archive boundary. Equal at the boundary (L = A = G) has only one
+// piece of evidence left: the snapshot at A. Byte-equal snapshots are one snapshot (its header
+// carries the time it was taken), taken by this WAL's owner and copied to PostgreSQL, or copied
+// from PostgreSQL into this WAL by a rebuild: the WAL is PostgreSQL's state. Anything else (no
+// snapshot on one side, other bytes) proves nothing, and a WAL that cannot be proven in step is
+// rebuilt, never opened: a rebuild from PostgreSQL loses nothing anyone was told, an unproven WAL
+// may hold a former owner's unanswered tail under the owner's blocks. Equal balances would not
+// prove it either: another history may reach them under other processed keys. The common restart
+// (this owner snapshotted at A, the archive moved to A) keeps its WAL; a rare one rebuilds.
+//
+// A rebuilt WAL is moved aside first (`ubscore.diverged-<time>`), never deleted: CRITICAL when it
+// diverged, a warning when it was only stale or unproven. The decision itself is reconcile-plan.ts.
 
 import fs from 'node:fs/promises';
 import path from 'node:path';
@@ -26,6 +57,7 @@ import type { WalLog } from '../../wal/log.js';
 import { holdsLedgerState } from '../../wal/meta.js';
 import { rebuildFromPostgres } from './rebuild.js';
 import { seedPostgres } from './seed.js';
+import { decide, evidenceAt, meetingSeq, type Evidence, type LocalRange } from './reconcile-plan.js';
 import type { LogBlock, SpotLogStore } from './store.js';
 
 export type ReconcileOptions = {
@@ -115,61 +147,56 @@ async function planWith(o: ReconcileOptions, local: WalLog | null, pgHolds: bool
     o.log.warn('PostgreSQL held no SPOT log: seeded it from the local WAL', { ...seeded, ms: Math.round(seeded.ms) });
     return { done: { kind: 'seeded', ...seeded } };
   }
-  const localSeq = local.lastSeq();
-  const pgSeq = await o.store.lastSeq();
-  const divergence = await divergenceAt(o.store, local, Math.min(localSeq, pgSeq));
-  if (divergence !== null) return { rebuild: `${divergence} (local last seq ${localSeq}, PostgreSQL's ${pgSeq})`, diverged: true };
-  if (localSeq === pgSeq) return { done: { kind: 'in-step', seq: localSeq } };
-  if (localSeq < pgSeq) {
-    const caught = await catchUp(o.store, local, localSeq);
-    if (caught !== null) return { done: { kind: 'caught-up', fromSeq: localSeq + 1, toSeq: local.lastSeq(), records: caught } };
-    return { rebuild: `PostgreSQL archived its log past the local last seq ${localSeq}`, diverged: false };
+  const range: LocalRange = { first: local.firstSeq(), last: local.lastSeq(), pruned: local.prunedThroughSeq() };
+  const pg = await o.store.range();
+  const meeting = meetingSeq(range, pg);
+  const evidence: Evidence =
+    meeting === null ? { kind: 'unverifiable', reason: 'no comparison' } : await evidenceAt(o.store, local, pg, meeting);
+  const role = o.role === 'standby' || o.epoch === 'standby' ? 'standby' : 'primary';
+  const decision = decide(range, pg, role, evidence);
+  o.log.info('SPOT log ranges', { local: range, postgres: pg, meeting_seq: meeting, evidence, decision: decision.kind });
+  switch (decision.kind) {
+    case 'in-step':
+      return { done: { kind: 'in-step', seq: decision.seq } };
+    case 'catch-up': {
+      const records = await catchUp(o.store, local, pg.last);
+      return { done: { kind: 'caught-up', fromSeq: decision.fromSeq, toSeq: local.lastSeq(), records } };
+    }
+    case 'push': {
+      if (o.epoch === 'standby') throw new Error('spot log: a standby never pushes');
+      const pushed = await push(o.store, o.epoch, local, decision.fromSeq - 1);
+      if (pushed !== null) return { done: { kind: 'pushed', fromSeq: decision.fromSeq, toSeq: range.last, blocks: pushed } };
+      // The local block holding seq G + 1 starts before it: the two logs were cut differently after
+      // the meeting snapshot, and the local tail was never answered (PostgreSQL lacks it).
+      return { rebuild: `the local WAL's block after seq ${pg.last} does not start at seq ${decision.fromSeq}`, diverged: true };
+    }
+    case 'rebuild':
+      return { rebuild: decision.reason, diverged: decision.diverged };
+    case 'refuse':
+      throw new Error(decision.message);
   }
-  if (o.role === 'standby' || o.epoch === 'standby')
-    return {
-      rebuild: `the local WAL (seq ${localSeq}) is ahead of PostgreSQL (seq ${pgSeq}) and a standby writes nothing`,
-      diverged: false,
-    };
-  const pushed = await push(o.store, o.epoch, local, pgSeq);
-  if (pushed !== null) return { done: { kind: 'pushed', fromSeq: pgSeq + 1, toSeq: localSeq, blocks: pushed } };
-  // The local WAL holds records PostgreSQL never got and no longer holds them as blocks (pruned
-  // behind a local snapshot): PostgreSQL's log went stale (a run with SPOT_LOG=off, or a database
-  // restored from an older backup). A rebuild from PostgreSQL would lose those records, which may
-  // have been answered: refuse, loudly.
-  throw new Error(
-    `spot log: the local WAL (seq ${localSeq}) is ahead of PostgreSQL's SPOT log (seq ${pgSeq}) by records it no longer holds as blocks after seq ${pgSeq}; PostgreSQL's log is stale (was the service run with SPOT_LOG=off, or the database restored alone?): refusing to start rather than lose them`,
-  );
 }
 
 /**
- * Why the two logs disagree at `seq` (the lower of their last seqs), or null: both hold the
- * block ending there with the same bytes, or one of them no longer holds it (pruned, archived).
+ * PostgreSQL's blocks after the local last seq appended to LMDB, in bounded pages, through `toSeq`
+ * at least. The plan proved the logs meet at the local last seq; each block is verified and must
+ * continue the one before (wal/import.ts names a hole's missing seqs), and PostgreSQL must hold
+ * blocks up to `toSeq`: a log that ends early has lost blocks, and the start is refused.
  */
-async function divergenceAt(store: SpotLogStore, local: WalLog, seq: number): Promise<string | null> {
-  if (seq === 0) return null;
-  const [theirs] = await store.read(seq, 1);
-  const mine = local.databases.wal.getBinary(seq);
-  if (theirs === undefined) return null;
-  if (theirs.lastSeq !== seq) {
-    // PostgreSQL has no block ending at `seq`: archived (its next starts after), or cut elsewhere.
-    return theirs.firstSeq <= seq ? `PostgreSQL's block of seqs ${theirs.firstSeq}..${theirs.lastSeq} spans seq ${seq}` : null;
-  }
-  if (mine === undefined) return seq <= local.prunedThroughSeq() ? null : `the local WAL has no block ending at seq ${seq}, PostgreSQL has`;
-  return theirs.bytes.equals(mine) ? null : `the block ending at seq ${seq} differs`;
-}
-
-/** PostgreSQL's blocks after `localSeq` appended to LMDB; null when PG no longer holds the first of them. */
-async function catchUp(store: SpotLogStore, local: WalLog, localSeq: number): Promise<number | null> {
+async function catchUp(store: SpotLogStore, local: WalLog, toSeq: number): Promise<number> {
   let records = 0;
   for (;;) {
     const page = await store.read(local.lastSeq() + 1, SPOT_LOG_PAGE_BLOCKS);
-    const first = page[0];
-    if (first === undefined) return records;
-    if (records === 0 && local.lastSeq() === localSeq && first.firstSeq > localSeq + 1) return null;
+    if (page[0] === undefined) break;
     const batch = batchOfBlocks(page, local.lastSeq());
     await local.appendBatch(batch);
     records += batch.lastSeq - batch.firstSeq + 1;
   }
+  if (local.lastSeq() < toSeq)
+    throw new Error(
+      `spot log: PostgreSQL's log reaches seq ${toSeq} but holds no block after seq ${local.lastSeq()}: seqs ${local.lastSeq() + 1}..${toSeq} are missing; refusing to start`,
+    );
+  return records;
 }
 
 /** The local blocks after `pgSeq` appended to PostgreSQL at `epoch`; null when they do not start right after it. */

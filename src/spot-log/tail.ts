@@ -1,4 +1,4 @@
-// A standby's tailer (issue 26): reads the owner's new blocks from spot_log every STANDBY_POLL_MS
+// A standby's tailer: reads the owner's new blocks from spot_log every STANDBY_POLL_MS
 // and hands them to the standby's UBSCore (`follow`), which verifies, writes and applies them. It
 // knows how far behind the owner the standby is, for /readyz, and does the last catch-up before
 // the standby takes over.
@@ -99,8 +99,14 @@ export class SpotLogTailer {
     if (this.pgLast > this.applied) this.behindSince ??= Date.now();
     const blocks = await this.deps.store.read(this.applied + 1, STANDBY_READ_BLOCKS_MAX);
     if (blocks.length === 0 && this.pgLast > this.applied) {
-      // PostgreSQL's log was archived past this standby's last seq: its blocks are gone.
-      this.deps.onBroken(`gap: spot_log holds no block after seq ${this.applied}, yet reaches seq ${this.pgLast}`);
+      // PostgreSQL's log was archived past this standby's last seq, or lost its blocks: they are gone.
+      const missing = `seqs ${this.applied + 1}..${this.pgLast} are missing`;
+      this.deps.log.critical('the standby cannot follow the owner log', {
+        kind: 'gap',
+        missing_from: this.applied + 1,
+        missing_to: this.pgLast,
+      });
+      this.deps.onBroken(`gap: spot_log holds no block after seq ${this.applied}, yet reaches seq ${this.pgLast}: ${missing}`);
       return 'broken';
     }
     if (blocks.length === 0) return this.settled();
