@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { migrate } from '../../src/db/schema.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { reconcileSpotLog } from '../../src/spot-log/reconcile.js';
-import { SpotLogStore } from '../../src/spot-log/store.js';
+import { SpotLogStore, type LogBlock } from '../../src/spot-log/store.js';
 import { opKeyOf, SpotLedger, type WalRecord } from '../../src/ubscore/core.js';
 import { encodeBatch, readBlockHeader } from '../../wal/block.js';
 import { openWal, type WalLog } from '../../wal/log.js';
@@ -46,6 +46,17 @@ export function records(from: number, to: number, salt = 0n): WalRecord[] {
   return out;
 }
 
+/** The spot_log blocks UBSCore's group commit makes of `recs` (one batch). */
+export function blocksOf(recs: readonly WalRecord[]): LogBlock[] {
+  const batch = encodeBatch(recs);
+  if (batch === null) throw new Error('no records');
+  return batch.blocks.map((b) => {
+    const header = readBlockHeader(b.bytes, b.lastSeq);
+    if (!header.ok) throw new Error(header.reason);
+    return { firstSeq: header.record.firstSeq, lastSeq: b.lastSeq, bytes: Buffer.from(b.bytes) };
+  });
+}
+
 type Targets = { readonly wal?: boolean; readonly pg?: boolean };
 
 /** One ledger written as UBSCore writes it, batch by batch, to LMDB and/or PostgreSQL. */
@@ -70,11 +81,7 @@ export class Original {
       if (r.seq === snapshotAt) snap = this.encodeSnapshot();
     }
     if (to.wal !== false && this.wal !== null) await this.wal.appendBatch(batch);
-    const blocks = batch.blocks.map((b) => {
-      const header = readBlockHeader(b.bytes, b.lastSeq);
-      if (!header.ok) throw new Error(header.reason);
-      return { firstSeq: header.record.firstSeq, lastSeq: b.lastSeq, bytes: Buffer.from(b.bytes) };
-    });
+    const blocks = blocksOf(recs);
     if (to.pg !== false && this.store !== null) await this.store.append(1, blocks);
     if (snap !== null) await this.writeSnapshot(snap, to);
   }
