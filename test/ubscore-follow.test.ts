@@ -149,6 +149,8 @@ test('divergent, gapped and corrupt blocks are refused as values, and nothing of
   const [b1, b2, b3] = owner.blocks as [LogBlock, LogBlock, LogBlock];
   const gap = await core.control.follow([b2]);
   assert.equal(gap.kind, 'gap', JSON.stringify(gap));
+  // The refusal names the seqs the log is missing, for the operator who must find them.
+  assert.match((gap as { reason: string }).reason, new RegExp(`seqs 1\\.\\.${b2.firstSeq - 1} are missing`));
   const flipped = (block: LogBlock): LogBlock => {
     const bytes = Buffer.from(block.bytes);
     bytes[bytes.length - 3] = (bytes[bytes.length - 3] as number) ^ 0x40;
