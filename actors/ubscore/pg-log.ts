@@ -1,4 +1,4 @@
-// UBSCore's log in PostgreSQL (issue 26): every group commit's WAL blocks also go to spot_log, on
+// UBSCore's log in PostgreSQL: every group commit's WAL blocks also go to spot_log, on
 // a connection of UBSCore's own that carries the owner epoch, so the fence of migration 0010
 // refuses them from a process that no longer owns the ledger. The writer (group-commit.ts) runs
 // the LMDB write and this one side by side and answers a batch only once both are durable: a
