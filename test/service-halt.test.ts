@@ -7,6 +7,8 @@ import { stateName } from '../src/domain/fsm.js';
 import { createLogger } from '../src/log.js';
 import { parkForScan } from '../src/services/admission.js';
 import { HaltFlag } from '../src/coordinator/halt-flag.js';
+import { openSql } from '../src/db/sql.js';
+import { HaltSwitch } from '../src/services/halt.js';
 import { deposit, transfer } from './support/funds.js';
 import { startLayers } from './support/layers.js';
 import { parseMetrics } from './support/prometheus.js';
@@ -166,6 +168,34 @@ test('MON-003: a coordinator shard reads a halt stored behind it (a restart, a m
     await svc.sql`DELETE FROM service_state WHERE key = 'halt'`;
     await until('the shard to read the resume', async () => (await metric(svc, 'transfer_coordinator_halted{shard="0"}')) === 0);
   } finally {
+    await svc.stop();
+  }
+});
+
+test('MON-003: /readyz reports the halt the shards hold, whoever wrote it: one stored by another connection of the same owner is 503 halted with its reason', async () => {
+  const svc = await startTestService({ COORDINATORS: '1', RATE_LIMIT_PER_SECOND: '0' });
+  // Another process of the same owner: a connection at the current epoch, which the fence lets write.
+  const [owner] = await svc.sql<{ epoch: bigint }[]>`SELECT epoch FROM ledger_owner`;
+  const sibling = openSql(svc.databaseUrl, {
+    max: 1,
+    application: 'test-sibling',
+    owner: { tag: 'test-sibling', epoch: Number(owner?.epoch) },
+  });
+  try {
+    const ready = await svc.request('GET', '/readyz');
+    assert.equal([ready.status, ready.body.halted], [200, false], JSON.stringify(ready.body));
+    const other = await HaltSwitch.load(sibling, quiet);
+    assert.ok(await other.halt('another process of this owner halted'));
+    const halted = await svc.request('GET', '/readyz');
+    assert.equal(
+      [halted.status, halted.body.halted, halted.body.halt_reason],
+      [503, true, 'another process of this owner halted'],
+      JSON.stringify(halted.body),
+    );
+    await other.resume();
+    assert.equal((await svc.request('GET', '/readyz')).body.halted, false, 'and lifted once the stored halt is');
+  } finally {
+    await sibling.end({ timeout: 5 });
     await svc.stop();
   }
 });

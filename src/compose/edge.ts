@@ -1,4 +1,5 @@
 import { AssetCache } from '../db/assets.js';
+import { readHalt, type HaltState } from '../db/halt-state.js';
 import type { Sql } from '../db/sql.js';
 import { TransferStore } from '../db/transfers.js';
 import { TransferWrites } from '../db/transfer-writes.js';
@@ -113,24 +114,32 @@ function renderMetrics(built: Built, ownership: () => ProcessOwnership): AppDeps
   };
 }
 
-/** /readyz's probe: PostgreSQL answers, UBSCore answers, and its WAL takes writes. */
+/**
+ * /readyz's probe: PostgreSQL answers (reading the stored halt, the one every shard obeys whoever
+ * wrote it: another process of this owner, or an operator's SQL), UBSCore answers, and its WAL
+ * takes writes.
+ */
 function readinessProbe(sql: Sql, main: MainParts): AppDeps['probe'] {
   return async () => {
     const answer = await main.ubs.send({ kind: 'query_op', op: 'DEPOSIT', key: 'readyz' }, UBS_CONTROL_MS_MAX);
     const wal = main.walHealth.current;
-    return {
-      // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
-      postgres: await within(
-        sql`SELECT 1`.then(
-          () => true,
-          () => false,
-        ),
-        READYZ_PG_PROBE_TIMEOUT_MS,
-        false,
+    // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
+    const stored = await within(
+      readHalt(sql).then(
+        (halt) => ({ postgres: true, halt }),
+        () => NO_ANSWER,
       ),
+      READYZ_PG_PROBE_TIMEOUT_MS,
+      NO_ANSWER,
+    );
+    return {
+      postgres: stored.postgres,
+      storedHalt: stored.halt,
       ubscore: answer !== null && answer.kind !== 'unavailable',
       walWritable: wal.writable,
       walReason: wal.writable ? null : wal.reason,
     };
   };
 }
+
+const NO_ANSWER: { readonly postgres: boolean; readonly halt: HaltState } = { postgres: false, halt: null };

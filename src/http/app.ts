@@ -8,7 +8,8 @@ import { bodyLimit } from './body.js';
 import { errorBody, fail } from './errors.js';
 import { mountConsole } from './console/page.js';
 import { mountDocs } from './openapi/document.js';
-import { ownerGate } from './middleware/owner-gate.js';
+import { ownerGate, ownerReason, ownsLedger } from './middleware/owner-gate.js';
+import { isFenced } from '../db/fence.js';
 import { leaseGuard } from './middleware/lease-guard.js';
 import { accessLog, requestLog, taggedTransfer } from './middleware/access-log.js';
 import { onTimed, requestTiming } from './middleware/request-timing.js';
@@ -64,17 +65,21 @@ function baseApp(deps: AppDeps): Hono {
     });
     await next();
   });
-  app.use('*', ownerGate({ held: deps.ownerHeld }));
+  const ownership = { held: deps.ownerHeld, leaseState: deps.leaseState };
+  app.use('*', ownerGate(ownership));
   app.use('*', bodyLimit({ bytesMax: deps.bodyBytesMax }));
   // Liveness only: a process that answers is alive; what it can do is /readyz's question.
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
     const probe = await deps.probe();
-    const halted = deps.halt.current;
-    const owner = deps.ownerHeld();
+    // The halt the shards obey is the stored one, whoever wrote it; this thread's copy counts too.
+    const halted = probe.storedHalt ?? deps.halt.current;
+    const owner = ownsLedger(ownership);
     const body = {
       postgres: probe.postgres,
       owner,
+      lease: deps.leaseState(),
+      owner_reason: ownerReason(ownership),
       ubscore: probe.ubscore,
       wal_writable: probe.walWritable,
       wal_reason: probe.walReason,
@@ -86,12 +91,22 @@ function baseApp(deps: AppDeps): Hono {
   });
   app.notFound((c) => fail(c, 'NOT_FOUND'));
   app.onError((error, c) => {
-    requestLog(c, deps.log).error('unhandled error in a route', { path: c.req.path, err: error });
     // A transfer given its req_id may exist even though its route threw (the mailbox was full and
     // recording it failed): the answer names it, so a client without client_order_id can ask
     // what became of it instead of paying twice.
     const reqId = taggedTransfer(c);
-    return c.json(errorBody('SYSTEM_ERROR', reqId === undefined ? {} : { req_id: reqId }), 500);
+    const named = reqId === undefined ? {} : { req_id: reqId };
+    if (isFenced(error)) {
+      // The owner fence refused a write (LF001): another process owns the ledger now. Never a
+      // refusal of the request: what it asked for was not done here, and the owner may do it.
+      requestLog(c, deps.log).critical('a write was refused by the owner fence: this process no longer owns the ledger', {
+        path: c.req.path,
+        err: error,
+      });
+      return fail(c, 'OWNER_LEASE_UNPROVEN', { owner: false, ...named });
+    }
+    requestLog(c, deps.log).error('unhandled error in a route', { path: c.req.path, err: error });
+    return c.json(errorBody('SYSTEM_ERROR', named), 500);
   });
   return app;
 }

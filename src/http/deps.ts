@@ -12,7 +12,7 @@ import type { ServiceSnapshot } from '../metrics/unfinished.js';
 import type { Pulse } from '../metrics/pulse.js';
 import type { Registry } from '../metrics/registry.js';
 import type { AdminService } from '../services/admin.js';
-import type { HaltSwitch } from '../services/halt.js';
+import type { HaltState, HaltSwitch } from '../services/halt.js';
 import type { InvariantService } from '../services/invariant.js';
 import type { BalanceReader } from '../services/balances.js';
 import type { ExternalMovements } from '../services/external.js';
@@ -60,6 +60,8 @@ export type AppDeps = {
     readonly ubscore: boolean;
     readonly walWritable: boolean;
     readonly walReason: string | null;
+    /** The halt stored in PostgreSQL, the one the shards obey whoever wrote it (null: none, or PostgreSQL did not answer). */
+    readonly storedHalt: HaltState;
   }>;
   readonly log: Logger;
   /** Whether this process holds the database's owner lock (rule 7); without it no new work is taken. */

@@ -36,6 +36,7 @@ const STATUS_BY_CODE: Readonly<Record<ErrorCode, ContentfulStatusCode>> = {
   DAILY_AMOUNT_EXCEEDED: 429,
   SERVICE_UNAVAILABLE: 503,
   SERVICE_HALTED: 503,
+  OWNER_LEASE_UNPROVEN: 503,
   BACKUP_TARGET_NOT_EMPTY: 409,
   BACKUP_IN_PROGRESS: 409,
   BACKUP_FAILED: 500,
@@ -71,6 +72,8 @@ const MESSAGES: Readonly<Record<ErrorCode, string>> = {
   SERVICE_UNAVAILABLE: 'The service is not ready or is overloaded; retry later',
   SERVICE_HALTED:
     'The service is halted (a fund conservation check failed, or an operator halted it): new transfers and external movements are refused until an operator resumes',
+  OWNER_LEASE_UNPROVEN:
+    'This process cannot prove it still owns the ledger (its owner lease is not renewed, its owner lock is not held, or another process took the ledger over): it answers nothing until it can; retry, or ask the owner',
   RATE_LIMIT_EXCEEDED: 'Too many requests this second',
   DAILY_LIMIT_EXCEEDED: 'Daily transfer count reached',
   DAILY_AMOUNT_EXCEEDED: 'Daily transfer amount for this asset reached',

@@ -13,7 +13,7 @@ import { RETENTION_STOP_WAIT_MS, SPOT_PROCESSED_DELETE_ROWS } from '../limits.js
 import type { Logger } from '../log.js';
 import { recordPass, setOldestAge, setRetentionConfigured, setRetentionHorizon, type PrunePassOutcome } from '../metrics/retention.js';
 import type { Registry } from '../metrics/registry.js';
-import { isFenced } from '../spot-log/store.js';
+import { isFenced } from '../db/fence.js';
 import type { UbsControlApi, UbsPruneOutcome } from '../ubscore/control.js';
 import { within } from '../within.js';
 import { PlanGate } from './gate.js';

@@ -52,10 +52,8 @@ export function isChainBroken(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === 'LF002';
 }
 
-/** The owner epoch of this connection was superseded (SQLSTATE LF001, migration 0010): this process no longer owns the ledger. */
-export function isFenced(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === 'LF001';
-}
+// The fence's refusal (src/db/fence.ts), named here too for the SPOT log's writers.
+export { isFenced } from '../db/fence.js';
 
 type BlockRow = { first_seq: bigint; last_seq: bigint; block: Buffer };
 

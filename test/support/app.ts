@@ -63,7 +63,7 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean;
     invariant: { check: unused },
     metrics: async () => '# metrics\n',
     registry: new Registry(),
-    probe: async () => ({ postgres: true, ubscore: true, walWritable: true, walReason: null }),
+    probe: async () => ({ postgres: true, ubscore: true, walWritable: true, walReason: null, storedHalt: null }),
     ownerHeld: () => true,
     leaseState: () => 'proven',
     onLeaseLapsed: (reason: string) => {

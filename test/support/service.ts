@@ -33,7 +33,10 @@ export type TestService = {
   readonly base: string;
   /** The admin listener's base URL with ADMIN_PORT, else null (admin routes are on `base`). */
   readonly adminBase: string | null;
+  /** An unfenced pool on the service's database (no owner epoch: the fence lets it write). */
   readonly sql: Sql;
+  /** The service's database, for a test that opens a connection of its own (one at the owner's epoch, say). */
+  readonly databaseUrl: string;
   readonly userToken: (userId: bigint | number | string) => string;
   readonly adminToken: () => string;
   readonly call: (method: string, urlPath: string, opts?: { token?: string; body?: unknown }) => Promise<Reply>;
@@ -65,6 +68,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     base,
     adminBase: service.adminPort === null ? null : `http://127.0.0.1:${service.adminPort}`,
     sql,
+    databaseUrl: db.url,
     userToken: (userId) => signJwt({ sub: String(userId), exp: exp() }, TEST_JWT_SECRET),
     adminToken: () => signJwt({ sub: '1', exp: exp(), role: 'admin' }, TEST_JWT_SECRET),
     call: async (method, urlPath, opts = {}) => {

@@ -4,8 +4,8 @@
 // checked here, the outermost layer, once the routes have made it and just before the server
 // writes it; a request is checked as it arrives too. A lapsed lease destroys the connection
 // without an answer and stops the process. A process that saw its lease fail in time (standing
-// by: it takes no new work, /readyz says 503) still answers: what it answers was decided under
-// the fence, which refuses every write of a superseded epoch.
+// by) is not stopped: owner-gate.ts answers its requests 503 OWNER_LEASE_UNPROVEN, but for the
+// probes, until a renewal proves the lease again.
 
 import type { IncomingMessage } from 'node:http';
 import type { MiddlewareHandler } from 'hono';

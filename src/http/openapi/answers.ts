@@ -15,6 +15,7 @@ const userIdText = v.pipe(v.string(), v.regex(USER_ID_TEXT), v.description('User
 const assetSymbol = v.pipe(v.string(), v.regex(ASSET_SYMBOL));
 const stateName = v.picklist(STATE_NAMES as TransferStateName[]);
 const accountKind = v.picklist(ACCOUNT_KINDS);
+const leaseState = v.picklist(['proven', 'standing-by', 'lapsed']);
 /** What a client is told (spec 001 §8.1): a final state, or PENDING while the transfer moves. */
 const clientState = v.pipe(
   v.picklist(['COMMITTED', 'FAILED', 'ROLLED_BACK', 'PENDING']),
@@ -104,13 +105,21 @@ export const ErrorAnswer = v.object({
   field: v.optional(v.pipe(v.string(), v.description('The request field at fault (admin routes)'))),
   detail: v.optional(v.string()),
   draining: v.optional(v.pipe(v.literal(true), v.description('The service is stopping'))),
-  owner: v.optional(v.pipe(v.literal(false), v.description('The service is taking its database owner lock again'))),
+  owner: v.optional(
+    v.pipe(v.literal(false), v.description('OWNER_LEASE_UNPROVEN: this process cannot prove it owns the ledger now (see /readyz)')),
+  ),
+  lease: v.optional(v.pipe(leaseState, v.description("OWNER_LEASE_UNPROVEN: the owner lease's state"))),
 });
 
 export const Health = v.object({ status: v.literal('ok') });
 const readiness = {
   postgres: v.boolean(),
-  owner: v.boolean(),
+  owner: v.pipe(
+    v.boolean(),
+    v.description('Whether this process holds the owner lock and its lease is proven; while not, it answers nothing else'),
+  ),
+  lease: leaseState,
+  owner_reason: v.pipe(v.nullable(v.string()), v.description('Why owner is false (null while it is true)')),
   ubscore: v.boolean(),
   halted: v.boolean(),
   halt_reason: v.nullable(v.string()),

@@ -65,6 +65,7 @@ export const apiPaths: Record<string, Json> = {
       summary: 'Liveness: 200 while the process accepts requests',
       auth: 'public',
       ok: { '200': json('Health', 'Alive', ex.health) },
+      probe: true,
     }),
   },
   '/readyz': {
@@ -76,6 +77,7 @@ export const apiPaths: Record<string, Json> = {
       ok: { '200': json('Ready', 'Ready', ex.ready) },
       errorExamples: { '503': ex.notReady },
       alsoAnswers: { '503': 'NotReady' },
+      probe: true,
     }),
   },
   '/metrics': {

@@ -71,12 +71,23 @@ export const asset = { symbol: 'USDT', ...assetRequest };
 export const accountStatus = { user_id: '42', account: 'SPOT', asset: 'USDT', status: 'FROZEN' };
 
 export const health = { status: 'ok' };
-export const ready = { status: 'ready', postgres: true, owner: true, ubscore: true, halted: false, halt_reason: null };
+export const ready = {
+  status: 'ready',
+  postgres: true,
+  owner: true,
+  lease: 'proven',
+  owner_reason: null,
+  ubscore: true,
+  halted: false,
+  halt_reason: null,
+};
 export const notReady = {
   code: 'SERVICE_UNAVAILABLE',
   message: 'not ready',
   postgres: true,
   owner: true,
+  lease: 'proven',
+  owner_reason: null,
   ubscore: true,
   halted: true,
   halt_reason: 'operator: ledger reconciliation',

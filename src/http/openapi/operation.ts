@@ -12,10 +12,11 @@ type Auth = 'user' | 'admin' | 'public';
 
 /**
  * Codes every route can answer before it runs: a malformed Content-Length (400), one above
- * BODY_BYTES_MAX (413), an unhandled failure (500), a stopping service or, for anything but a
- * read, a lost owner lock (503).
+ * BODY_BYTES_MAX (413), an unhandled failure (500), a stopping service (503), and, on every
+ * route but the probes, an owner lease this process cannot prove (503: src/http/middleware/owner-gate.ts).
  */
 const EVERY_ROUTE: readonly ErrorCode[] = ['INVALID_REQUEST', 'PAYLOAD_TOO_LARGE', 'SYSTEM_ERROR', 'SERVICE_UNAVAILABLE'];
+const OWNER_GATED: readonly ErrorCode[] = ['OWNER_LEASE_UNPROVEN'];
 const BY_AUTH: Readonly<Record<Auth, readonly ErrorCode[]>> = {
   user: ['UNAUTHORIZED', 'RATE_LIMIT_EXCEEDED'],
   admin: ['UNAUTHORIZED', 'FORBIDDEN'],
@@ -37,10 +38,12 @@ type OperationSpec = {
   readonly alsoAnswers?: Readonly<Record<string, SchemaName>>;
   readonly parameters?: readonly Json[];
   readonly body?: { readonly schema: SchemaName; readonly example: Json };
+  /** /healthz and /readyz: answered whether or not the owner lease is proven. */
+  readonly probe?: true;
 };
 
 export function operation(spec: OperationSpec): Json {
-  const codes = [...new Set([...(spec.codes ?? []), ...BY_AUTH[spec.auth], ...EVERY_ROUTE])];
+  const codes = [...new Set([...(spec.codes ?? []), ...BY_AUTH[spec.auth], ...EVERY_ROUTE, ...(spec.probe ? [] : OWNER_GATED)])];
   return {
     operationId: spec.id,
     tags: [spec.tag],

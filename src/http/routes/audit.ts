@@ -19,6 +19,9 @@ import type { Registry } from '../../metrics/registry.js';
 import type { AdminEnv } from '../auth/auth.js';
 import { jsonObject, type JsonBody } from '../body.js';
 import { operatorOf } from '../auth/operator-of.js';
+import { isFenced } from '../../db/fence.js';
+import type { ErrorCode } from '../../domain/errors.js';
+import { statusOf } from '../errors.js';
 
 /** The raw JSON body each admin request sent, kept for its audit row (a body is read once). */
 const bodies = new WeakMap<Request, Record<string, unknown>>();
@@ -48,7 +51,7 @@ export function audited(opts: {
     } catch (error) {
       thrown = error;
     }
-    const status = thrown === null ? c.res.status : 500;
+    const status = thrown === null ? c.res.status : statusOf(thrownCode(thrown));
     const parameters = bodies.get(c.req.raw) ?? {};
     const entry: AuditEntry = {
       operator: operatorOf(c),
@@ -98,8 +101,13 @@ function targetOf(action: AdminAction, c: Context, p: Readonly<Record<string, un
   }
 }
 
+/** The code the app's error handler answers a thrown error with (app.ts): the owner fence's refusal, or SYSTEM_ERROR. */
+function thrownCode(thrown: unknown): ErrorCode {
+  return isFenced(thrown) ? 'OWNER_LEASE_UNPROVEN' : 'SYSTEM_ERROR';
+}
+
 async function codeOf(res: Response, thrown: unknown): Promise<string> {
-  if (thrown !== null) return 'SYSTEM_ERROR';
+  if (thrown !== null) return thrownCode(thrown);
   try {
     const body: unknown = await res.clone().json();
     const code = typeof body === 'object' && body !== null ? (body as { code?: unknown }).code : undefined;
