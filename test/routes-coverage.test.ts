@@ -20,6 +20,10 @@ const UNREACHABLE: readonly Unreachable[] = [
     code: 'CONSTRAINT_VIOLATION',
     why: "needs a database constraint the service's own checks do not know (test/limits-and-constraints.test.ts adds one)",
   },
+  {
+    code: 'OWNER_LEASE_UNPROVEN',
+    why: 'needs an owner lease not proven, or another process that claimed the epoch (test/owner-gate.test.ts, test/owner-fence.test.ts)',
+  },
 ];
 
 const ROWS = [...API_ROWS, ...ADMIN_ROWS];

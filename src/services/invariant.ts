@@ -6,6 +6,7 @@
 
 import { createHash } from 'node:crypto';
 import type { UbsSend } from '../ubscore/control.js';
+import { isFenced } from '../db/fence.js';
 import type { AlertSink } from '../alerts/alerts.js';
 import type { Sql } from '../db/sql.js';
 import type { Difference } from '../invariant/conservation.js';
@@ -47,7 +48,15 @@ export class InvariantService {
   start(intervalMs: number): void {
     if (intervalMs <= 0) return;
     this.timer = setInterval(() => {
-      this.check().catch((error: unknown) => this.deps.log.error('conservation check failed to run', { error: String(error) }));
+      this.check().catch((error: unknown) => {
+        // A halt or an alert the owner fence refused: another process owns the ledger now, and
+        // this one's view of the funds (its RAM) is no ground for halting it.
+        if (isFenced(error))
+          this.deps.log.critical('conservation check: its write was refused by the owner fence: this process no longer owns the ledger', {
+            error: String(error),
+          });
+        else this.deps.log.error('conservation check failed to run', { error: String(error) });
+      });
     }, intervalMs);
     this.timer.unref();
   }
