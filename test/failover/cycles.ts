@@ -5,7 +5,9 @@
 
 import type { Sql } from '../../src/db/sql.js';
 import type { Violation } from '../drill/checks.js';
-import type { Balancer } from './lb.js';
+import type { Balancer, ClientErrors } from './lb.js';
+import type { Load } from './load.js';
+import type { DrillPg } from './pg.js';
 import {
   endedWithin,
   type Ended,
@@ -39,12 +41,19 @@ export type CycleContext = {
   readonly start: (machine: Machine, role: Role) => Promise<Running>;
   readonly loadMsMin: number;
   readonly loadMsMax: number;
+  /** The clients' load; a cycle may pause it to read balances that no transfer is moving. */
+  readonly load: Load;
+  readonly pg: DrillPg;
+  readonly users: readonly bigint[];
   pair: Pair;
 };
 
+/** The kinds of cycle; `sigkill` and `sigstop` here, the PostgreSQL faults in pg-cycles.ts, `stale-primary` in stale-cycle.ts. */
+export type CycleKind = 'sigkill' | 'sigstop' | 'pg-restart' | 'pg-pause' | 'stale-primary';
+
 export type CycleReport = {
   readonly cycle: number;
-  readonly kind: 'sigkill' | 'sigstop';
+  readonly kind: CycleKind;
   readonly primary: string;
   readonly loadMs: number;
   readonly dataDirDeleted: boolean;
@@ -54,22 +63,73 @@ export type CycleReport = {
   catchUpMs: number | null;
   /** SIGSTOP cycle only: how the paused former owner ended after SIGCONT, what it answered and wrote after the promotion. */
   oldOwner?: { ended: Ended | null; answersAfterPromotion: number; writesAfterPromotion: number };
+  /** What clients saw go wrong from the fault until an owner answered /readyz 200 again (or the wait for it ended). */
+  clientErrors?: ClientErrors;
+  /** A PostgreSQL fault's own numbers (pg-cycles.ts). */
+  pgFault?: PgFault;
+  /** The stale-primary cycle's own numbers (stale-cycle.ts). */
+  stale?: StaleReport;
+};
+
+export type PgFault = {
+  /** restart: from the stop until PostgreSQL answered again; pause: how long every process of it was stopped. */
+  downMs: number | null;
+  /** pause: the processes of the server stopped (the postmaster and its children). */
+  processesStopped?: number;
+  /** From PostgreSQL back until the primary answered /readyz 200; null when it did not within the bound (or the standby took over). */
+  primaryReadyMs: number | null;
+  /** restart: which process owned the ledger once PostgreSQL answered again (null: neither answered /readyz 200). */
+  ownerAfter?: 'primary' | 'standby' | null;
+  /** restart: the standby that waited through it still ran and followed (lag 0) afterwards. */
+  standbyFollowed?: boolean;
+  /** pause: from the SIGCONT until the primary answered a transfer COMMITTED; null when none came within the bound. */
+  firstCommitMs?: number | null;
+  /** How the primary (restart, pause) or the standby (restart) ended during the fault, when it did. */
+  primaryEnded?: Ended | null;
+  standbyEnded?: Ended | null;
+};
+
+export type StaleReport = {
+  /** The old primary's local WAL ended at this seq when it was killed (read from its LMDB). */
+  oldWalSeq: number | null;
+  /** SPOT deposits (admin, account SPOT) the new owner answered 200. */
+  spotDeposits: number;
+  /** Clean stops and starts of the new owner until PostgreSQL's SPOT log was archived past oldWalSeq. */
+  archiveRounds: number;
+  archivedThroughSeq: number;
+  /** spot_log rows left after the archive: 0 means the whole log is archived (only a snapshot and spot_processed hold it). */
+  spotLogRows: number;
+  snapshotSeqs: number[];
+  /** From the start of the old primary on its old DATA_DIR until /readyz 200; null when it never answered 200. */
+  readyMs: number | null;
+  /** Balances (user, asset, side) it served other than what the new owner acknowledged before it stopped. */
+  balancesDiffering: number | null;
 };
 
 /** SIGKILL the primary under load (and on `wipe`, lose its DATA_DIR), time the promotion, bring it back as standby. */
 export async function killCycle(ctx: CycleContext, cycle: number, wipe: boolean): Promise<CycleReport> {
+  const report = await underLoad(ctx, cycle, 'sigkill', wipe);
+  const old = await killPrimary(ctx, report, wipe);
+  if (old !== null) await bringBack(ctx, report, old.machine);
+  return report;
+}
+
+/**
+ * SIGKILL the primary (on `wipe`, its DATA_DIR lost too) and time the standby's promotion into
+ * `report`; resolves the killed process once the standby owns the ledger, else null (a violation).
+ */
+export async function killPrimary(ctx: CycleContext, report: CycleReport, wipe: boolean): Promise<Running | null> {
   const { primary: old, standby } = ctx.pair;
   if (standby === null) throw new Error('a cycle needs a standby');
-  const report = await underLoad(ctx, cycle, 'sigkill', wipe);
   const killedAt = Date.now();
   old.signal('SIGKILL');
   await old.exited;
   if (wipe) await wipeDataDir(old.machine);
   const readyAt = await waitReady(standby, PROMOTION_WAIT_MS);
-  if (!promoted(ctx, report, standby, readyAt === null ? null : readyAt - killedAt, PROMOTION_WAIT_MS)) return report;
+  report.clientErrors = ctx.lb.errorsBetween(killedAt, readyAt ?? Date.now());
+  if (!promoted(ctx, report, standby, readyAt === null ? null : readyAt - killedAt, PROMOTION_WAIT_MS)) return null;
   ctx.pair = { primary: standby, standby: null };
-  await bringBack(ctx, report, old.machine);
-  return report;
+  return old;
 }
 
 /**
@@ -84,6 +144,7 @@ export async function stopCycle(ctx: CycleContext, cycle: number): Promise<Cycle
   const stoppedAt = Date.now();
   old.signal('SIGSTOP');
   const readyAt = await waitReady(standby, PAUSED_PROMOTION_WAIT_MS);
+  report.clientErrors = ctx.lb.errorsBetween(stoppedAt, readyAt ?? Date.now());
   const took = promoted(ctx, report, standby, readyAt === null ? null : readyAt - stoppedAt, PAUSED_PROMOTION_WAIT_MS, 'the owner lease');
   old.signal('SIGCONT');
   if (!took || readyAt === null) return report; // the paused owner resumes as the primary; the standby still waits
@@ -106,14 +167,21 @@ export async function stopCycle(ctx: CycleContext, cycle: number): Promise<Cycle
 }
 
 /** Lets the load run for a random time in [loadMsMin, loadMsMax] before the cycle's signal. */
-async function underLoad(ctx: CycleContext, cycle: number, kind: CycleReport['kind'], wipe: boolean): Promise<CycleReport> {
+export async function underLoad(ctx: CycleContext, cycle: number, kind: CycleReport['kind'], wipe: boolean): Promise<CycleReport> {
   const loadMs = Math.round(ctx.loadMsMin + Math.random() * (ctx.loadMsMax - ctx.loadMsMin));
   await sleep(loadMs);
   return { cycle, kind, primary: ctx.pair.primary.machine.name, loadMs, dataDirDeleted: wipe, promotionMs: null, catchUpMs: null };
 }
 
 /** Records the promotion time, or the violation when there was none or it took longer than PROMOTION_MS_MAX. */
-function promoted(ctx: CycleContext, report: CycleReport, standby: Running, ms: number | null, waitedMs: number, needs?: string): boolean {
+export function promoted(
+  ctx: CycleContext,
+  report: CycleReport,
+  standby: Running,
+  ms: number | null,
+  waitedMs: number,
+  needs?: string,
+): boolean {
   report.promotionMs = ms;
   const what = `cycle ${report.cycle} (${report.kind})`;
   if (ms === null) {
@@ -158,7 +226,7 @@ async function afterPromotion(
 }
 
 /** The former primary's machine back as the new standby; the next cycle waits until it is caught up. */
-async function bringBack(ctx: CycleContext, report: CycleReport, machine: Machine): Promise<void> {
+export async function bringBack(ctx: CycleContext, report: CycleReport, machine: Machine): Promise<void> {
   const restartedAt = Date.now();
   let standby: Running;
   try {
@@ -187,7 +255,7 @@ function answerState(body: unknown): string {
   return String(b.state ?? b.code ?? '');
 }
 
-function violate(ctx: CycleContext, check: string, detail: string): void {
+export function violate(ctx: CycleContext, check: string, detail: string): void {
   ctx.violations.push({ check, detail });
   ctx.log(`VIOLATION ${check}: ${detail}`);
 }

@@ -17,10 +17,15 @@ export type Answer = {
   readonly body: unknown;
 };
 
+/** What clients saw go wrong in a window of time: answers 503 and 500, and requests with no answer (none ready, or lost). */
+export type ClientErrors = { readonly status503: number; readonly status500: number; readonly noAnswer: number };
+
 const READY_PROBE_TIMEOUT_MS = 500;
 
 export class Balancer {
   private readonly answers: Answer[] = [];
+  /** When each request that got no answer ended (epoch ms). */
+  private readonly missed: number[] = [];
   /** The instance that answered /readyz 200 last; asked first. */
   private current: Instance | null = null;
 
@@ -55,7 +60,7 @@ export class Balancer {
    */
   async send(method: string, path: string, opts: { token: string; body?: unknown; timeoutMs: number }): Promise<Answer | null> {
     const instance = this.current ?? (await this.ready());
-    if (instance === null) return null;
+    if (instance === null) return this.miss();
     try {
       const response = await fetch(`${instance.base}${path}`, {
         method,
@@ -79,8 +84,28 @@ export class Balancer {
       return answer;
     } catch {
       this.current = null;
-      return null;
+      return this.miss();
     }
+  }
+
+  private miss(): null {
+    this.missed.push(Date.now());
+    return null;
+  }
+
+  /** The errors clients saw between `from` and `to` (epoch ms). */
+  errorsBetween(from: number, to: number): ClientErrors {
+    const within = (at: number) => at >= from && at <= to;
+    let status503 = 0;
+    let status500 = 0;
+    for (let i = this.answers.length - 1; i >= 0; i--) {
+      const a = this.answers[i] as Answer;
+      if (a.receivedAt < from) break;
+      if (!within(a.receivedAt)) continue;
+      if (a.status === 503) status503++;
+      if (a.status === 500) status500++;
+    }
+    return { status503, status500, noAnswer: this.missed.filter(within).length };
   }
 
   /** Every answer the process `pid` gave that was received after `at` (epoch ms). */

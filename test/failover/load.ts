@@ -24,7 +24,13 @@ export type LoadTally = {
   readonly anomalies: string[];
 };
 
-export type Load = { readonly stop: () => Promise<void>; readonly abandon: () => void };
+export type Load = {
+  readonly stop: () => Promise<void>;
+  readonly abandon: () => void;
+  /** Holds every client before its next transfer; resolves once no transfer is under way (each sent until answered). */
+  readonly pause: () => Promise<void>;
+  readonly resume: () => void;
+};
 
 export function newTally(): LoadTally {
   return { committed: new Set(), sent: 0, answered: 0, retries: 0, unanswered: 0, anomalies: [] };
@@ -34,10 +40,40 @@ export function newTally(): LoadTally {
 export function startLoad(lb: Balancer, users: readonly bigint[], clients: number, tally: LoadTally): Load {
   let abandoned = false;
   let next = 0;
+  let inFlight = 0;
+  let stopped = false;
+  let gate: { held: Promise<void>; release: () => void } | null = null;
   const prefix = `fo${Date.now().toString(36)}`;
-  const load = drive(clients, () => sendOnce(lb, users, `${prefix}-${next++}`, tally, () => abandoned));
+  const load = drive(clients, async () => {
+    while (gate !== null) await gate.held;
+    if (stopped) return;
+    inFlight++;
+    try {
+      await sendOnce(lb, users, `${prefix}-${next++}`, tally, () => abandoned);
+    } finally {
+      inFlight--;
+    }
+  });
+  const resume = (): void => {
+    gate?.release();
+    gate = null;
+  };
   return {
-    stop: () => load.stop(),
+    stop: () => {
+      stopped = true;
+      const stopping = load.stop();
+      resume();
+      return stopping;
+    },
+    pause: async () => {
+      if (gate === null) {
+        let release = (): void => undefined;
+        const held = new Promise<void>((resolve) => (release = resolve));
+        gate = { held, release };
+      }
+      while (inFlight > 0) await sleep(RETRY_PAUSE_MS);
+    },
+    resume,
     // The drill gives up (no instance will be ready again): clients stop retrying at once.
     abandon: () => {
       abandoned = true;

@@ -134,6 +134,16 @@ export async function endedWithin(svc: Running, ms: number): Promise<Ended | nul
   return Promise.race([svc.exited, sleep(ms).then(() => svc.ended())]);
 }
 
+/** SIGTERM (SIGCONT first, in case it is paused), then SIGKILL once `ms` passed: how it ended, and whether it had to be killed. */
+export async function stopService(svc: Running, ms: number): Promise<{ readonly ended: Ended; readonly killed: boolean }> {
+  svc.signal('SIGCONT');
+  svc.signal('SIGTERM');
+  const ended = await endedWithin(svc, ms);
+  if (ended !== null) return { ended, killed: false };
+  svc.signal('SIGKILL');
+  return { ended: await svc.exited, killed: true };
+}
+
 /** The machine is lost: its DATA_DIR is deleted and an empty one put in its place. */
 export async function wipeDataDir(machine: Machine): Promise<void> {
   await fs.rm(machine.dataDir, { recursive: true, force: true });
