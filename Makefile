@@ -42,7 +42,7 @@ migrate: build
 drill: build
 	node dist/test/drill/drill.js
 
-## make failover-drill: a primary and a standby on one PostgreSQL under 16 clients; kill or pause the primary FAILOVER_CYCLES times (default 5), time each promotion (at most 5 s), then verify every transfer and balance
+## make failover-drill: a primary and a standby on one PostgreSQL under 16 clients; FAILOVER_CYCLES faults (default 5; FAILOVER_KINDS: sigkill, sigstop, stale-primary, pg-restart, pg-pause), each promotion timed (at most 5 s), then every transfer and balance verified
 failover-drill: build
 	node dist/test/failover/drill.js
 

@@ -63,7 +63,7 @@ export type CycleReport = {
   catchUpMs: number | null;
   /** SIGSTOP cycle only: how the paused former owner ended after SIGCONT, what it answered and wrote after the promotion. */
   oldOwner?: { ended: Ended | null; answersAfterPromotion: number; writesAfterPromotion: number };
-  /** What clients saw go wrong from the fault until an owner answered /readyz 200 again (or the wait for it ended). */
+  /** What clients saw go wrong from the fault until an owner answered /readyz 200 again (or the wait for it ended); pg-restart: and from the kill after it. */
   clientErrors?: ClientErrors;
   /** A PostgreSQL fault's own numbers (pg-cycles.ts). */
   pgFault?: PgFault;
@@ -126,7 +126,7 @@ export async function killPrimary(ctx: CycleContext, report: CycleReport, wipe: 
   await old.exited;
   if (wipe) await wipeDataDir(old.machine);
   const readyAt = await waitReady(standby, PROMOTION_WAIT_MS);
-  report.clientErrors = ctx.lb.errorsBetween(killedAt, readyAt ?? Date.now());
+  report.clientErrors = plus(report.clientErrors, ctx.lb.errorsBetween(killedAt, readyAt ?? Date.now()));
   if (!promoted(ctx, report, standby, readyAt === null ? null : readyAt - killedAt, PROMOTION_WAIT_MS)) return null;
   ctx.pair = { primary: standby, standby: null };
   return old;
@@ -247,6 +247,12 @@ export async function bringBack(ctx: CycleContext, report: CycleReport, machine:
     `cycle ${report.cycle}: the new standby on ${machine.name} ${end === null ? `was not at lag 0 within ${CATCH_UP_WAIT_MS} ms` : `exited (code ${end.code}): ${standby.stderrTail().slice(-1_500)}`}`,
   );
   if (end !== null) ctx.pair.standby = null;
+}
+
+/** Errors of two windows of one cycle together (a PostgreSQL fault, then the kill after it). */
+function plus(a: ClientErrors | undefined, b: ClientErrors): ClientErrors {
+  if (a === undefined) return b;
+  return { status503: a.status503 + b.status503, status500: a.status500 + b.status500, noAnswer: a.noAnswer + b.noAnswer };
 }
 
 /** What an answer told its client: the transfer's state, or the error code. */

@@ -85,7 +85,9 @@ export async function runFailoverDrill(opts: FailoverOptions): Promise<FailoverR
     if (!(await waitCaughtUp(standby, START_TIMEOUT_MS))) throw new Error(`the standby did not catch up: ${standby.stderrTail()}`);
     const violations: Violation[] = [];
     const tally = newTally();
-    const lb = new Balancer(() => instances(ctx));
+    // The clients start at once, before the context they route by exists: the primary until then.
+    let routed: CycleContext | null = null;
+    const lb = new Balancer(() => (routed === null ? [primary.instance] : instances(routed)));
     load = startLoad(lb, users, opts.clients, tally);
     const ctx: CycleContext = {
       sql,
@@ -100,6 +102,7 @@ export async function runFailoverDrill(opts: FailoverOptions): Promise<FailoverR
       users,
       pair: { primary, standby },
     };
+    routed = ctx;
     const cycles = await runCycles(ctx, opts, kinds);
     if (ctx.pair.primary.ended() !== null) load.abandon();
     await load.stop();

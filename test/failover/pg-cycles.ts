@@ -84,7 +84,20 @@ export async function pgRestartCycle(ctx: CycleContext, cycle: number): Promise<
   if (ctx.pair.primary.ended() !== null) return report;
   const old = await killPrimary(ctx, report, false);
   if (old !== null) await bringBack(ctx, report, old.machine);
+  else await afterFailedPromotion(ctx, report, primary.machine, standby);
   return report;
+}
+
+/**
+ * The standby that waited through the restart did not take over (a violation already): it is
+ * stopped, the killed primary started again, and the standby brought back, so the drill goes on
+ * and its end checks still run.
+ */
+async function afterFailedPromotion(ctx: CycleContext, report: CycleReport, primaryMachine: Machine, standby: Running): Promise<void> {
+  await stopService(standby, STOP_WAIT_MS);
+  ctx.pair.standby = null;
+  await restartPrimary(ctx, report.cycle, primaryMachine);
+  if (ctx.pair.primary.ended() === null) await bringBack(ctx, report, standby.machine);
 }
 
 /** The standby took the ledger over as PostgreSQL came back: timed as a promotion; the former primary must end, then comes back as standby. */
@@ -131,10 +144,12 @@ export async function pgPauseCycle(ctx: CycleContext, cycle: number): Promise<Cy
   // The primary alone: nobody else may take the ledger over while PostgreSQL is paused.
   if (standby !== null) await stopService(standby, STOP_WAIT_MS);
   ctx.pair.standby = null;
-  const pausedAt = Date.now();
+  const faultAt = Date.now();
   let stopped: number[];
+  let pausedAt: number;
   try {
     stopped = await pause();
+    pausedAt = Date.now();
     await sleep(PG_PAUSE_MS);
   } finally {
     ctx.pg.resume();
@@ -142,7 +157,7 @@ export async function pgPauseCycle(ctx: CycleContext, cycle: number): Promise<Cy
   const resumedAt = Date.now();
   const readyAt = await waitReady(primary, PAUSE_READY_WAIT_MS);
   const commitAt = readyAt === null ? null : await firstCommit(ctx, primary, resumedAt, COMMIT_WAIT_MS);
-  report.clientErrors = ctx.lb.errorsBetween(pausedAt, readyAt ?? Date.now());
+  report.clientErrors = ctx.lb.errorsBetween(faultAt, readyAt ?? Date.now());
   report.pgFault = {
     downMs: resumedAt - pausedAt,
     processesStopped: stopped.length,

@@ -1,7 +1,7 @@
 // The failover drill's PostgreSQL: a scratch embedded server of its own (src/db/embedded-pg.ts, as
 // the service starts one) in a temporary directory on a free port, which the drill can restart
 // (a fast stop, then a start on the same data directory and port) and pause as a whole (SIGSTOP
-// to the postmaster and every backend, then SIGCONT), or the empty database DATABASE_URL names,
+// to the postmaster and every process it forked, then SIGCONT), or the empty database DATABASE_URL names,
 // which is someone else's server: the PostgreSQL faults cannot be run on it.
 
 import { randomBytes } from 'node:crypto';
@@ -18,9 +18,9 @@ export type DrillPg = {
   readonly url: string;
   /** Stops the server (`pg_ctl stop -m fast`: every session ended) and starts it again on the same directory and port. */
   readonly restart: (() => Promise<void>) | null;
-  /** SIGSTOP to the postmaster's whole process group (the postmaster and every backend); resolves the pids stopped. */
+  /** SIGSTOP to the postmaster and every process it forked (every backend); resolves the pids stopped. */
   readonly pause: (() => Promise<number[]>) | null;
-  /** SIGCONT to the process group `pause` stopped; harmless when nothing is paused. */
+  /** SIGCONT to every process `pause` stopped; harmless when nothing is paused. */
   readonly resume: () => void;
   readonly close: () => Promise<void>;
 };
@@ -45,10 +45,10 @@ export async function drillPg(log: (line: string) => void): Promise<DrillPg> {
     await fs.rm(dir, { recursive: true, force: true });
     throw error;
   }
-  let pausedGroup: number | null = null;
+  let paused: number[] = [];
   const resume = (): void => {
-    if (pausedGroup !== null) signal(-pausedGroup, 'SIGCONT');
-    pausedGroup = null;
+    for (const pid of paused) signal(pid, 'SIGCONT');
+    paused = [];
   };
   return {
     url: pg.url(DATABASE),
@@ -60,8 +60,10 @@ export async function drillPg(log: (line: string) => void): Promise<DrillPg> {
     pause: async () => {
       const postmaster = await pg.postmasterPid();
       if (postmaster === null) throw new Error('the drill PostgreSQL has no live postmaster to pause');
-      pausedGroup = postmaster; // before the signal: a failure below still resumes it
-      return stopGroup(postmaster);
+      // Filled as each is stopped: a failure half-way still resumes what was stopped.
+      paused = [];
+      await stopAll(postmaster, paused);
+      return [...paused];
     },
     resume,
     close: async () => {
@@ -85,29 +87,29 @@ async function createDatabase(pg: EmbeddedPg): Promise<void> {
 }
 
 /**
- * Stops PostgreSQL as a whole: pg_ctl starts the postmaster in a session of its own, so its process
- * group holds the postmaster and every process it forked (backends, checkpointer, WAL writer).
+ * Stops PostgreSQL as a whole: the postmaster first (it forks nothing more), then every process it
+ * forked (backends, checkpointer, WAL writer), found by their parent pid: each child of the
+ * postmaster leads a process group of its own, so the postmaster's group holds it alone, and
  * SIGSTOP to the postmaster alone would leave the backends of open sessions answering.
  */
-async function stopGroup(postmaster: number): Promise<number[]> {
-  const group = await processGroup(postmaster);
-  if (group !== postmaster) throw new Error(`the postmaster ${postmaster} does not lead its process group (${group}): not pausing`);
-  process.kill(-group, 'SIGSTOP');
-  const members: number[] = [];
+async function stopAll(postmaster: number, stopped: number[]): Promise<void> {
+  stopped.push(postmaster);
+  signal(postmaster, 'SIGSTOP');
   for (const entry of await fs.readdir('/proc')) {
     const pid = Number(entry);
-    if (Number.isInteger(pid) && (await processGroup(pid)) === group) members.push(pid);
+    if (!Number.isInteger(pid) || (await parentOf(pid)) !== postmaster) continue;
+    stopped.push(pid);
+    signal(pid, 'SIGSTOP');
   }
-  return members;
 }
 
-/** The process group of `pid` (field 5 of /proc/<pid>/stat), or null when it is gone. */
-async function processGroup(pid: number): Promise<number | null> {
+/** The parent pid of `pid` (field 4 of /proc/<pid>/stat), or null when it is gone. */
+async function parentOf(pid: number): Promise<number | null> {
   const stat = await fs.readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null);
   if (stat === null) return null;
   // The command name (field 2) is in parentheses and may hold spaces: read after its last ')'.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[2]);
+  return Number(fields[1]);
 }
 
 function signal(pid: number, name: NodeJS.Signals): void {

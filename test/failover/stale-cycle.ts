@@ -57,7 +57,9 @@ export async function stalePrimaryCycle(ctx: CycleContext, cycle: number): Promi
   await loadPast(ctx, (stale.oldWalSeq ?? 0) + SNAPSHOT_TAIL_RECORDS);
   const acknowledged = await archivePast(ctx, report, stale, newOwner.machine);
   if (acknowledged === null) {
+    // The fault was not made (a violation): A comes back as the standby, for the next cycles.
     report.clientErrors = ctx.lb.errorsBetween(faultAt, Date.now());
+    if (ctx.pair.primary.ended() === null) await bringBack(ctx, report, old.machine);
     return report;
   }
   const standbyMachine = await startStale(ctx, report, stale, { stale: old.machine, newOwner: newOwner.machine }, acknowledged);
