@@ -29,7 +29,7 @@ import { freePort } from '../support/ports.js';
 import { type CycleContext, type CycleKind, type CycleReport, PROMOTION_MS_MAX } from './cycles.js';
 import { Balancer, type Instance } from './lb.js';
 import { type Load, newTally, startLoad, type LoadTally } from './load.js';
-import { drillPg } from './pg.js';
+import { drillPg, givenDatabaseUrl } from './pg.js';
 import { type Machine, type Role, type Running, serviceEnv, startService, stopService, waitCaughtUp, waitReady } from './processes.js';
 import { rotation, runCycle } from './schedule.js';
 import { verifyFailover } from './verify.js';
@@ -62,8 +62,8 @@ export type FailoverReport = {
 };
 
 export async function runFailoverDrill(opts: FailoverOptions): Promise<FailoverReport> {
+  const kinds = rotation(opts.kinds, givenDatabaseUrl() === null);
   const db = await drillPg(opts.log);
-  const kinds = rotation(opts.kinds, db.restart !== null);
   const root = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-failover-'));
   await fs.chmod(root, 0o755);
   const live: Running[] = [];

@@ -29,9 +29,8 @@ const DATABASE = 'failover';
 
 /** DATABASE_URL (an empty database of its own, no PostgreSQL faults), else a scratch embedded server the drill owns. */
 export async function drillPg(log: (line: string) => void): Promise<DrillPg> {
-  const given = process.env.DATABASE_URL;
-  if (given !== undefined && given !== '')
-    return { url: given, restart: null, pause: null, resume: () => undefined, close: async () => undefined };
+  const given = givenDatabaseUrl();
+  if (given !== null) return { url: given, restart: null, pause: null, resume: () => undefined, close: async () => undefined };
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'transfer-failover-pg-'));
   // The server runs as an unprivileged user when the drill runs as root: it must reach the dir.
   await fs.chmod(dir, 0o755);
@@ -75,6 +74,12 @@ export async function drillPg(log: (line: string) => void): Promise<DrillPg> {
       }
     },
   };
+}
+
+/** DATABASE_URL when given (not empty): the drill then runs on that server, which it cannot restart or pause. */
+export function givenDatabaseUrl(): string | null {
+  const given = process.env.DATABASE_URL;
+  return given === undefined || given === '' ? null : given;
 }
 
 async function createDatabase(pg: EmbeddedPg): Promise<void> {

@@ -84,6 +84,9 @@ async function archivePast(ctx: CycleContext, report: CycleReport, stale: StaleR
       violate(ctx, 'terminal', `cycle ${report.cycle}: ${error instanceof Error ? error.message : String(error)}`),
     );
     const acknowledged = await readBalances(ctx, ctx.pair.primary);
+    const unread = [...acknowledged].filter(([, value]) => value.startsWith('unreadable'));
+    if (unread.length > 0)
+      violate(ctx, 'stale-setup', `cycle ${report.cycle}: the new owner did not answer ${unread.length} balances: ${unread[0]?.join(' ')}`);
     if (!(await stopCleanly(ctx, report, ctx.pair.primary))) return null;
     const again = await ctx.start(machine, 'primary');
     ctx.pair = { primary: again, standby: null };
@@ -223,19 +226,24 @@ async function stopCleanly(ctx: CycleContext, report: CycleReport, svc: Running)
   return false;
 }
 
-/** Every user's FUNDING and SPOT balance of every asset as `svc` serves them (GET /api/v1/balances). */
+/**
+ * Every user's FUNDING and SPOT balance of every asset as `svc` serves them (GET /api/v1/balances);
+ * a user whose balances were not answered 200 gets `unreadable <status>` for each.
+ */
 async function readBalances(ctx: CycleContext, svc: Running): Promise<Balances> {
   const out: Balances = new Map();
   for (const userId of ctx.users) {
     const r = await fetch(`${svc.instance.base}/api/v1/balances`, {
       headers: { authorization: `Bearer ${token(userId)}` },
       signal: AbortSignal.timeout(5_000),
-    });
-    if (!r.ok) throw new Error(`GET /api/v1/balances of user ${userId} from ${svc.machine.name}: ${r.status} ${await r.text()}`);
-    const body = (await r.json()) as Record<'funding' | 'spot', { asset: string; available: string }[]>;
+    }).catch(() => null);
+    const body = r?.ok === true ? ((await r.json()) as Record<'funding' | 'spot', { asset: string; available: string }[]>) : null;
     for (const side of ['funding', 'spot'] as const)
-      for (const asset of ASSETS)
-        out.set(`${userId} ${asset} ${side.toUpperCase()}`, body[side].find((b) => b.asset === asset)?.available ?? '0');
+      for (const asset of ASSETS) {
+        const line =
+          body === null ? `unreadable ${r?.status ?? 'no answer'}` : (body[side].find((b) => b.asset === asset)?.available ?? '0');
+        out.set(`${userId} ${asset} ${side.toUpperCase()}`, line);
+      }
   }
   return out;
 }
