@@ -69,7 +69,11 @@ export async function pgRestartCycle(ctx: CycleContext, cycle: number): Promise<
   fault.primaryEnded = primary.ended();
   fault.standbyEnded = standby.ended();
   if (!fault.standbyFollowed) {
-    const state = standby.ended() === null ? `was not at lag 0 within ${STANDBY_BACK_WAIT_MS} ms` : exitText(standby);
+    const seen = await readiness(standby.instance.base);
+    const state =
+      standby.ended() === null
+        ? `was not a standby at lag 0 within ${STANDBY_BACK_WAIT_MS} ms (its /readyz: ${seen?.status ?? 'no answer'} ${JSON.stringify(seen?.body ?? null)})`
+        : exitText(standby);
     violate(
       ctx,
       'pg-restart-standby',
