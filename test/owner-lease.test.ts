@@ -1,4 +1,4 @@
-// Proves the owner lease of issue 26 (src/ownership/lease.ts, pg-owner.ts, the HTTP lease guard): a live owner renews its lease and a second process is refused while it does; an owner whose epoch another process took stops within two renewals; a process waiting for the ownership takes it from a hung owner only once that owner's lease has passed, ending every session of its tag (and no other) and claiming the next epoch; an answer made after the lease lapsed unnoticed is never sent; a process that noticed a failing renewal in time stands by only while it keeps running (stopped past a whole lease, it has lapsed); LEASE_RENEW_MS must stay under LEASE_MS / 3.
+// Proves the owner lease of issue 26 (src/ownership/lease.ts, pg-owner.ts, the HTTP lease guard): a live owner renews its lease and a second process is refused while it does; an owner whose epoch another process took stops within two renewals; a process waiting for the ownership takes it from a hung owner only once that owner's lease has passed, ending every session of its tag (and no other) and claiming the next epoch; an answer made after the lease lapsed unnoticed is never sent; a process whose renewal is slow or failing stands by while it keeps running, and a late renewal that still finds its epoch proves the lease again (only another epoch, or a stop past a whole lease, ends it); LEASE_RENEW_MS must stay under LEASE_MS / 3.
 
 import type { AddressInfo } from 'node:net';
 import http from 'node:http';
@@ -206,6 +206,65 @@ test('lease states: a failure seen in time stands by while the process runs; a p
   } finally {
     frozen.stop();
   }
+});
+
+/** Holds ledger_owner's row for `holdMs` in a transaction of another session (optionally taking the epoch too), as a slow statement or a paused server does. */
+async function holdOwnerRow(sql: Sql, holdMs: number, supersede: boolean): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`SELECT epoch FROM ledger_owner FOR UPDATE`;
+    if (supersede) await tx`UPDATE ledger_owner SET epoch = epoch + 1`;
+    await sleep(holdMs);
+  });
+}
+
+/** The lease states seen every 20 ms until `until` settles. */
+async function statesWhile(owner: PgOwner, until: Promise<unknown>): Promise<Set<LeaseState>> {
+  const seen = new Set<LeaseState>();
+  let done = false;
+  void until.finally(() => (done = true));
+  while (!done) {
+    seen.add(owner.leaseState());
+    await sleep(20);
+  }
+  return seen;
+}
+
+test('lease: a renewal answered after the proof ended, still finding our epoch, proves the lease again: the owner stands by, never ends', async () => {
+  await withLedger(async (url, sql) => {
+    const ended: string[] = [];
+    const owner = await ownDatabase(url, quiet, { retakeBackoffCapMs: 500 });
+    try {
+      await owner.claim(LEASE, (reason) => ended.push(reason));
+      // 2.5 lease periods: the renewal sent meanwhile waits for the row and is answered long after its proof.
+      const seen = await statesWhile(owner, holdOwnerRow(sql, 2_500, false));
+      assert.ok(seen.has('standing-by'), `stood by while the renewal waited: ${[...seen]}`);
+      assert.not.ok(seen.has('lapsed'), 'never lapsed: the process kept running');
+      await pollUntil(async () => (owner.leaseState() === 'proven' ? true : undefined), {
+        timeoutMs: 3 * LEASE.renewMs + 500,
+        describe: () => `state ${owner.leaseState()}`,
+      });
+      await sleep(LEASE.ms);
+      assert.equal([owner.leaseState(), owner.held(), ended], ['proven', true, []]);
+    } finally {
+      await owner.release();
+    }
+  });
+});
+
+test('lease: a late renewal that finds another epoch (0 rows) still ends the owner', async () => {
+  await withLedger(async (url, sql) => {
+    const ended: string[] = [];
+    const owner = await ownDatabase(url, quiet, { retakeBackoffCapMs: 500 });
+    try {
+      await owner.claim(LEASE, (reason) => ended.push(reason));
+      const seen = await statesWhile(owner, holdOwnerRow(sql, 2_500, true));
+      assert.not.ok(seen.has('lapsed'), 'never lapsed while waiting');
+      await pollUntil(async () => (ended.length > 0 ? true : undefined), { timeoutMs: 3 * LEASE.renewMs + 500, describe: () => 'no end' });
+      assert.match(ended[0] ?? '', /superseded/);
+    } finally {
+      await owner.release();
+    }
+  });
 });
 
 test('config: LEASE_RENEW_MS must stay under LEASE_MS / 3', () => {

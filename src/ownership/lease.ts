@@ -6,14 +6,16 @@
 // over (lease_until < now() by the server's clock), this one has already stopped answering.
 //
 // Three states. `proven`: the owner may work and answer. `standing-by`: the proof ended, but the
-// process saw a renewal fail (or its lock session close) before it ended, and has kept running
-// since, so it knew in time and took no new work: it may answer refusals and reads while it tries
-// again. `lapsed`: the proof ended and the process never noticed (it was stopped with SIGSTOP, or
-// its event loop blocked past the lease), or it noticed and then did not run for a whole lease
-// (stopped while a slow renewal was out: its work in flight would resume after a new owner took
-// over, as a failover drill saw, answering COMMITTED 186 ms after the promotion): another process
-// may own the ledger now, so it must stop at once, answering nothing more. A renewal that finds
-// another epoch (0 rows) proves the ownership gone: stop.
+// process kept running (its renewal timer came every period): a renewal is slow (a transaction
+// holds ledger_owner's row, PostgreSQL is paused or restarting) or failed, and the process knows
+// its proof ended, so it answers nothing that needs the lease (the HTTP edge refuses with 503)
+// while it renews again. A late renewal that still finds its own epoch proves the lease again:
+// the lease_until it wrote is the server's word that no other process could have taken over.
+// `lapsed`: the process did not run for a whole lease (it was stopped with SIGSTOP, or its event
+// loop blocked past LEASE_MS): its work in flight would resume after another owner may have taken
+// over, as a failover drill saw (answering COMMITTED 186 ms after a promotion), so it must stop
+// at once, answering nothing more. Only that gap, or a renewal that finds another epoch (0 rows:
+// the ownership is gone), ends the process; a slow or failed renewal never does.
 
 import { performance } from 'node:perf_hooks';
 import type postgres from 'postgres';
@@ -40,7 +42,7 @@ export type OwnerLease = {
   readonly state: () => LeaseState;
   /** Milliseconds of proven lease left now (0 once the proof ended): what an operator sees as the lease. */
   readonly provenMs: () => number;
-  /** The lock session closed: a failure seen now (before the proof ends, or, if the process was stopped, after). */
+  /** The lock session closed: the renewal in flight on it will not prove anything; logged, the next one is sent on the new session. */
   readonly lost: () => void;
   readonly stop: () => void;
 };
@@ -64,21 +66,22 @@ export function keepLease(opts: LeaseOptions): OwnerLease {
   const { ms, renewMs } = opts.settings;
   const margin = Math.ceil(ms / MARGIN_DIVISOR);
   let provenUntil = opts.claimSentAt + ms - margin;
-  /** When the process first saw a renewal fail since the last good one (null: none failed). */
-  let failingSince: number | null = null;
+  /** Renewals that failed or were seen unanswered since the last good one (logged when one proves the lease again). */
+  let failures = 0;
   let inFlight = false;
   let stopped = false;
   /** When the renewal timer last ran: a gap of a whole lease is a process that was not running. */
   let lastTickAt = performance.now();
 
   const valid = () => performance.now() < provenUntil;
+  // Only the gap since the last tick tells lapsed from standing-by: while the timer kept coming,
+  // the process knew when its proof ended, however long a renewal takes.
   const state = (): LeaseState => {
     if (valid()) return 'proven';
-    const ranThroughout = performance.now() - lastTickAt < ms;
-    return failingSince !== null && failingSince < provenUntil && ranThroughout ? 'standing-by' : 'lapsed';
+    return performance.now() - lastTickAt < ms ? 'standing-by' : 'lapsed';
   };
   const noticeFailure = () => {
-    failingSince ??= performance.now();
+    failures += 1;
   };
   const end = (reason: string) => {
     if (stopped) return;
@@ -96,8 +99,13 @@ export function keepLease(opts: LeaseOptions): OwnerLease {
       (rows) => {
         inFlight = false;
         if (rows.length === 0) return end(`the owner epoch ${opts.epoch} was superseded: another process owns the ledger now`);
+        // From the send time, not the answer's: the server may have set lease_until any time in
+        // between. An answer so late that this is already past proves nothing new; the next
+        // renewal, sent now, will.
+        const wasValid = valid();
         provenUntil = Math.max(provenUntil, sentAt + ms - margin);
-        failingSince = null;
+        if (!wasValid && valid()) opts.log.info('the owner lease is proven again: the epoch is still ours', { failures });
+        if (valid()) failures = 0;
       },
       (error: unknown) => {
         inFlight = false;

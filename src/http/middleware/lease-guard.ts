@@ -3,9 +3,10 @@
 // replaced by another owner meanwhile, so it must not send one more answer. Every answer is
 // checked here, the outermost layer, once the routes have made it and just before the server
 // writes it; a request is checked as it arrives too. A lapsed lease destroys the connection
-// without an answer and stops the process. A process that saw its lease fail in time (standing
-// by) is not stopped: owner-gate.ts answers its requests 503 OWNER_LEASE_UNPROVEN, but for the
-// probes, until a renewal proves the lease again.
+// without an answer and stops the process. Lapsed means only that: the process did not run for a
+// whole lease. A process that kept running while a renewal was slow or failing stands by and is
+// not stopped here: owner-gate.ts answers its requests 503 OWNER_LEASE_UNPROVEN, but for the
+// probes, until a late renewal that still finds its epoch proves the lease again.
 
 import type { IncomingMessage } from 'node:http';
 import type { MiddlewareHandler } from 'hono';
