@@ -71,8 +71,8 @@ export async function startService<Core extends UbsCore>(config: Config, log: Lo
     if (config.role === 'standby') {
       await prepareStandby(start, located);
       let owned: Stores | null = null;
-      const own = async (): Promise<UbsSpotLog | null> => {
-        owned = await promoteStores(start, located);
+      const own = async (trouble: (reason: string | null) => void): Promise<UbsSpotLog | null> => {
+        owned = await promoteStores(start, located, trouble);
         return spotLogOf(config, owned);
       };
       ubs = await standBy(start, located.databaseUrl, () => startUbs(start, threads, walHealth, { follow: true, spotLog: null }), own);

@@ -22,9 +22,13 @@ import { fatal, type Start } from './parts.js';
 /**
  * Resolves once this process owns the SPOT ledger (src/ownership: the owner lock taken once it
  * was free or its holder's lease lapsed, and the epoch claimed): with where UBSCore's log goes
- * from now on, under that epoch.
+ * from now on, under that epoch. `trouble`: the wait could not reach PostgreSQL (why), or can
+ * again (null); the wait goes on either way.
  */
-export type Acquire = () => Promise<UbsSpotLog | null>;
+export type Acquire = (trouble: (reason: string | null) => void) => Promise<UbsSpotLog | null>;
+
+/** What a standby's /healthz and /readyz say of it: its lag, and why it is degraded (absent when it is not). */
+type StandbyView = StandbyLag & { readonly degraded?: string };
 
 type StandbyListener = { readonly port: number; readonly close: () => Promise<void> };
 
@@ -53,7 +57,7 @@ function answerMetrics(res: ServerResponse, metrics: () => Promise<string>): voi
 /** The standby's only listener: alive, not ready, its metrics, and every other path refused as the service refuses. */
 export function listenStandby(
   config: Pick<Config, 'port' | 'host'>,
-  lag: () => StandbyLag,
+  lag: () => StandbyView,
   metrics: () => Promise<string>,
 ): Promise<StandbyListener> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -94,11 +98,27 @@ export async function standBy<Core extends UbsCore>(
   const sql: Sql = openSql(databaseUrl, { ...STANDBY_READER, application: 'standby tail', timeouts: config.pgTimeouts });
   let listener: StandbyListener | null = null;
   let retention: RetentionTask | null = null;
+  let degraded: string | null = null;
   // The retention reads on a connection of its own, so a pass's snapshot never delays the tail.
   const retentionSql = openSql(databaseUrl, { ...STANDBY_READER, timeouts: config.pgTimeouts, application: 'standby retention' });
   const registry = new Registry();
+  const trouble = (reason: string | null): void => {
+    if (reason !== null && degraded === null) log.warn('standby degraded: it cannot reach PostgreSQL; it waits on', { reason });
+    if (reason === null && degraded !== null) log.info('standby: PostgreSQL answers again');
+    degraded = reason;
+    registry.set(
+      'transfer_standby_degraded',
+      'Whether the standby cannot reach PostgreSQL to wait for the ownership, 1 or 0',
+      {},
+      reason === null ? 0 : 1,
+    );
+    if (reason !== null)
+      registry.inc('transfer_standby_wait_failures_total', 'Tries of the wait for the ownership that PostgreSQL did not answer');
+  };
+  trouble(null);
+  const view = (): StandbyView => (degraded === null ? lag() : { ...lag(), degraded });
   try {
-    listener = await listenStandby(config, lag, () => renderStandbyMetrics(sql, standbyOwnership(lag()), registry));
+    listener = await listenStandby(config, view, () => renderStandbyMetrics(sql, standbyOwnership(lag()), registry));
     const ubs = await startCore();
     retention = startRetention(start, { sql: retentionSql, ubs: ubs.control, role: 'standby', registry });
     const follower = new SpotLogTailer({
@@ -112,7 +132,7 @@ export async function standBy<Core extends UbsCore>(
     tailer = follower;
     follower.start();
     log.info('standby: following the owner log', { applied_seq: follower.lag().applied_seq, poll_ms: config.standbyPollMs });
-    const spotLog = await acquire();
+    const spotLog = await acquire(trouble);
     // The epoch is claimed: a former owner writes nothing more, so what spot_log holds now is all.
     const appliedSeq = await follower.catchUp();
     const led = await ubs.control.lead(spotLog);

@@ -122,13 +122,17 @@ export async function prepareStandby(start: Start, located: Located): Promise<vo
 
 /**
  * A standby takes over (ROLE=standby): waits for the ownership (the owner lock free, or its
- * holder's lease lapsed: src/ownership/pg-owner.ts ends that holder's sessions), claims the
+ * holder's lease lapsed: src/ownership/pg-owner.ts ends that holder's sessions; through
+ * PostgreSQL's restarts and failovers, each told to `trouble`), claims the
  * epoch, then opens the fenced pool and reads the halt; its UBSCore already holds the ledger.
  */
-export async function promoteStores(start: Start, located: Located): Promise<Stores> {
+export async function promoteStores(start: Start, located: Located, trouble: (reason: string | null) => void): Promise<Stores> {
   const { config, log, stack } = start;
   const { databaseUrl, watch } = located;
-  const owner = await waitForOwnership(databaseUrl, ownerEvents(start, watch), { retakeBackoffCapMs: config.pgRecoveryBackoffCapMs });
+  const owner = await waitForOwnership(databaseUrl, ownerEvents(start, watch), {
+    retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
+    onWaitTrouble: trouble,
+  });
   stack.push(() => owner.release());
   const identity = await owner.claim(config.lease, (reason) => fatal(start, reason));
   log.critical('standby promoted: this process owns the SPOT ledger now', { epoch: identity.epoch, owner: identity.tag });

@@ -24,6 +24,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
+import { backoffMs } from '../backoff.js';
 import { reconnectBackoffS, type PgOwnerIdentity } from '../db/sql.js';
 import { OwnershipError } from './errors.js';
 import { keepLease, type LeaseSettings, type LeaseState, type OwnerLease } from './lease.js';
@@ -80,6 +81,11 @@ export type OwnOptions = {
   readonly mode?: 'refuse' | 'wait';
   /** Ends a wait: the promise rejects with the signal's reason. */
   readonly signal?: AbortSignal;
+  /**
+   * `wait` only: a try failed on PostgreSQL (restarted, failed over, the connection reset), with
+   * why: the wait goes on after a capped backoff; null once PostgreSQL answers again.
+   */
+  readonly onWaitTrouble?: (reason: string | null) => void;
 };
 
 /** A standby's way in: resolves once this process holds the owner lock (then `claim`). */
@@ -146,7 +152,8 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOpt
   };
 
   try {
-    const taken = await takeOnOneSession({ tag, wait: opts.mode === 'wait', events, ...(opts.signal ? { signal: opts.signal } : {}) });
+    const how: TakeHow = { tag, wait: opts.mode === 'wait', events, ...(opts.signal ? { signal: opts.signal } : {}) };
+    const taken = how.wait ? await waitThroughTrouble(takeOnOneSession, how, opts) : await takeOnOneSession(how);
     if (taken.kind === 'other')
       throw new OwnershipError(
         `the database is owned by another process: ${taken.holder}. Stop it first; two processes on one database would split the SPOT ledger.`,
@@ -158,6 +165,34 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOpt
   }
   st.held = true;
   return ownerApi(sql, tag, st, events);
+}
+
+/**
+ * A standby's wait outlives PostgreSQL's restarts and failovers: a try that fails is tried again
+ * after a capped backoff (the next primary loss needs someone to take over), and reported
+ * (`onWaitTrouble`) until PostgreSQL answers again. Only the signal ends the wait.
+ */
+async function waitThroughTrouble(takeOnOneSession: (how: TakeHow) => Promise<Take>, how: TakeHow, opts: OwnOptions): Promise<Take> {
+  let troubled = false;
+  const onReached = () => {
+    if (!troubled) return;
+    troubled = false;
+    opts.onWaitTrouble?.(null);
+  };
+  for (let failures = 0; ; failures++) {
+    try {
+      const taken = await takeOnOneSession({ ...how, onReached });
+      onReached();
+      return taken;
+    } catch (error) {
+      if (how.signal?.aborted) throw error;
+      troubled = true;
+      const waitMs = backoffMs({ baseMs: RETAKE_BACKOFF_BASE_MS, capMs: opts.retakeBackoffCapMs }, failures);
+      how.events.log.info('waiting for the ownership: PostgreSQL did not answer; trying again', { error: String(error), wait_ms: waitMs });
+      opts.onWaitTrouble?.(`PostgreSQL did not answer the wait for the ownership: ${String(error)}`);
+      await delay(waitMs, undefined, how.signal ? { signal: how.signal } : {});
+    }
+  }
 }
 
 /** What the owner is while it runs: the lock's state, its lease once claimed. */
@@ -187,7 +222,14 @@ function ownerApi(sql: postgres.Sql, tag: string, st: LockState, events: OwnerEv
 }
 
 /** How a take waits: `wait` until the lock can be had (a standby), else TAKE_WAIT_MS. */
-type TakeHow = { readonly tag: string; readonly wait: boolean; readonly events: Pick<OwnerEvents, 'log'>; readonly signal?: AbortSignal };
+type TakeHow = {
+  readonly tag: string;
+  readonly wait: boolean;
+  readonly events: Pick<OwnerEvents, 'log'>;
+  readonly signal?: AbortSignal;
+  /** PostgreSQL answered a try (a waiting standby reports itself well again). */
+  readonly onReached?: () => void;
+};
 
 /**
  * Asks for the lock for up to TAKE_WAIT_MS. A holder that is `ours`, the session this process
@@ -204,6 +246,7 @@ async function take(sql: postgres.Sql, ours: Session | null, how: TakeHow): Prom
       SELECT pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) AS ok, a.pid, a.backend_start::text AS backend_start
         FROM pg_stat_activity AS a WHERE a.pid = pg_backend_pid()`;
     if (row === undefined) throw new Error('the owner session is missing from pg_stat_activity');
+    how.onReached?.();
     if (row.ok) return { kind: 'held', session: { pid: row.pid, backendStart: row.backend_start } };
     const holder = await findHolder(sql);
     if (holder !== null && (await endLapsedOwner(sql, holder, how))) continue;
