@@ -305,6 +305,38 @@ export const OWNER_LEASE_RENEW_MS_MIN = 50;
 export const CONNECT_TIMEOUT_S = 10;
 /** The first wait before taking the lock again after a loss; it doubles per failed attempt up to the cap given. */
 export const RETAKE_BACKOFF_BASE_MS = 200;
+/**
+ * A holder of the owner lock whose application_name is not the owner of record's has taken the
+ * lock without a completed claim (a starting primary, a promoting standby). If its lock session
+ * stays idle (or idle in a transaction, or in one statement) this long, a waiting standby ends
+ * it: the process froze or was cut off between the lock and its claim. A live one shows itself
+ * every OWNER_CLAIM_HEARTBEAT_MS on that session, however long its migrations and reconcile take.
+ */
+export const OWNER_CLAIM_MS_MAX = 5_000;
+export const OWNER_CLAIM_HEARTBEAT_MS = 1_000;
+/**
+ * The owner-lock session's own bounds: a claim waits this long for the fence lock (its
+ * statement then fails and is tried again), a statement at most this long, and a claim frozen
+ * inside its transaction (holding the fence lock exclusively, so every write of money would wait)
+ * is ended by the server after OWNER_SESSION_IDLE_IN_TRANSACTION_MS.
+ */
+export const OWNER_SESSION_LOCK_TIMEOUT_MS = 3_000;
+export const OWNER_SESSION_STATEMENT_TIMEOUT_MS = 4_000;
+export const OWNER_SESSION_IDLE_IN_TRANSACTION_MS = 2_000;
+/** Tries of the epoch claim when its wait for the fence lock or its statement times out. */
+export const OWNER_CLAIM_TRIES_MAX = 5;
+/**
+ * Every session the service opens carries server-side TCP bounds, so a process cut off from
+ * PostgreSQL (its machine frozen, its link gone) loses its sessions, and the locks they hold,
+ * within seconds rather than the OS's two hours: keepalive probes after this much silence, this
+ * far apart, this many unanswered; and unacknowledged data for at most PG_TCP_USER_TIMEOUT_MS.
+ * postgres.js's own socket keepalive (client side) starts after PG_CLIENT_KEEPALIVE_S.
+ */
+export const PG_TCP_KEEPALIVES_IDLE_S = 5;
+export const PG_TCP_KEEPALIVES_INTERVAL_S = 2;
+export const PG_TCP_KEEPALIVES_COUNT_MAX = 3;
+export const PG_TCP_USER_TIMEOUT_MS = 10_000;
+export const PG_CLIENT_KEEPALIVE_S = 5;
 /** How long a refused process waits for the owner to say who it is over the socket. */
 export const ASK_OWNER_TIMEOUT_MS = 1_000;
 /** The longest answer read from the owner's socket: its pid, host and start time fit in far less. */

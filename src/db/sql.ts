@@ -2,7 +2,16 @@
 // amount never passes through a JS number.
 
 import postgres from 'postgres';
-import { RECONNECT_BACKOFF_BASE_MS, RECONNECT_BACKOFF_CAP_MS, RECONNECT_BACKOFF_EXPONENT_MAX } from '../limits.js';
+import {
+  PG_CLIENT_KEEPALIVE_S,
+  PG_TCP_KEEPALIVES_COUNT_MAX,
+  PG_TCP_KEEPALIVES_IDLE_S,
+  PG_TCP_KEEPALIVES_INTERVAL_S,
+  PG_TCP_USER_TIMEOUT_MS,
+  RECONNECT_BACKOFF_BASE_MS,
+  RECONNECT_BACKOFF_CAP_MS,
+  RECONNECT_BACKOFF_EXPONENT_MAX,
+} from '../limits.js';
 
 export type Sql = postgres.Sql<{ bigint: bigint }>;
 export type Tx = postgres.TransactionSql<{ bigint: bigint }>;
@@ -31,6 +40,21 @@ export function reconnectBackoffS(retries: number): number {
  */
 export type PgOwnerIdentity = { readonly tag: string; readonly epoch: number | 'standby' };
 
+/**
+ * The server-side TCP bounds every session carries (startup parameters, as application_name):
+ * a process cut off from PostgreSQL loses its sessions, and every lock they hold, within seconds.
+ * On a Unix socket the server ignores them.
+ */
+export const SESSION_TCP_BOUNDS = {
+  tcp_keepalives_idle: PG_TCP_KEEPALIVES_IDLE_S,
+  tcp_keepalives_interval: PG_TCP_KEEPALIVES_INTERVAL_S,
+  tcp_keepalives_count: PG_TCP_KEEPALIVES_COUNT_MAX,
+  tcp_user_timeout: PG_TCP_USER_TIMEOUT_MS,
+} as const;
+
+/** postgres.js's `keep_alive`: the client's socket keepalive, in seconds. */
+export const CLIENT_KEEPALIVE_S = PG_CLIENT_KEEPALIVE_S;
+
 /** application_name is cut by the server at 63 bytes: the tag stays whole in front. */
 const APPLICATION_NAME_BYTES_MAX = 63;
 
@@ -44,7 +68,9 @@ export function openSql(url: string, opts: { max: number; application: string; t
     idle_timeout: 0,
     connect_timeout: 10,
     backoff: reconnectBackoffS,
+    keep_alive: CLIENT_KEEPALIVE_S,
     connection: {
+      ...SESSION_TCP_BOUNDS,
       application_name: (owner === undefined ? opts.application : `${owner.tag} ${opts.application}`).slice(0, APPLICATION_NAME_BYTES_MAX),
       ...(owner === undefined ? {} : { 'transfer.owner_epoch': String(owner.epoch) }),
       ...(t === undefined

@@ -18,6 +18,9 @@
 // its machine frozen, keeps its session and its lock for ever): then every session of that
 // owner is ended, which frees the lock and rolls back its open transactions, and the lock taken.
 // `mode: 'wait'` (a standby) waits for that moment instead of refusing after TAKE_WAIT_MS.
+// A holder that is no owner of record (it took the lock, then froze before its claim) is ended
+// once its session has not moved for OWNER_CLAIM_MS_MAX (src/ownership/unclaimed.ts); the lock
+// session carries server-side bounds, so a process cut off loses it, and its lock, in seconds.
 
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
@@ -25,10 +28,19 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { backoffMs } from '../backoff.js';
-import { reconnectBackoffS, type PgOwnerIdentity } from '../db/sql.js';
+import { CLIENT_KEEPALIVE_S, reconnectBackoffS, SESSION_TCP_BOUNDS, type PgOwnerIdentity } from '../db/sql.js';
 import { OwnershipError } from './errors.js';
 import { keepLease, type LeaseSettings, type LeaseState, type OwnerLease } from './lease.js';
-import { CONNECT_TIMEOUT_S, RETAKE_BACKOFF_BASE_MS, TAKE_WAIT_MS } from '../limits.js';
+import { claimHeartbeat, endUnclaimedHolder } from './unclaimed.js';
+import {
+  CONNECT_TIMEOUT_S,
+  OWNER_CLAIM_TRIES_MAX,
+  OWNER_SESSION_IDLE_IN_TRANSACTION_MS,
+  OWNER_SESSION_LOCK_TIMEOUT_MS,
+  OWNER_SESSION_STATEMENT_TIMEOUT_MS,
+  RETAKE_BACKOFF_BASE_MS,
+  TAKE_WAIT_MS,
+} from '../limits.js';
 
 /** The advisory lock every owner of a database takes: "ledger-o" in ASCII. Per database, as every advisory lock is. */
 export const OWNER_LOCK_KEY = 0x6c65646765722d6fn;
@@ -108,8 +120,17 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOpt
     max_lifetime: null,
     connect_timeout: CONNECT_TIMEOUT_S,
     backoff: reconnectBackoffS,
+    keep_alive: CLIENT_KEEPALIVE_S,
     onnotice: () => undefined,
-    connection: { application_name: applicationName },
+    // Server-side bounds: cut off, this session (and the lock) goes within seconds; a claim frozen
+    // inside its transaction is ended before the fence lock it holds stops every write for long.
+    connection: {
+      ...SESSION_TCP_BOUNDS,
+      application_name: applicationName,
+      lock_timeout: OWNER_SESSION_LOCK_TIMEOUT_MS,
+      statement_timeout: OWNER_SESSION_STATEMENT_TIMEOUT_MS,
+      idle_in_transaction_session_timeout: OWNER_SESSION_IDLE_IN_TRANSACTION_MS,
+    },
     onclose: () => {
       closes += 1;
       if (!st.held || st.released) return;
@@ -200,11 +221,14 @@ type LockState = { held: boolean; released: boolean; lease: OwnerLease | null };
 
 function ownerApi(sql: postgres.Sql, tag: string, st: LockState, events: OwnerEvents): PgOwner {
   const claimOnce = epochClaim(sql, tag);
+  // Until the claim, this process holds the lock as no owner of record: it shows it is alive.
+  const heartbeat = claimHeartbeat(sql);
   return {
     held: () => st.held && (st.lease === null || st.lease.valid()),
     claim: async (settings, onEnded) => {
       const claimSentAt = performance.now();
       const identity = await claimOnce.claim(settings.ms);
+      heartbeat.stop();
       const epoch = Number(identity.epoch);
       st.lease = keepLease({ sql, tag, epoch, settings, claimSentAt, lockHeld: () => st.held, onEnded, log: events.log });
       return identity;
@@ -213,6 +237,7 @@ function ownerApi(sql: postgres.Sql, tag: string, st: LockState, events: OwnerEv
     leaseState: () => st.lease?.state() ?? (st.held ? 'proven' : 'standing-by'),
     leaseLeftMs: () => st.lease?.provenMs() ?? 0,
     release: async () => {
+      heartbeat.stop();
       st.released = true;
       st.held = false;
       st.lease?.stop();
@@ -250,6 +275,12 @@ async function take(sql: postgres.Sql, ours: Session | null, how: TakeHow): Prom
     if (row.ok) return { kind: 'held', session: { pid: row.pid, backendStart: row.backend_start } };
     const holder = await findHolder(sql);
     if (holder !== null && (await endLapsedOwner(sql, holder, how))) continue;
+    if (holder !== null && (await endUnclaimedHolder(sql, holder, how.tag))) {
+      how.events.log.info('ended a holder of the owner lock that had not claimed the ownership and did not move', {
+        holder: describeHolder(holder),
+      });
+      continue;
+    }
     if (!how.wait && Date.now() >= deadline) return { kind: 'other', holder: describeHolder(holder) };
     if (how.wait && !waitLogged) {
       waitLogged = true;
@@ -334,7 +365,19 @@ function epochClaim(
   };
 }
 
+/** The claim, tried again when its wait for the fence lock or its statement ran past the lock session's bounds. */
 async function claimEpoch(sql: postgres.Sql, tag: string, leaseMs: number): Promise<number> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await claimEpochOnce(sql, tag, leaseMs);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (tries >= OWNER_CLAIM_TRIES_MAX || (code !== '55P03' && code !== '57014')) throw error;
+    }
+  }
+}
+
+async function claimEpochOnce(sql: postgres.Sql, tag: string, leaseMs: number): Promise<number> {
   const rows = await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${FENCE_LOCK_KEY.toString()}::bigint)`;
     return tx<{ epoch: string }[]>`
