@@ -4,6 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { units } from './support/funds.js';
 import { openSql } from '../src/db/sql.js';
+import { OWNER_CLAIM_HEARTBEAT_MS } from '../src/limits.js';
 import { OWNER_LOCK_KEY } from '../src/ownership/pg-owner.js';
 import { cleanupAll, pollUntil, sleep, useOneServerForThisFile, withHarness, type ChildService, type Harness } from './support/process.js';
 
@@ -195,6 +196,9 @@ test('a service whose owner lock another process took while the server was away 
       await sleep(6_500);
       await h.pg?.start();
       const intruder = openSql(h.databaseUrl, { max: 1, application: 'intruder-process' });
+      // A live process shows itself on its lock session until its claim, as every starter does
+      // (src/ownership/unclaimed.ts): one that stays idle would be ended as frozen.
+      const alive = setInterval(() => void intruder`SELECT 1`.catch(() => undefined), OWNER_CLAIM_HEARTBEAT_MS);
       try {
         const [row] = await intruder<{ ok: boolean }[]>`SELECT pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) AS ok`;
         assert.is(row?.ok, true, 'the intruder took the lock before the service did');
@@ -206,6 +210,7 @@ test('a service whose owner lock another process took while the server was away 
           `the exit names the intruder; stderr tail:\n${said}`,
         );
       } finally {
+        clearInterval(alive);
         await intruder.end({ timeout: 5 });
       }
     },
