@@ -4,7 +4,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { CoordinatorConfig } from '../src/coordinator/types.js';
 import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
-import type { HaltState } from '../src/db/halt-state.js';
+import type { VersionedHalt } from '../src/db/halt-state.js';
 import type { WriteItem, WriteResult } from '../src/db/transfer-writes.js';
 import type { MetricFamily } from '../src/metrics/registry.js';
 import type { UbsCoreOptions, UbsHealthEvent } from '../src/ubscore/control.js';
@@ -161,7 +161,7 @@ export type CoordinatorControlApi = {
   /** An operator changed an asset: forget cached assets and daily tallies before the next transfer. */
   assetsChanged(): Promise<CoordinatorControlOutcome>;
   /** The service was halted (a state) or resumed (null): refuse, or again accept, new transfers. */
-  haltChanged(state: HaltState): Promise<CoordinatorControlOutcome>;
+  haltChanged(halt: VersionedHalt): Promise<CoordinatorControlOutcome>;
   /** Stops the shard's timers and drives, and closes its UBSCore port and PostgreSQL pool. */
   stop(): Promise<CoordinatorStopOutcome>;
 };

@@ -194,6 +194,16 @@ export const COORDINATOR_CONTROL_MS_MAX = 2_000;
  * before it answers; within COORDINATOR_CONTROL_MS_MAX, so the answer is not counted late.
  */
 export const HALT_SETTLE_MS_MAX = 1_500;
+/** A halt or resume a shard did not take is told to it again, after a backoff from the first to the cap. */
+export const HALT_RETELL_BASE_MS = 100;
+export const HALT_RETELL_CAP_MS = 5_000;
+/**
+ * A shard whose view of the halt has not been confirmed (by a read of the stored halt or a control
+ * message) for this many recovery scan intervals, and at least HALT_UNKNOWN_MS_MIN, counts itself
+ * halted until a read succeeds: a shard that cannot tell holds its transfers in INIT.
+ */
+export const HALT_UNKNOWN_SCAN_INTERVALS = 3;
+export const HALT_UNKNOWN_MS_MIN = 2_000;
 /** The longest the main thread waits for UBSCore's stats, metrics or /readyz's probe command. */
 export const UBS_CONTROL_MS_MAX = 2_000;
 /**

@@ -9,12 +9,16 @@ import { parkForScan } from '../src/services/admission.js';
 import { HaltFlag } from '../src/coordinator/halt-flag.js';
 import { openSql } from '../src/db/sql.js';
 import { HaltSwitch } from '../src/services/halt.js';
+import type { HaltState } from '../src/db/halt-state.js';
 import { deposit, transfer } from './support/funds.js';
 import { startLayers } from './support/layers.js';
 import { parseMetrics } from './support/prometheus.js';
 import { startTestService, type TestService } from './support/service.js';
 
 const HALTED = { reason: 'test', since: new Date(0).toISOString() };
+/** Each control message carries the next version, as the main thread's writes number them. */
+let written = 0;
+const told = (state: HaltState) => ({ state, version: ++written });
 const quiet = createLogger({ level: 'error', name: 'test', write: () => undefined });
 
 async function metric(svc: TestService, series: string): Promise<number | undefined> {
@@ -218,12 +222,12 @@ test('MON-003: the mailbox-full path and a shard refuse a new transfer while hal
       kind: 'refused',
       code: 'SERVICE_HALTED',
     });
-    await layers.halt.set(HALTED, 0);
+    await layers.halt.set(told(HALTED), 0);
     const submittedWhileHalted = t();
     assert.equal(await layers.shard.submit(submittedWhileHalted), { kind: 'refused', code: 'SERVICE_HALTED' });
     const rows = await layers.sql`SELECT 1 FROM transfers_tb WHERE req_id IN (${parkedWhileHalted.reqId}, ${submittedWhileHalted.reqId})`;
     assert.is(rows.length, 0, 'no transfer row');
-    await layers.halt.set(null, 0);
+    await layers.halt.set(told(null), 0);
     assert.is((await parkForScan(t(), layers.store, quiet, { current: null })).kind, 'transfer');
     assert.is((await layers.shard.submit(t())).kind, 'transfer');
   } finally {
@@ -253,14 +257,14 @@ test('MON-003: a step from INIT is held while halted (no row written, no adapter
         FROM transfers_tb WHERE req_id = ${t.reqId}`
       )[0];
     const before = await rowOf();
-    await layers.halt.set(HALTED, 0);
+    await layers.halt.set(told(HALTED), 0);
     const stepped = await layers.driver.step(t.reqId);
     assert.equal([stepped.kind, stepped.kind === 'held' ? stepped.view.state : null], ['held', 'INIT']);
     assert.is((await layers.shard.driveNow(t.reqId))?.state, 'INIT', 'a drive (the operator retry, the scan) holds it too');
     assert.equal(await rowOf(), before, 'nothing written: state, updated_at and history unchanged');
     const funding = await layers.sql<{ available: bigint }[]>`SELECT available FROM funding_balances WHERE user_id = 953`;
     assert.is(funding[0]?.available, 1000n, 'the FUNDING source was not debited');
-    await layers.halt.set(null, 0);
+    await layers.halt.set(told(null), 0);
     layers.shard.resumed();
     await until('the resumed transfer to commit', async () => (await rowOf())?.state === 40);
   } finally {
@@ -272,7 +276,7 @@ test('MON-003: a halt is answered once the moves out of INIT under way have ende
   const flag = new HaltFlag();
   assert.ok(flag.enter(), 'a move takes its place while not halted');
   let answered = false;
-  const halting = flag.set(HALTED, 5_000).then((left) => {
+  const halting = flag.set(told(HALTED), 5_000).then((left) => {
     answered = true;
     return left;
   });
@@ -281,11 +285,11 @@ test('MON-003: a halt is answered once the moves out of INIT under way have ende
   assert.is(flag.enter(), false, 'no new move starts once the halt is set');
   flag.leave();
   assert.is(await halting, 0, 'answered when it ended, none left');
-  await flag.set(null, 0);
+  await flag.set(told(null), 0);
   assert.ok(flag.enter());
   // The bound's timer does not hold the process open (within.ts); this test's own timer does.
   const alive = setTimeout(() => undefined, 1_000);
-  assert.is(await flag.set(HALTED, 20), 1, 'a move that does not end in time is counted, not waited for forever');
+  assert.is(await flag.set(told(HALTED), 20), 1, 'a move that does not end in time is counted, not waited for forever');
   clearTimeout(alive);
   flag.leave();
   assert.is(await flag.through(async () => 'ran', 'held'), 'held');

@@ -14,7 +14,7 @@ import { Piscina } from 'piscina';
 import type { FinishedCounts } from '../../src/alerts/failure-window.js';
 import type { CoordinatorShards, CoordinatorStartOptions } from '../../src/coordinator/shards.js';
 import type { NewTransfer, SubmitReply } from '../../src/domain/transfer.js';
-import type { HaltState } from '../../src/db/halt-state.js';
+import type { HaltMiss, VersionedHalt } from '../../src/db/halt-state.js';
 import type { Logger } from '../../src/log.js';
 import { coordinatorThread, type ShardScrape } from '../../src/metrics/aggregate.js';
 import { finishedFrom, systemFailedFrom } from '../../src/metrics/finished.js';
@@ -180,19 +180,19 @@ export class CoordinatorPools implements CoordinatorShards {
   }
 
   /**
-   * Tells every shard the service was halted or resumed; resolves once all have taken it. It
-   * goes on each shard's control port: a halt must reach a shard under load. A shard it cannot
-   * reach re-reads the stored halt on its own timer.
+   * Tells every shard (or `only` these) the service was halted or resumed; resolves once each has
+   * taken it or was given up on, answering the ones that did not. It goes on each shard's control
+   * port: a halt must reach a shard under load. The halt switch tells a shard that missed it again.
    */
-  async haltChanged(state: HaltState): Promise<void> {
-    const failed: string[] = [];
-    await Promise.all(
-      this.threads.map(async (_thread, shard) => {
-        const answer = await this.control<CoordinatorControlOutcome>(shard, COORDINATOR_CONTROL_MS_MAX, (c) => c.haltChanged(state));
-        if (answer.kind !== 'done') failed.push(`shard ${shard}: ${reasonOf(answer)}`);
+  async haltChanged(halt: VersionedHalt, only: readonly number[] | null): Promise<readonly HaltMiss[]> {
+    const shards = only ?? this.threads.map((_thread, shard) => shard);
+    const answers = await Promise.all(
+      shards.map(async (shard): Promise<HaltMiss | null> => {
+        const answer = await this.control<CoordinatorControlOutcome>(shard, COORDINATOR_CONTROL_MS_MAX, (c) => c.haltChanged(halt));
+        return answer.kind === 'done' ? null : { shard, reason: reasonOf(answer) };
       }),
     );
-    if (failed.length > 0) throw new Error(`halt not delivered to ${failed.join('; ')}`);
+    return answers.filter((miss) => miss !== null);
   }
 
   /**

@@ -87,17 +87,20 @@ const control: CoordinatorControlApi = {
       runningOf().limits.reset();
       return { kind: 'done' };
     }),
-  haltChanged: (state) =>
+  haltChanged: (change) =>
     outcome('haltChanged', async () => {
       const { halt, shard } = runningOf();
+      const was = halt.current;
       // Answered once no move out of INIT is under way, so nothing leaves INIT after the halt's answer.
-      const unsettled = await halt.set(state, HALT_SETTLE_MS_MAX);
-      if (state === null) shard.resumed();
+      // A change older than the state this shard holds (its own read got there first) changes nothing.
+      const unsettled = await halt.set(change, HALT_SETTLE_MS_MAX);
+      const now = halt.current;
+      if (was !== null && now === null) shard.resumed();
       log.warn(
-        state === null
+        now === null
           ? 'service resumed: new transfers accepted, transfers held in INIT driven'
           : 'service halted: new transfers refused, transfers in INIT held',
-        { shard: config.shard, reason: state?.reason ?? null, moves_out_of_init_unsettled: unsettled },
+        { shard: config.shard, reason: now?.reason ?? null, version: halt.heldVersion, moves_out_of_init_unsettled: unsettled },
       );
       return { kind: 'done' };
     }),

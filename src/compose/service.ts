@@ -180,7 +180,9 @@ async function startShards<Core extends UbsCore>(
   };
   const pools = await threads.startCoordinators(options, ubs);
   start.stack.push(() => pools.stop());
-  stores.halt.onChange((state) => pools.haltChanged(state));
+  stores.halt.onChange((halt, only) => pools.haltChanged(halt, only));
+  // Stops first (the stack runs last in, first out): no shard is told again once they stop.
+  start.stack.push(async () => stores.halt.stop());
   return pools;
 }
 

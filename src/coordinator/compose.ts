@@ -15,6 +15,7 @@ import type { AccountAdapter } from '../adapters/types.js';
 import { crashHook, type CrashPoint } from '../faults/crash-points.js';
 import { backoffMs } from '../backoff.js';
 import { DailyLimits } from './daily-limits.js';
+import { HALT_UNKNOWN_MS_MIN, HALT_UNKNOWN_SCAN_INTERVALS } from '../limits.js';
 import { TransferDriver } from './driver.js';
 import { HaltFlag } from './halt-flag.js';
 import { Shard } from './shard.js';
@@ -85,7 +86,9 @@ export function composeShard(opts: {
     amountLimits: config.dailyAmountLimits,
     amountPerDayUnitsMax: async (symbol) => (await assets.get(symbol))?.dailyAmountLimitUnits ?? null,
   });
-  const halt = new HaltFlag();
+  // The shard re-reads the stored halt every scan interval (actors/coordinator/worker.ts); a view a few
+  // reads old is no longer trusted, and the shard holds its transfers until a read succeeds.
+  const halt = new HaltFlag({ unknownAfterMs: Math.max(HALT_UNKNOWN_SCAN_INTERVALS * config.scanIntervalMs, HALT_UNKNOWN_MS_MIN) });
   const driver = new TransferDriver({
     store,
     adapters: opts.hooks?.wrapAdapters?.({ FUNDING: funding, SPOT: trading }) ?? { FUNDING: funding, SPOT: trading },

@@ -1,7 +1,13 @@
 // A coordinator shard's view of the halt (MON-003), and the gate every move out of INIT passes.
 // The state is set from the main thread's control message at once, and re-read from PostgreSQL
 // at start and on a timer, so a shard that missed a message, or started while halted, still
-// holds its transfers.
+// holds its transfers. Each state comes with the version of the write that stored it
+// (db/halt-state.ts): a state older than the one held is dropped, so a read that straddled a
+// halt never lifts it, and a halt and a resume are taken in the order they were written.
+//
+// A shard that cannot tell whether the service is halted holds its transfers: once the stored
+// state has been read, a view not confirmed (by a read or a message) for `unknownAfterMs` counts
+// as halted until a read succeeds again.
 //
 // While halted no transfer leaves INIT: funds not yet moved stay where they are, whoever drives
 // the transfer (the HTTP path, a retry timer, the recovery scan, an operator's retry). A move out
@@ -9,23 +15,42 @@
 // a halt answers once every move that took its place before it has ended, so that once the halt
 // is answered nothing more leaves INIT. Transfers already past INIT go on to their end.
 
-import { readHalt, type HaltState } from '../db/halt-state.js';
+import { readHalt, type HaltState, type VersionedHalt } from '../db/halt-state.js';
 import type { Sql } from '../db/sql.js';
 import { within } from '../within.js';
 
+type HaltFlagOptions = {
+  /** How long a view stays trusted without a successful read or message; unbounded when absent. */
+  readonly unknownAfterMs?: number;
+  readonly now?: () => number;
+};
+
 export class HaltFlag {
   private state: HaltState = null;
+  /** The version of the write `state` came from; -1 before any is known. */
+  private version = -1;
+  /** When the view was last confirmed by a read or a message; null until the store is first read. */
+  private confirmedAt: number | null = null;
   /** Moves out of INIT that took their place while not halted and have not ended. */
   private departing = 0;
   private readonly whenSettled: (() => void)[] = [];
 
+  constructor(private readonly options: HaltFlagOptions = {}) {}
+
+  /** The halt in force: the one held, or, when the view is too old to trust, an unknown state counted as halted. */
   get current(): HaltState {
-    return this.state;
+    if (this.state !== null || !this.unknown()) return this.state;
+    return { reason: 'halt state unknown: the stored halt could not be read', since: new Date(this.confirmedAt ?? 0).toISOString() };
   }
 
-  /** Takes a place for a move out of INIT; false while halted (the move must not start). */
+  /** The version of the state held. */
+  get heldVersion(): number {
+    return this.version;
+  }
+
+  /** Takes a place for a move out of INIT; false while halted or unknown (the move must not start). */
   enter(): boolean {
-    if (this.state !== null) return false;
+    if (this.current !== null) return false;
     this.departing += 1;
     return true;
   }
@@ -48,19 +73,35 @@ export class HaltFlag {
   }
 
   /**
-   * Sets the state. A halt resolves once the moves out of INIT already under way have ended, or
-   * after `settleMs` (a move waiting on a store that is away), answering how many were left.
+   * Takes a state from the control message, unless a newer one is held. A halt resolves once the
+   * moves out of INIT already under way have ended, or after `settleMs` (a move waiting on a store
+   * that is away), answering how many were left.
    */
-  async set(state: HaltState, settleMs: number): Promise<number> {
-    this.state = state;
-    if (state === null || this.departing === 0) return 0;
+  async set(halt: VersionedHalt, settleMs: number): Promise<number> {
+    this.take(halt, false);
+    if (this.current === null || this.departing === 0) return 0;
     const settled = new Promise<void>((resolve) => this.whenSettled.push(resolve));
     await within(settled, settleMs, null);
     return this.departing;
   }
 
+  /** Re-reads the stored state; a read older than the state held changes nothing. Answers the state in force. */
   async refresh(sql: Sql): Promise<HaltState> {
-    this.state = await readHalt(sql);
-    return this.state;
+    this.take(await readHalt(sql), true);
+    return this.current;
+  }
+
+  /** Holds `halt` unless a newer state is held; a read starts the watch on the view's age, a message renews it. */
+  private take(halt: VersionedHalt, read: boolean): void {
+    if (read || this.confirmedAt !== null) this.confirmedAt = (this.options.now ?? Date.now)();
+    if (halt.version < this.version) return;
+    this.state = halt.state;
+    this.version = halt.version;
+  }
+
+  private unknown(): boolean {
+    const { unknownAfterMs, now } = this.options;
+    if (unknownAfterMs === undefined || this.confirmedAt === null) return false;
+    return (now ?? Date.now)() - this.confirmedAt > unknownAfterMs;
   }
 }

@@ -3,7 +3,7 @@
 // (actors/coordinator/pool.ts implements it).
 
 import type { FinishedCounts } from '../alerts/failure-window.js';
-import type { HaltState } from '../db/halt-state.js';
+import type { HaltMiss, VersionedHalt } from '../db/halt-state.js';
 import type { Logger } from '../log.js';
 import type { ShardScrape } from '../metrics/aggregate.js';
 import type { CoordinatorConfig } from './types.js';
@@ -20,8 +20,8 @@ export type CoordinatorShards = {
   finishedCounts(): Promise<FinishedCounts | null>;
   /** Makes every shard forget its cached assets; resolves once all have. */
   assetsChanged(): Promise<void>;
-  /** Tells every shard the service was halted or resumed; resolves once all have taken it. */
-  haltChanged(state: HaltState): Promise<void>;
+  /** Tells every shard (or `only` these) the service was halted or resumed; answers the shards that did not take it. */
+  haltChanged(halt: VersionedHalt, only: readonly number[] | null): Promise<readonly HaltMiss[]>;
   stop(): Promise<void>;
 };
 

@@ -1,20 +1,30 @@
 // The halt switch (MON-003, "HALT Service"): after a conservation violation, or an operator's
 // halt, every NEW movement of money is refused with SERVICE_HALTED (transfers from any entry,
 // external deposits and withdrawals) until an operator resumes. Transfers already in flight are
-// still driven to a final state. It is stored in PostgreSQL, so a restart does not silently lift
-// it; each change is handed to the listeners (the coordinator shards) before it is answered.
+// still driven to a final state. It is stored in PostgreSQL, with a version that orders every
+// halt and resume, so a restart does not silently lift it; each change is handed to the
+// listeners (the coordinator shards) before it is answered. A shard that did not take it is
+// named in `unheld` and told again, with a capped backoff, until it does or a newer change
+// replaces it; meanwhile that shard reads the stored halt on its own timer.
 
-import { HALT_KEY, readHalt, type HaltState } from '../db/halt-state.js';
+import { type HaltMiss, type HaltState, type VersionedHalt, readHalt, writeHalt } from '../db/halt-state.js';
 import type { Sql } from '../db/sql.js';
 import type { Logger } from '../log.js';
+import { backoffMs } from '../backoff.js';
+import { HALT_RETELL_BASE_MS, HALT_RETELL_CAP_MS } from '../limits.js';
 
-export type { HaltState } from '../db/halt-state.js';
+export type { HaltMiss, HaltState } from '../db/halt-state.js';
 
-type Listener = (state: HaltState) => Promise<void>;
+/** Tells a change to `only` these shards (null: every one); answers the shards that did not take it. */
+type Listener = (halt: VersionedHalt, only: readonly number[] | null) => Promise<readonly HaltMiss[]>;
 
 export class HaltSwitch {
-  private state: HaltState = null;
+  private halt_: VersionedHalt = { state: null, version: 0 };
   private readonly listeners: Listener[] = [];
+  /** The shards that have not yet taken the current state, told again by `retell`. */
+  private missing: readonly HaltMiss[] = [];
+  private retellTimer: NodeJS.Timeout | null = null;
+  private stopped = false;
 
   private constructor(
     private readonly sql: Sql,
@@ -23,12 +33,17 @@ export class HaltSwitch {
 
   static async load(sql: Sql, log: Logger): Promise<HaltSwitch> {
     const s = new HaltSwitch(sql, log);
-    s.state = await readHalt(sql);
+    s.halt_ = await readHalt(sql);
     return s;
   }
 
   get current(): HaltState {
-    return this.state;
+    return this.halt_.state;
+  }
+
+  /** The shards that have not taken the current state yet (it is told to them again until they do). */
+  get unheld(): readonly HaltMiss[] {
+    return this.missing;
   }
 
   /** Every change is passed to `listener` before halt() or resume() return. */
@@ -38,30 +53,70 @@ export class HaltSwitch {
 
   /** Halts; answers false when it was already halted. */
   async halt(reason: string): Promise<boolean> {
-    if (this.state !== null) return false;
+    if (this.halt_.state !== null) return false;
     const state = { reason, since: new Date().toISOString() };
     // Stored first, so a restart keeps it even if a listener never hears of it.
-    await this.sql`INSERT INTO service_state (key, value) VALUES (${HALT_KEY}, ${JSON.stringify(state)}::text::jsonb)
-                   ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`;
-    this.state = state;
-    await this.tell(state);
+    await this.change(state);
     return true;
   }
 
+  /** Resumes; answers the halt it lifted (null when it was not halted). */
   async resume(): Promise<HaltState> {
-    const was = this.state;
-    await this.sql`DELETE FROM service_state WHERE key = ${HALT_KEY}`;
-    this.state = null;
-    await this.tell(null);
+    const was = this.halt_.state;
+    await this.change(null);
     return was;
   }
 
-  private async tell(state: HaltState): Promise<void> {
+  /** Stops telling shards again (the service stops). */
+  stop(): void {
+    this.stopped = true;
+    if (this.retellTimer !== null) clearTimeout(this.retellTimer);
+    this.retellTimer = null;
+  }
+
+  private async change(state: HaltState): Promise<void> {
+    const version = await writeHalt(this.sql, state);
+    this.halt_ = { state, version };
+    // A retry of the change this one replaces stops here: the shards are told this one instead.
+    if (this.retellTimer !== null) clearTimeout(this.retellTimer);
+    this.retellTimer = null;
+    this.missing = await this.tell(this.halt_, null);
+    if (this.missing.length > 0) this.retell(this.halt_, 0);
+  }
+
+  private async tell(halt: VersionedHalt, only: readonly number[] | null): Promise<readonly HaltMiss[]> {
+    const missed: HaltMiss[] = [];
     for (const listener of this.listeners) {
-      // A listener that fails (a busy shard) still reads the stored state on its own timer.
-      await listener(state).catch((error: unknown) =>
-        this.log.error('a halt listener failed; it reads the stored halt on its next refresh', { error: String(error) }),
-      );
+      const misses = await listener(halt, only).catch((error: unknown): HaltMiss[] => [{ shard: null, reason: String(error) }]);
+      missed.push(...misses);
     }
+    if (missed.length > 0)
+      this.log.error(halt.state === null ? 'a shard did not take the resume; told again' : 'a shard did not take the halt; told again', {
+        version: halt.version,
+        shards: missed.map((m) => `${m.shard ?? 'all'}: ${m.reason}`),
+      });
+    return missed;
+  }
+
+  /** Tells `halt` again to the shards that missed it, until none does or a newer change replaced it. */
+  private retell(halt: VersionedHalt, attempt: number): void {
+    if (this.stopped || this.retellTimer !== null) return;
+    const delay = backoffMs({ baseMs: HALT_RETELL_BASE_MS, capMs: HALT_RETELL_CAP_MS }, attempt);
+    this.retellTimer = setTimeout(() => {
+      this.retellTimer = null;
+      void this.retold(halt, attempt);
+    }, delay);
+    this.retellTimer.unref();
+  }
+
+  private async retold(halt: VersionedHalt, attempt: number): Promise<void> {
+    if (this.stopped || halt.version !== this.halt_.version) return;
+    const only = this.missing.some((m) => m.shard === null) ? null : this.missing.map((m) => m.shard ?? 0);
+    const misses = await this.tell(halt, only);
+    // A newer change was told meanwhile: it has its own count of the shards that missed it.
+    if (halt.version !== this.halt_.version) return;
+    this.missing = misses;
+    if (misses.length > 0) this.retell(halt, attempt + 1);
+    else this.log.warn('every shard now holds the halt state', { version: halt.version, halted: halt.state !== null });
   }
 }

@@ -81,13 +81,21 @@ export const InvariantReport = v.object({
   halt_reason: v.nullable(v.string()),
 });
 
+/** The coordinator shards that did not take a halt or resume (told again until they do); empty when all hold it. */
+const ShardsNotHolding = v.array(v.object({ shard: v.nullable(count), reason: v.string() }));
 export const HaltAnswer = v.object({
   halted: v.literal(true),
   was_halted: v.boolean(),
   reason: v.nullable(v.string()),
   since: v.nullable(time),
+  shards_not_holding: ShardsNotHolding,
 });
-export const ResumeAnswer = v.object({ halted: v.literal(false), was_halted: v.boolean(), previous_reason: v.nullable(v.string()) });
+export const ResumeAnswer = v.object({
+  halted: v.literal(false),
+  was_halted: v.boolean(),
+  previous_reason: v.nullable(v.string()),
+  shards_not_holding: ShardsNotHolding,
+});
 
 export const AuditEntry = v.object({
   id: integerText,

@@ -51,8 +51,14 @@ export const invariant = {
 };
 
 export const haltRequest = { reason: 'ledger reconciliation' };
-export const halt = { halted: true, was_halted: false, reason: 'operator: ledger reconciliation', since: '2026-11-24T03:29:37.981Z' };
-export const resume = { halted: false, was_halted: true, previous_reason: 'operator: ledger reconciliation' };
+export const halt = {
+  halted: true,
+  was_halted: false,
+  reason: 'operator: ledger reconciliation',
+  since: '2026-11-24T03:29:37.981Z',
+  shards_not_holding: [],
+};
+export const resume = { halted: false, was_halted: true, previous_reason: 'operator: ledger reconciliation', shards_not_holding: [] };
 
 export const auditPage = {
   items: [

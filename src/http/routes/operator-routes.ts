@@ -40,7 +40,7 @@ export function mountOperatorRoutes(
       was_halted: was !== null,
       reason: was?.reason ?? null,
     });
-    return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null });
+    return c.json({ halted: false, was_halted: was !== null, previous_reason: was?.reason ?? null, shards_not_holding: unheldJson(deps) });
   });
 
   routes.post('/transfers/:req_id/retry', audit('transfer.retry'), retry(deps));
@@ -119,8 +119,22 @@ function halt(deps: AppDeps) {
       was_halted: !halted,
     });
     const now = deps.halt.current;
-    return c.json({ halted: true, was_halted: !halted, reason: now?.reason ?? null, since: now?.since ?? null });
+    return c.json({
+      halted: true,
+      was_halted: !halted,
+      reason: now?.reason ?? null,
+      since: now?.since ?? null,
+      shards_not_holding: unheldJson(deps),
+    });
   };
+}
+
+/**
+ * The coordinator shards that have not taken the halt state just answered (none when every one
+ * holds it): each is told again until it does, and meanwhile reads the stored state on its own.
+ */
+function unheldJson(deps: AppDeps): { shard: number | null; reason: string }[] {
+  return deps.halt.unheld.map((m) => ({ shard: m.shard, reason: m.reason }));
 }
 
 /** POST /transfers/:req_id/retry: drives one transfer now, on its shard; one in INIT is refused while halted. */
