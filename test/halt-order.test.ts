@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { HaltFlag } from '../src/coordinator/halt-flag.js';
-import { type HaltMiss, type HaltState, readHalt, type VersionedHalt, writeHalt } from '../src/db/halt-state.js';
+import { type HaltMiss, readHalt, type VersionedHalt, writeHalt } from '../src/db/halt-state.js';
 import type { Sql } from '../src/db/sql.js';
 import { newReqId } from '../src/http/req-ids.js';
 import { createLogger } from '../src/log.js';
