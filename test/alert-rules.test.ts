@@ -35,7 +35,7 @@ test('spec 002 thresholds by default: each alert fires one above its threshold a
   assert.equal(firing({ backlog: 3, sampled: 3, retrying: 3, retriesSum: 7 }), ['HIGH_AVG_RETRIES']);
 });
 
-test("HIGH_FAILURE_RATE counts a finished transfer a failure of the service met, never the user's own refusal", () => {
+test("HIGH_FAILURE_RATE counts a finished transfer a failure of the service met, never the user's own refusal nor a limit's", () => {
   // [final state, unknown outcomes retried on the way, code recorded, counted as a failure of the service]
   const rows: Array<[TransferStateName, number, ErrorCode | null, boolean]> = [
     ['COMMITTED', 0, null, false],
@@ -47,6 +47,9 @@ test("HIGH_FAILURE_RATE counts a finished transfer a failure of the service met,
     ['FAILED', 0, 'AMOUNT_TOO_LARGE', false],
     ['ROLLED_BACK', 0, 'ACCOUNT_FROZEN', false],
     ['ROLLED_BACK', 0, 'TARGET_ACCOUNT_NOT_FOUND', false],
+    // A transfer parked in INIT that the daily limits refuse at its first step: the limit's refusal, not a failure.
+    ['FAILED', 0, 'DAILY_LIMIT_EXCEEDED', false],
+    ['FAILED', 0, 'DAILY_AMOUNT_EXCEEDED', false],
     ['FAILED', 0, 'CONSTRAINT_VIOLATION', true],
     ['ROLLED_BACK', 0, 'CONSTRAINT_VIOLATION', true],
     ['FAILED', 0, null, true],

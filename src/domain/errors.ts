@@ -41,16 +41,38 @@ const ERROR_CODE_SET: ReadonlySet<string> = new Set(ERROR_CODES);
 const FAILURE_CODE_SET: ReadonlySet<string> = new Set([...VALIDATION_CODES, ...BUSINESS_CODES]);
 
 /**
- * The codes of a user's own refusals: a request out of bounds, the user's own state (a balance too
- * low, an account frozen, disabled or missing) or the asset's settings an operator chose. Every
- * other code ending a transfer is a failure of the service: CONSTRAINT_VIOLATION is the ledger
- * refusing a row the service's own checks let through.
+ * Every code that is a refusal for the user's own reasons or a limit's, never a failure of the
+ * service: a request out of bounds or not allowed (the validation codes, authentication, a body
+ * too large, a client_order_id used for another request), the user's own state (a balance too
+ * low, an account frozen, disabled or missing), the asset's settings an operator chose, and the
+ * limits (the request rate and the daily count and amount, which also end a transfer parked in
+ * INIT that the limits refuse at its first step). Every other code is the service's own:
+ * CONSTRAINT_VIOLATION is the ledger refusing a row the service's own checks let through, and the
+ * halt, unavailability, the backups and SYSTEM_ERROR are the service's state. HIGH_FAILURE_RATE's
+ * refusal set is this list; test/error-codes.test.ts classifies every code against it.
  */
-const REFUSAL_CODE_SET: ReadonlySet<string> = new Set(
-  [...VALIDATION_CODES, ...BUSINESS_CODES].filter((code) => code !== 'CONSTRAINT_VIOLATION'),
-);
+export const REFUSAL_CODES = [
+  ...VALIDATION_CODES,
+  'INSUFFICIENT_BALANCE',
+  'ACCOUNT_FROZEN',
+  'ACCOUNT_DISABLED',
+  'ASSET_SUSPENDED',
+  'TRANSFER_NOT_ALLOWED',
+  'SOURCE_ACCOUNT_NOT_FOUND',
+  'TARGET_ACCOUNT_NOT_FOUND',
+  'UNAUTHORIZED',
+  'FORBIDDEN',
+  'NOT_FOUND',
+  'DUPLICATE_REQUEST',
+  'PAYLOAD_TOO_LARGE',
+  'RATE_LIMIT_EXCEEDED',
+  'DAILY_LIMIT_EXCEEDED',
+  'DAILY_AMOUNT_EXCEEDED',
+] as const satisfies readonly ErrorCode[];
 
-/** Whether a transfer that ended FAILED or ROLLED_BACK with `code` was refused for the user's own reasons. */
+const REFUSAL_CODE_SET: ReadonlySet<string> = new Set(REFUSAL_CODES);
+
+/** Whether a transfer that ended FAILED or ROLLED_BACK with `code` was refused for the user's own reasons or a limit's. */
 export function isRefusal(code: ErrorCode | null): boolean {
   return code !== null && REFUSAL_CODE_SET.has(code);
 }
