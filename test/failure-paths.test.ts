@@ -1,4 +1,4 @@
-// Proves the failure paths of the FSM (FSM-003..006), the alerts on them with their thresholds pinned (MON-001: TARGET_PENDING over 60 s by default, not before, a SPOT → FUNDING transfer whose credit is unknown included; MON-002: 3 refund failures, not 2, not 4) and that funds never vanish between source and target (FND-002), each ending with exact conservation.
+// Proves the failure paths of the FSM (FSM-003..006), the alerts on them with their thresholds pinned (MON-001: TARGET_PENDING over 60 s by default, not before, a SPOT → FUNDING transfer whose credit is unknown included, and SOURCE_PENDING of a SPOT debit whose outcome is unknown; MON-002: 3 refund failures, not 2, not 4) and that funds never vanish between source and target (FND-002), each ending with exact conservation.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -120,8 +120,8 @@ test("MON-001 / MON-002: the thresholds are the spec's by default: TARGET_PENDIN
   assert.is(defaults.refundFailuresAlertMax, 3);
 });
 
-/** Waits for the transfer, now TARGET_PENDING and retrying, to raise MON-001's one CRITICAL alert: never before the threshold. */
-async function alertedAfterThreshold(reqId: string): Promise<void> {
+/** Waits for the transfer, now waiting on an unknown outcome and retrying, to raise MON-001's one CRITICAL alert: never before the threshold. */
+async function alertedAfterThreshold(reqId: string, kind = 'TARGET_PENDING_TOO_LONG'): Promise<void> {
   // It entered TARGET_PENDING at its updated_at (the move's transaction time, which stays do not
   // touch); the history row is written later in the same transaction, so it cannot be the start.
   const [entered] = await L.sql<{ at: string }[]>`SELECT updated_at::text AS at FROM transfers_tb WHERE req_id = ${reqId}`;
@@ -130,7 +130,7 @@ async function alertedAfterThreshold(reqId: string): Promise<void> {
   assert.equal(await alertsFor(reqId), [], 'not before the threshold');
   const deadline = Date.now() + 3_000;
   while ((await alertsFor(reqId)).length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  assert.equal(await alertsFor(reqId), ['TARGET_PENDING_TOO_LONG']);
+  assert.equal(await alertsFor(reqId), [kind]);
   // Compared in PostgreSQL, in microseconds: a millisecond early is early.
   const [alert] = await L.sql<{ severity: string; waited: boolean; entered: string }[]>`
     SELECT a.severity, a.created_at - t.updated_at >= make_interval(secs => ${TARGET_PENDING_ALERT_MS / 1000}) AS waited,
@@ -179,6 +179,33 @@ test('MON-001: SPOT → FUNDING whose FUNDING credit is unknown is recorded TARG
   assert.is((await settle(L, t.reqId)).state, 'COMMITTED');
   assert.equal(await balances(L, user, 'USDT'), { funding: 11n * COIN, spot: 9n * COIN });
   assert.is(await usdtInFlight(), before);
+  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+});
+
+test('MON-001: SPOT → FUNDING whose UBSCore debit is unknown stays SOURCE_PENDING, swept and alerted after the threshold with its direction, on the stuck list with the advice, never counted in flight', async () => {
+  const user = await fundedUser(L);
+  const before = await usdtInFlight();
+  plan.set('SPOT', 'WITHDRAW', { kind: 'timeout' });
+  const t = newTransfer(user, 'SPOT', 'USDT', COIN);
+  await L.shard.submit(t);
+  await settle(L, t.reqId, 'SOURCE_PENDING');
+  assert.is(await usdtInFlight(), before, 'the debit may not have happened: not in flight');
+  await alertedAfterThreshold(t.reqId, 'SOURCE_PENDING_TOO_LONG');
+  const [alert] = await L.sql<{ details: { direction: string; waits_on: string } }[]>`SELECT details FROM alerts WHERE req_id = ${t.reqId}`;
+  assert.equal([alert?.details.direction, alert?.details.waits_on], ['SPOT → FUNDING', 'the SPOT debit']);
+  const swept = await L.store.unknownWaitOlderThan(TARGET_PENDING_ALERT_MS, 100);
+  assert.ok(
+    swept.some((v) => v.reqId === t.reqId),
+    "the watchdog's sweep reads it",
+  );
+  const rule = { stuckRetriesMax: 1_000, stuckAgeMs: 3_600_000, unknownWaitMs: TARGET_PENDING_ALERT_MS };
+  assert.ok(
+    (await L.store.stuck(rule, 100)).some((v) => v.reqId === t.reqId),
+    'on the stuck list before it is escalated',
+  );
+  plan.clear();
+  assert.is((await settle(L, t.reqId)).state, 'COMMITTED');
+  assert.equal(await alertsFor(t.reqId), ['SOURCE_PENDING_TOO_LONG'], 'raised once');
   assert.is(await total(L, user, 'USDT'), 20n * COIN);
 });
 

@@ -1,5 +1,5 @@
 // Proves the watchdog decides an IDEMPOTENCY_CONFLICT alert by the kind of the unknown outcome's cause, as the adapters give it, and raises none for any other cause;
-// and that its time thresholds are never met early by a stored moment read in whole milliseconds.
+// that its time thresholds are never met early by a stored moment read in whole milliseconds; and that its sweep alerts on a SPOT debit of unknown outcome as on TARGET_PENDING, with the direction named.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -29,7 +29,7 @@ const transfer: TransferView = {
   updatedAt: new Date(NOW).toISOString(),
 };
 
-function watchdog(now = NOW): { readonly dog: Watchdog; readonly raised: Alert[] } {
+function watchdog(now = NOW, late: readonly TransferView[] = []): { readonly dog: Watchdog; readonly raised: Alert[] } {
   const raised: Alert[] = [];
   const dog = new Watchdog({
     alerts: {
@@ -38,7 +38,7 @@ function watchdog(now = NOW): { readonly dog: Watchdog; readonly raised: Alert[]
         return true;
       },
     },
-    store: { targetPendingOlderThan: async () => [] },
+    store: { unknownWaitOlderThan: async () => [...late] },
     config: { targetPendingAlertMs: 60_000, refundFailuresAlertMax: 3, stuckRetriesMax: 100, stuckAgeMs: 3_600_000 },
     now: () => now,
   });
@@ -102,6 +102,26 @@ test('MON-001: TARGET_PENDING shown exactly at the threshold raises nothing; a m
   assert.equal(
     past.raised.map((a) => a.kind),
     ['TARGET_PENDING_TOO_LONG'],
+  );
+});
+
+test("the sweep raises SOURCE_PENDING_TOO_LONG for a SPOT → FUNDING transfer whose UBSCore debit is unknown past the threshold, naming the direction; a FUNDING source's SOURCE_PENDING is not its concern", async () => {
+  const spotDebit = { ...transfer, from: 'SPOT' as const, to: 'FUNDING' as const, state: 'SOURCE_PENDING' as const };
+  const fundingDebit = { ...transfer, reqId: '01JAAAAAAAAAAAAAAAAAAAAAAB', state: 'SOURCE_PENDING' as const };
+  const at = watchdog(NOW + 60_000, [spotDebit, fundingDebit]);
+  await at.dog.sweep();
+  assert.equal(at.raised, [], 'not at the threshold');
+  const past = watchdog(NOW + 60_001, [spotDebit, fundingDebit]);
+  await past.dog.sweep();
+  assert.equal(
+    past.raised.map((a) => [a.kind, a.reqId, a.details.direction, a.details.waits_on]),
+    [['SOURCE_PENDING_TOO_LONG', spotDebit.reqId, 'SPOT → FUNDING', 'the SPOT debit']],
+  );
+  const target = watchdog(NOW + 60_001, [transfer]);
+  await target.dog.sweep();
+  assert.equal(
+    target.raised.map((a) => [a.kind, a.details.direction]),
+    [['TARGET_PENDING_TOO_LONG', 'FUNDING → SPOT']],
   );
 });
 

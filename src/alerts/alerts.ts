@@ -9,6 +9,8 @@ import { RAISED_REMEMBERED_MAX, WEBHOOK_TIMEOUT_MS } from '../limits.js';
 export const ALERT_KINDS = {
   /** MON-001: a transfer has been TARGET_PENDING for longer than the threshold. */
   TARGET_PENDING_TOO_LONG: 'CRITICAL',
+  /** MON-001's twin: a SPOT → FUNDING transfer has waited in SOURCE_PENDING, its UBSCore debit's outcome unknown, longer than the threshold. */
+  SOURCE_PENDING_TOO_LONG: 'CRITICAL',
   /** MON-002: a refund failed three times; funds wait in COMPENSATING. */
   REFUND_FAILING: 'CRITICAL',
   /** A transfer needs an operator (spec 002's dead letter); its retries go on. */

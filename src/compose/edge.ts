@@ -62,6 +62,7 @@ export function appDeps(start: Start, built: Built): AppDeps {
     probe: readinessProbe(sql, main),
     stuckRetriesMax: config.stuckRetriesMax,
     stuckAgeMs: config.stuckAgeMs,
+    targetPendingAlertMs: config.targetPendingAlertMs,
     external: main.external,
     balances: new BalanceReader({ sql, ubs: main.ubsSend, ubsTimeoutMs: config.adapterTimeoutMs }),
     log,

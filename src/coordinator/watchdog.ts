@@ -1,9 +1,10 @@
-// Watches transfers that stay: raises MON-001 (TARGET_PENDING too long), MON-002 (a refund
-// failed three times) and the escalation to an operator (too many retries, or too old). It only
-// alerts; it never moves a transfer, and the transfer's retries go on whatever it finds.
+// Watches transfers that stay: raises MON-001 (TARGET_PENDING too long, and SOURCE_PENDING too
+// long for a SPOT debit whose outcome is unknown), MON-002 (a refund failed three times) and the
+// escalation to an operator (too many retries, or too old). It only alerts; it never moves a
+// transfer, and the transfer's retries go on whatever it finds.
 
 import type { AlertSink } from '../alerts/alerts.js';
-import { agedAtLeast, isStuck, type StuckRule } from '../db/stuck.js';
+import { agedAtLeast, isStuck, type StuckRule, unknownWaitOf } from '../db/stuck.js';
 import type { TransferStore } from '../db/transfers.js';
 import { causeText, type PendingCause } from '../domain/types.js';
 import type { TransferView } from '../domain/transfer.js';
@@ -18,7 +19,7 @@ export class Watchdog {
   constructor(
     private readonly deps: {
       readonly alerts: Pick<AlertSink, 'raise'>;
-      readonly store: Pick<TransferStore, 'targetPendingOlderThan'>;
+      readonly store: Pick<TransferStore, 'unknownWaitOlderThan'>;
       readonly config: WatchdogConfig;
       readonly now?: () => number;
     },
@@ -29,9 +30,9 @@ export class Watchdog {
     await this.check(t, causeText(cause), cause);
   }
 
-  /** Periodic: TARGET_PENDING transfers past the threshold even when no retry has run. */
+  /** Periodic: transfers waiting on an unknown outcome (db/stuck.ts) past the threshold, even when no retry has run. */
   async sweep(): Promise<void> {
-    const late = await this.deps.store.targetPendingOlderThan(this.deps.config.targetPendingAlertMs, SWEEP_BATCH_MAX);
+    const late = await this.deps.store.unknownWaitOlderThan(this.deps.config.targetPendingAlertMs, SWEEP_BATCH_MAX);
     for (const t of late) await this.check(t, t.errorCode ?? 'no answer yet', null);
   }
 
@@ -41,12 +42,16 @@ export class Watchdog {
     const now = (this.deps.now ?? Date.now)();
     const base = { reqId: t.reqId, userId: t.userId };
     const details = { state: t.state, retry_count: t.retryCount, attempts: t.attempts, last_error: lastError };
-    if (t.state === 'TARGET_PENDING' && agedAtLeast(t.updatedAt, config.targetPendingAlertMs, now)) {
+    const wait = unknownWaitOf(t);
+    if (wait !== null && agedAtLeast(t.updatedAt, config.targetPendingAlertMs, now)) {
+      const target = t.state === 'TARGET_PENDING';
       await alerts.raise({
         ...base,
-        kind: 'TARGET_PENDING_TOO_LONG',
-        message: 'transfer stuck in TARGET_PENDING: funds in flight, retrying',
-        details,
+        kind: target ? 'TARGET_PENDING_TOO_LONG' : 'SOURCE_PENDING_TOO_LONG',
+        message: target
+          ? `transfer stuck in TARGET_PENDING (${wait.direction}): funds in flight, ${wait.waitsOn} retrying`
+          : `transfer stuck in SOURCE_PENDING (${wait.direction}): ${wait.waitsOn}'s outcome is unknown, retrying`,
+        details: { ...details, direction: wait.direction, waits_on: wait.waitsOn },
       });
     }
     if (t.state === 'COMPENSATING' && t.attempts >= config.refundFailuresAlertMax) {

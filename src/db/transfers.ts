@@ -10,7 +10,7 @@ import { mustErrorCode, type ErrorCode } from '../domain/errors.js';
 import { causeText, type AccountKind, type PendingCause } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
 import type { Sql } from './sql.js';
-import { stuckCondition, type StuckRule } from './stuck.js';
+import { stuckCondition, type StuckRule, unknownWaitCondition } from './stuck.js';
 import type { PathStep, TransferWriter, WriteItem, WriteResult } from './transfer-writes.js';
 
 const KIND_BY_TYPE: ReadonlyMap<number, AccountKind> = new Map([
@@ -273,11 +273,14 @@ export class TransferStore {
     return { transfers: due.map(toView), next: candidates.length < q.limit ? null : (candidates.at(-1)?.req_id ?? null) };
   }
 
-  /** Transfers an operator must look at (db/stuck.ts). */
-  async stuck(rule: StuckRule, limit: number): Promise<TransferView[]> {
+  /**
+   * Transfers an operator must look at (db/stuck.ts): escalated ones, and those waiting on an
+   * unknown outcome longer than `unknownWaitMs` (TARGET_PENDING, a SPOT debit's SOURCE_PENDING).
+   */
+  async stuck(rule: StuckRule & { readonly unknownWaitMs: number }, limit: number): Promise<TransferView[]> {
     const rows = await this.sql<Row[]>`
       SELECT t.* FROM transfers_active AS a JOIN transfers_tb AS t ON t.req_id = a.req_id
-       WHERE ${stuckCondition(this.sql, rule)}
+       WHERE ${stuckCondition(this.sql, rule)} OR ${unknownWaitCondition(this.sql, rule.unknownWaitMs)}
        ORDER BY t.created_at LIMIT ${limit}`;
     return rows.map(toView);
   }
@@ -289,11 +292,11 @@ export class TransferStore {
     return rows.map(toView);
   }
 
-  /** TARGET_PENDING transfers that entered that state more than `ageMs` ago (MON-001). */
-  async targetPendingOlderThan(ageMs: number, limit: number): Promise<TransferView[]> {
+  /** Transfers waiting on an unknown outcome (db/stuck.ts) that entered their state more than `ageMs` ago (MON-001). */
+  async unknownWaitOlderThan(ageMs: number, limit: number): Promise<TransferView[]> {
     const rows = await this.sql<Row[]>`
       SELECT t.* FROM transfers_active AS a JOIN transfers_tb AS t ON t.req_id = a.req_id
-       WHERE t.state = ${STATE_IDS.TARGET_PENDING} AND t.updated_at < now() - make_interval(secs => ${ageMs / 1000})
+       WHERE ${unknownWaitCondition(this.sql, ageMs)}
        ORDER BY t.updated_at LIMIT ${limit}`;
     return rows.map(toView);
   }

@@ -59,6 +59,7 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean;
     drive: unused,
     stuckRetriesMax: 10,
     stuckAgeMs: 300_000,
+    targetPendingAlertMs: 60_000,
     halt: { current: null, resume: async () => null },
     invariant: { check: unused },
     metrics: async () => '# metrics\n',

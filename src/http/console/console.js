@@ -131,6 +131,7 @@ function transferItem(t, opts) {
       t.error_code ? h('span', {}, `error ${t.error_code}`) : null,
       t.last_error ? h('span', {}, `last error: ${t.last_error}`) : null,
     ),
+    t.advice ? h('div', { class: 'row advice' }, t.advice) : null,
     historyList(t.history),
     opts.retry
       ? h(

@@ -54,6 +54,12 @@ export const AdminTransfer = v.object({
   retry_count: count,
   error_code: errorCode,
   last_error: v.nullable(v.string()),
+  advice: v.pipe(
+    v.nullable(v.string()),
+    v.description(
+      'What an operator does, for a transfer waiting on an unknown outcome (TARGET_PENDING, a SPOT debit in SOURCE_PENDING); null otherwise',
+    ),
+  ),
   created_at: time,
   updated_at: time,
   history: v.array(StateChange),

@@ -29,6 +29,7 @@ export const adminTransfers = {
       retry_count: 0,
       error_code: null,
       last_error: null,
+      advice: null,
       created_at: transferDetail.created_at,
       updated_at: transferDetail.updated_at,
       history: transferDetail.history,

@@ -5,6 +5,7 @@ import type { TransferView } from '../../domain/transfer.js';
 import { formatAmount } from '../../domain/money.js';
 import type { AppDeps } from '../deps.js';
 import { historyJson } from './views.js';
+import { UNKNOWN_WAIT_ADVICE, unknownWaitOf } from '../../db/stuck.js';
 
 export async function adminTransfersJson(
   deps: Pick<AppDeps, 'transfers' | 'assets'>,
@@ -29,10 +30,17 @@ export async function adminTransfersJson(
       retry_count: v.retryCount,
       error_code: v.errorCode,
       last_error: note?.lastError ?? null,
+      advice: adviceOf(v),
       created_at: v.createdAt,
       updated_at: v.updatedAt,
       history: historyJson(await deps.transfers.history(v.reqId)),
     });
   }
   return items;
+}
+
+/** What an operator does for this transfer, when its state asks for something: one waiting on an unknown outcome. */
+function adviceOf(v: TransferView): string | null {
+  const wait = unknownWaitOf(v);
+  return wait === null ? null : `${v.state} (${wait.direction}), ${wait.waitsOn}'s outcome unknown: ${UNKNOWN_WAIT_ADVICE}`;
 }

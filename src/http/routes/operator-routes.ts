@@ -27,7 +27,10 @@ export function mountOperatorRoutes(
     const stuck = c.req.query('stuck');
     const limit = listLimit(c.req.query('limit'));
     if (limit === null || (stuck !== undefined && stuck !== 'true' && stuck !== 'false')) return fail(c, 'INVALID_REQUEST');
-    const views = stuck === 'true' ? await deps.transfers.stuck(deps, limit) : await deps.transfers.unfinished(limit);
+    const views =
+      stuck === 'true'
+        ? await deps.transfers.stuck({ ...deps, unknownWaitMs: deps.targetPendingAlertMs }, limit)
+        : await deps.transfers.unfinished(limit);
     return c.json({ transfers: await adminTransfersJson(deps, views) });
   });
 
