@@ -5,7 +5,7 @@ import * as assert from 'uvu/assert';
 import { loadConfig } from '../src/config/config.js';
 import { collectSnapshot } from '../src/metrics/unfinished.js';
 import { FaultPlan, faultyAdapters } from './support/faults.js';
-import { startLayers, type Layers } from './support/layers.js';
+import { LAYER_CONFIG, startLayers, type Layers } from './support/layers.js';
 import { balances, fundedUser, newTransfer, path, settle, total } from './support/ledger.js';
 
 const plan = new FaultPlan();
@@ -73,45 +73,71 @@ test('FSM-004: an explicit target failure goes (TARGET_PENDING →) COMPENSATING
   assert.is(await total(L, user, 'USDT'), 20n * COIN);
 });
 
-test('FSM-005: a target timeout stays TARGET_PENDING and retries, never compensates; it commits once the target answers', async () => {
-  const user = await fundedUser(L);
-  plan.set('SPOT', 'DEPOSIT', { kind: 'timeout' });
-  const t = newTransfer(user, 'FUNDING', 'USDT', 2n * COIN);
-  await L.shard.submit(t);
-  await new Promise((r) => setTimeout(r, 400));
-  const waiting = await L.store.get(t.reqId);
-  assert.is(waiting?.state, 'TARGET_PENDING');
-  assert.ok((waiting?.retryCount ?? 0) >= 2, `retried ${waiting?.retryCount} times`);
-  assert.is(await total(L, user, 'USDT'), 20n * COIN, 'in flight counts');
-  const row = await L.sql<
-    { next_retry_at: Date | null; error_message: string | null }[]
-  >`SELECT next_retry_at, error_message FROM transfers_tb WHERE req_id = ${t.reqId}`;
-  assert.ok(row[0]?.next_retry_at instanceof Date);
-  assert.match(row[0]?.error_message ?? '', /timeout/);
-  plan.set('SPOT', 'DEPOSIT', { kind: 'lose_reply' }, 1);
-  const v = await settle(L, t.reqId);
-  assert.is(v.state, 'COMMITTED');
-  assert.not.ok((await path(L, t.reqId)).includes('COMPENSATING'));
-  assert.equal(await balances(L, user, 'USDT'), { funding: 8n * COIN, spot: 12n * COIN });
-  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+/** Retries this many unknown outcomes at least: well past STUCK_RETRIES (10), so a driver that gave up at the escalation fails. */
+const RETRIES_MIN = 25;
+
+/** Layers of their own whose retries come every few milliseconds, so RETRIES_MIN of them take well under a second. */
+async function quickRetries(): Promise<{ readonly Q: Layers; readonly faults: FaultPlan }> {
+  const faults = new FaultPlan();
+  const Q = await startLayers({ retryBaseMs: 2, retryCapMs: 10, happyPathDeadlineMs: 300 }, { wrapAdapters: faultyAdapters(faults) });
+  assert.ok(LAYER_CONFIG.stuckRetriesMax < RETRIES_MIN, 'past the escalation to an operator');
+  return { Q, faults };
+}
+
+test(`FSM-005: a target timeout stays TARGET_PENDING and retries (${RETRIES_MIN} times and more), never compensates; it commits once the target answers`, async () => {
+  const { Q, faults } = await quickRetries();
+  try {
+    const user = await fundedUser(Q);
+    faults.set('SPOT', 'DEPOSIT', { kind: 'timeout' });
+    const t = newTransfer(user, 'FUNDING', 'USDT', 2n * COIN);
+    await Q.shard.submit(t);
+    const deadline = Date.now() + 10_000;
+    while (((await Q.store.get(t.reqId))?.retryCount ?? 0) < RETRIES_MIN && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    const waiting = await Q.store.get(t.reqId);
+    assert.is(waiting?.state, 'TARGET_PENDING');
+    assert.ok((waiting?.retryCount ?? 0) >= RETRIES_MIN, `retried ${waiting?.retryCount} times`);
+    assert.ok(faults.count('SPOT', 'DEPOSIT') >= RETRIES_MIN, 'each retry asked the target again');
+    assert.is(await total(Q, user, 'USDT'), 20n * COIN, 'in flight counts');
+    const row = await Q.sql<
+      { next_retry_at: Date | null; error_message: string | null }[]
+    >`SELECT next_retry_at, error_message FROM transfers_tb WHERE req_id = ${t.reqId}`;
+    assert.ok(row[0]?.next_retry_at instanceof Date);
+    assert.match(row[0]?.error_message ?? '', /timeout/);
+    faults.set('SPOT', 'DEPOSIT', { kind: 'lose_reply' }, 1);
+    const v = await settle(Q, t.reqId);
+    assert.is(v.state, 'COMMITTED');
+    assert.not.ok((await path(Q, t.reqId)).includes('COMPENSATING'));
+    assert.equal(await balances(Q, user, 'USDT'), { funding: 8n * COIN, spot: 12n * COIN });
+    assert.is(await total(Q, user, 'USDT'), 20n * COIN);
+  } finally {
+    await Q.stop();
+  }
 });
 
-test('FSM-006: a failing refund stays COMPENSATING and retries until it is applied, exactly once', async () => {
-  const user = await fundedUser(L);
-  plan.set('SPOT', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
-  plan.set('FUNDING', 'REFUND', { kind: 'timeout' }, 2);
-  const t = newTransfer(user, 'FUNDING', 'USDT', 4n * COIN);
-  await L.shard.submit(t);
-  await settle(L, t.reqId, 'COMPENSATING');
-  plan.set('FUNDING', 'REFUND', { kind: 'throw' }, 2);
-  const v = await settle(L, t.reqId);
-  assert.is(v.state, 'ROLLED_BACK');
-  assert.ok(plan.count('FUNDING', 'REFUND') >= 3);
-  const refunds =
-    await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${t.reqId} AND op = 'REFUND' AND outcome = 'APPLIED'`;
-  assert.is(refunds[0]?.n, 1);
-  assert.equal(await balances(L, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
-  assert.is(await total(L, user, 'USDT'), 20n * COIN);
+test(`FSM-006: a failing refund stays COMPENSATING and retries (${RETRIES_MIN} times and more) until it is applied, exactly once`, async () => {
+  const { Q, faults } = await quickRetries();
+  try {
+    const user = await fundedUser(Q);
+    faults.set('SPOT', 'DEPOSIT', { kind: 'fail', code: 'ACCOUNT_DISABLED' }, 1);
+    faults.set('FUNDING', 'REFUND', { kind: 'timeout' });
+    const t = newTransfer(user, 'FUNDING', 'USDT', 4n * COIN);
+    await Q.shard.submit(t);
+    const deadline = Date.now() + 10_000;
+    while (faults.count('FUNDING', 'REFUND') < RETRIES_MIN && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    assert.ok(faults.count('FUNDING', 'REFUND') >= RETRIES_MIN, `refund tried ${faults.count('FUNDING', 'REFUND')} times`);
+    assert.is((await Q.store.get(t.reqId))?.state, 'COMPENSATING', 'still refunding, never given up');
+    faults.set('FUNDING', 'REFUND', { kind: 'throw' }, 2);
+    const v = await settle(Q, t.reqId);
+    assert.is(v.state, 'ROLLED_BACK');
+    const refunds =
+      await Q.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${t.reqId} AND op = 'REFUND' AND outcome = 'APPLIED'`;
+    assert.is(refunds[0]?.n, 1);
+    assert.equal(await balances(Q, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
+    assert.is(await total(Q, user, 'USDT'), 20n * COIN);
+  } finally {
+    await Q.stop();
+  }
 });
 
 test("MON-001 / MON-002: the thresholds are the spec's by default: TARGET_PENDING over 60 s, 3 refund failures", () => {

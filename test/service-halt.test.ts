@@ -1,4 +1,4 @@
-// Proves the whole-service halt (MON-003): while halted every new movement of money is refused with SERVICE_HALTED and leaves no row (an HTTP transfer, an admin deposit and withdrawal, a transfer entering through the mailbox-full path or straight at a coordinator shard), no transfer leaves INIT (the scan, retry timers and the operator's retry hold it) while balances stay still, an operator's correction with its reason is the one movement allowed, every thread knows it (/readyz 503, transfer_service_halted and transfer_coordinator_halted gauges), a shard reads a stored halt on its own, and resume lets the held transfers finish.
+// Proves the whole-service halt (MON-003): while halted every new movement of money is refused with SERVICE_HALTED and leaves no row (an HTTP transfer, an admin deposit and withdrawal, a transfer entering through the mailbox-full path or straight at a coordinator shard), no transfer leaves INIT (the scan, retry timers and the operator's retry hold it) while balances stay still, an operator's correction with its reason is the one movement allowed, every thread knows it (/readyz 503, transfer_service_halted and transfer_coordinator_halted gauges), a shard reads a stored halt on its own, the periodic conservation check halts by itself, SPOT corrections and correcting deposits are allowed and audited while halted, and resume lets the held transfers finish.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -159,6 +159,55 @@ test('MON-003: a halt refuses a new HTTP transfer, admin deposits and withdrawal
     await deposit(svc, 951n, 'FUNDING', 'USDT', '1', 'h-d-f');
     const final = await svc.call('GET', '/admin/v1/invariant', { token: admin });
     assert.equal([final.body.ok, final.body.differences], [true, []], 'conservation holds after resume');
+  } finally {
+    await svc.stop();
+  }
+});
+
+test('MON-003: the periodic conservation check runs by itself (no manual trigger) and halts; SPOT corrections and correcting deposits go through while halted, each audited with its reason', async () => {
+  const svc = await startTestService({
+    COORDINATORS: '1',
+    INVARIANT_INTERVAL_MS: '300',
+    RATE_LIMIT_PER_SECOND: '0',
+    DAILY_TRANSFER_LIMIT: '0',
+  });
+  try {
+    const admin = svc.adminToken();
+    await deposit(svc, 954n, 'FUNDING', 'USDT', '10', 'p-seed');
+    await deposit(svc, 954n, 'SPOT', 'USDT', '10', 'p-seed-spot');
+    // Behind the service: 2 USDT vanish from FUNDING. Only the periodic check can find it: nothing here asks.
+    await svc.sql`UPDATE funding_balances SET available = available - 200000000 WHERE user_id = 954 AND asset = 'USDT'`;
+    await until('the periodic check to halt the service', async () => (await svc.call('GET', '/readyz')).status === 503);
+    const alerts = await svc.sql<{ n: number }[]>`SELECT count(*)::int AS n FROM alerts WHERE kind = 'CONSERVATION_VIOLATION'`;
+    assert.is(alerts[0]?.n, 1, 'alerted once');
+    const stored = await svc.sql<{ reason: string }[]>`SELECT value->>'reason' AS reason FROM service_state WHERE key = 'halt'`;
+    assert.match(stored[0]?.reason ?? '', /conservation violated on 1 account/);
+    const plain = await svc.call('POST', '/admin/v1/deposit', {
+      token: admin,
+      body: { user_id: '954', account: 'SPOT', asset: 'USDT', amount: '1', ref: 'p-plain' },
+    });
+    assert.equal([plain.status, plain.body.code], [503, 'SERVICE_HALTED'], 'a plain SPOT deposit is refused');
+    // Corrections while halted: a SPOT deposit and withdrawal (UBSCore's side), and the FUNDING deposit that repairs the balance.
+    const corrections = [
+      ['deposit', 'SPOT', '1', 'p-spot-d', 'credit the drill'],
+      ['withdraw', 'SPOT', '1', 'p-spot-w', 'take the drill back'],
+      ['deposit', 'FUNDING', '2', 'p-fund-d', 'restore the vanished units'],
+    ] as const;
+    for (const [route, account, amount, ref, reason] of corrections) {
+      const r = await svc.call('POST', `/admin/v1/${route}`, {
+        token: admin,
+        body: { user_id: '954', account, asset: 'USDT', amount, ref, correction_reason: reason },
+      });
+      assert.equal([r.status, r.body.state], [200, 'DONE'], `${route} ${account}: ${JSON.stringify(r.body)}`);
+      const audited = await svc.sql<{ parameters: Record<string, unknown>; operator: string }[]>`
+        SELECT parameters, operator FROM admin_audit WHERE action = ${route} AND target->>'ref' = ${ref}`;
+      assert.is(audited[0]?.parameters.correction_reason, reason, `${ref}: the reason is in the audit trail`);
+      assert.ok((audited[0]?.operator ?? '') !== '', `${ref}: with the operator`);
+    }
+    const checked = await svc.call('GET', '/admin/v1/invariant', { token: admin });
+    assert.equal([checked.body.ok, checked.body.differences, checked.body.halted], [true, [], true], 'repaired, still halted');
+    const resumed = await svc.call('POST', '/admin/v1/resume', { token: admin });
+    assert.equal([resumed.status, resumed.body.shards_not_holding], [200, []]);
   } finally {
     await svc.stop();
   }
