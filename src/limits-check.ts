@@ -156,6 +156,10 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('CONTROL_TASKS_MAX', limit.CONTROL_TASKS_MAX),
   positive('COORDINATOR_CONTROL_MS_MAX', limit.COORDINATOR_CONTROL_MS_MAX),
   positive('HALT_SETTLE_MS_MAX', limit.HALT_SETTLE_MS_MAX),
+  positive('HALT_RETELL_BASE_MS', limit.HALT_RETELL_BASE_MS),
+  positive('HALT_RETELL_CAP_MS', limit.HALT_RETELL_CAP_MS),
+  positive('HALT_UNKNOWN_SCAN_INTERVALS', limit.HALT_UNKNOWN_SCAN_INTERVALS),
+  positive('HALT_UNKNOWN_MS_MIN', limit.HALT_UNKNOWN_MS_MIN),
   positive('UBS_CONTROL_MS_MAX', limit.UBS_CONTROL_MS_MAX),
   positive('COORDINATOR_STOP_MS_MAX', limit.COORDINATOR_STOP_MS_MAX),
   positive('SUBMIT_BATCH_MAX', limit.SUBMIT_BATCH_MAX),
@@ -232,6 +236,7 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   atMost('SCAN_BATCH_MAX', limit.SCAN_BATCH_MAX, 'RETRY_TIMERS_MAX', limit.RETRY_TIMERS_MAX),
   // A shard answers a halt after its moves out of INIT settle, before the main thread stops waiting.
   atMost('HALT_SETTLE_MS_MAX', limit.HALT_SETTLE_MS_MAX, 'COORDINATOR_CONTROL_MS_MAX', limit.COORDINATOR_CONTROL_MS_MAX),
+  atMost('HALT_RETELL_BASE_MS', limit.HALT_RETELL_BASE_MS, 'HALT_RETELL_CAP_MS', limit.HALT_RETELL_CAP_MS),
   // A relayed signal is told from a second request before the shortest stop deadline.
   atMost('SIGNAL_REPEAT_WINDOW_MS', limit.SIGNAL_REPEAT_WINDOW_MS, 'SHUTDOWN_TIMEOUT_MS_MIN', limit.SHUTDOWN_TIMEOUT_MS_MIN),
   atMost('DRAIN_SETTLE_MS', limit.DRAIN_SETTLE_MS, 'SHUTDOWN_TIMEOUT_MS_MIN', limit.SHUTDOWN_TIMEOUT_MS_MIN),
