@@ -60,7 +60,7 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean;
     stuckRetriesMax: 10,
     stuckAgeMs: 300_000,
     targetPendingAlertMs: 60_000,
-    halt: { current: null, resume: async () => null },
+    halt: { current: null, unheld: [], resume: async () => null },
     invariant: { check: unused },
     metrics: async () => '# metrics\n',
     registry: new Registry(),
