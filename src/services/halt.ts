@@ -19,7 +19,8 @@ export type { HaltMiss, HaltState } from '../db/halt-state.js';
 type Listener = (halt: VersionedHalt, only: readonly number[] | null) => Promise<readonly HaltMiss[]>;
 
 export class HaltSwitch {
-  private halt_: VersionedHalt = { state: null, version: 0 };
+  /** The state in force, with the version of the write that stored it. */
+  private stored: VersionedHalt = { state: null, version: 0 };
   private readonly listeners: Listener[] = [];
   /** The shards that have not yet taken the current state, told again by `retell`. */
   private missing: readonly HaltMiss[] = [];
@@ -33,12 +34,12 @@ export class HaltSwitch {
 
   static async load(sql: Sql, log: Logger): Promise<HaltSwitch> {
     const s = new HaltSwitch(sql, log);
-    s.halt_ = await readHalt(sql);
+    s.stored = await readHalt(sql);
     return s;
   }
 
   get current(): HaltState {
-    return this.halt_.state;
+    return this.stored.state;
   }
 
   /** The shards that have not taken the current state yet (it is told to them again until they do). */
@@ -53,7 +54,7 @@ export class HaltSwitch {
 
   /** Halts; answers false when it was already halted. */
   async halt(reason: string): Promise<boolean> {
-    if (this.halt_.state !== null) return false;
+    if (this.stored.state !== null) return false;
     const state = { reason, since: new Date().toISOString() };
     // Stored first, so a restart keeps it even if a listener never hears of it.
     await this.change(state);
@@ -62,7 +63,7 @@ export class HaltSwitch {
 
   /** Resumes; answers the halt it lifted (null when it was not halted). */
   async resume(): Promise<HaltState> {
-    const was = this.halt_.state;
+    const was = this.stored.state;
     await this.change(null);
     return was;
   }
@@ -76,12 +77,12 @@ export class HaltSwitch {
 
   private async change(state: HaltState): Promise<void> {
     const version = await writeHalt(this.sql, state);
-    this.halt_ = { state, version };
+    this.stored = { state, version };
     // A retry of the change this one replaces stops here: the shards are told this one instead.
     if (this.retellTimer !== null) clearTimeout(this.retellTimer);
     this.retellTimer = null;
-    this.missing = await this.tell(this.halt_, null);
-    if (this.missing.length > 0) this.retell(this.halt_, 0);
+    this.missing = await this.tell(this.stored, null);
+    if (this.missing.length > 0) this.retell(this.stored, 0);
   }
 
   private async tell(halt: VersionedHalt, only: readonly number[] | null): Promise<readonly HaltMiss[]> {
@@ -110,11 +111,11 @@ export class HaltSwitch {
   }
 
   private async retold(halt: VersionedHalt, attempt: number): Promise<void> {
-    if (this.stopped || halt.version !== this.halt_.version) return;
+    if (this.stopped || halt.version !== this.stored.version) return;
     const only = this.missing.some((m) => m.shard === null) ? null : this.missing.map((m) => m.shard ?? 0);
     const misses = await this.tell(halt, only);
     // A newer change was told meanwhile: it has its own count of the shards that missed it.
-    if (halt.version !== this.halt_.version) return;
+    if (halt.version !== this.stored.version) return;
     this.missing = misses;
     if (misses.length > 0) this.retell(halt, attempt + 1);
     else this.log.warn('every shard now holds the halt state', { version: halt.version, halted: halt.state !== null });
