@@ -74,6 +74,7 @@ const CLASS_OF: Record<ErrorCode, 'refusal' | 'service'> = {
   DAILY_AMOUNT_EXCEEDED: 'refusal',
   SERVICE_UNAVAILABLE: 'service',
   SERVICE_HALTED: 'service',
+  OWNER_LEASE_UNPROVEN: 'service',
   BACKUP_TARGET_NOT_EMPTY: 'service',
   BACKUP_IN_PROGRESS: 'service',
   BACKUP_FAILED: 'service',

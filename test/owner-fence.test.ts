@@ -183,7 +183,7 @@ test('fence: once epoch N+1 is claimed, epoch N can neither halt, resume, raise 
       assert.equal(refused, { halt: 'LF001', resume: 'LF001', alert: 'LF001', audit: 'LF001', asset: 'LF001' });
     });
     // Nothing of the former epoch's writes landed: the halt is the one it wrote while it owned.
-    assert.equal(await readHalt(setup).then((h) => h?.reason), 'owner halts');
+    assert.equal(await readHalt(setup).then((h) => h.state?.reason), 'owner halts');
     const [counts] = await setup<{ alerts: number; audits: number; status: string }[]>`
       SELECT (SELECT count(*)::int FROM alerts) AS alerts, (SELECT count(*)::int FROM admin_audit) AS audits,
              (SELECT status FROM assets WHERE symbol = 'FENCE') AS status`;

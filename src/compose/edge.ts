@@ -127,7 +127,7 @@ function readinessProbe(sql: Sql, main: MainParts): AppDeps['probe'] {
     // Bounded: /readyz must answer 503 at once while the server is away, not wait for it.
     const stored = await within(
       readHalt(sql).then(
-        (halt) => ({ postgres: true, halt }),
+        (stored) => ({ postgres: true, halt: stored.state }),
         () => NO_ANSWER,
       ),
       READYZ_PG_PROBE_TIMEOUT_MS,
