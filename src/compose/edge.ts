@@ -68,6 +68,7 @@ export function appDeps(start: Start, built: Built): AppDeps {
     log,
     ownerHeld: () => stores.owner.held(),
     leaseState: () => stores.owner.leaseState(),
+    ownerEpoch: () => ownershipOf(start, stores)().epoch,
     onLeaseLapsed: (reason) => fatal(start, reason),
     drain: built.drain,
     backup: (dir) => backups.take(dir),

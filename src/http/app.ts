@@ -11,6 +11,7 @@ import { mountDocs } from './openapi/document.js';
 import { ownerGate, ownerReason, ownsLedger } from './middleware/owner-gate.js';
 import { isFenced } from '../db/fence.js';
 import { leaseGuard } from './middleware/lease-guard.js';
+import { ownerEpoch } from './middleware/owner-epoch.js';
 import { accessLog, requestLog, taggedTransfer } from './middleware/access-log.js';
 import { onTimed, requestTiming } from './middleware/request-timing.js';
 import type { AppDeps } from './deps.js';
@@ -49,6 +50,7 @@ function mountAdmin(app: Hono, deps: AppDeps): void {
 function baseApp(deps: AppDeps): Hono {
   const app = new Hono();
   app.use('*', leaseGuard({ state: deps.leaseState, onLapsed: deps.onLeaseLapsed }));
+  app.use('*', ownerEpoch({ epoch: deps.ownerEpoch }));
   app.use('*', requestTiming());
   app.use('*', accessLog({ log: deps.log }));
   app.use('*', deps.drain.middleware);

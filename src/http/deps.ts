@@ -70,6 +70,8 @@ export type AppDeps = {
   readonly ownerHeld: () => boolean;
   /** The owner lease (src/ownership/lease.ts): `lapsed` means no answer may go out. */
   readonly leaseState: () => LeaseState;
+  /** The owner epoch this process claimed (null: none), named in every answer's x-owner-epoch. */
+  readonly ownerEpoch: () => number | null;
   /** Stops the process: an answer was ready after the lease lapsed unnoticed. */
   readonly onLeaseLapsed: (reason: string) => void;
   /** Turns new requests away once a stop begins, and counts the ones in flight. */

@@ -67,6 +67,7 @@ export function stubApps(tokens: TokenVerifier, opts: { separateAdmin?: boolean;
     probe: async () => ({ postgres: true, ubscore: true, walWritable: true, walReason: null, storedHalt: null }),
     ownerHeld: () => true,
     leaseState: () => 'proven',
+    ownerEpoch: () => 1,
     onLeaseLapsed: (reason: string) => {
       throw new Error(`the test app's lease never lapses: ${reason}`);
     },
