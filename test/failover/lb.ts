@@ -15,6 +15,8 @@ export type Answer = {
   readonly path: string;
   readonly status: number;
   readonly body: unknown;
+  /** The owner epoch the answering process named (x-owner-epoch), or null when it named none. */
+  readonly ownerEpoch: string | null;
 };
 
 /** What clients saw go wrong in a window of time: answers 503 and 500, and requests with no answer (none ready, or lost). */
@@ -77,6 +79,7 @@ export class Balancer {
         path,
         status: response.status,
         body: parsed(text),
+        ownerEpoch: response.headers.get('x-owner-epoch'),
       };
       this.answers.push(answer);
       // A 503 may be a standby or a draining owner: ask the health checks again next time.
