@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test lint format test-external test-browser drill failover-drill build install clean backup restore migrate
+.PHONY: run test lint format test-external test-browser test-patroni drill failover-drill build install clean backup restore migrate
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see docs/configuration.md)
 run: build
@@ -45,6 +45,10 @@ drill: build
 ## make failover-drill: a primary and a standby on one PostgreSQL under 16 clients; FAILOVER_CYCLES faults (default 5; FAILOVER_KINDS: sigkill, sigstop, stale-primary, pg-restart, pg-pause), each promotion timed (at most 5 s), then every transfer and balance verified
 failover-drill: build
 	node dist/test/failover/drill.js
+
+## make test-patroni: the service on a replicated PostgreSQL (one etcd, two Patroni nodes in synchronous replication; Debian's patroni, etcd-server and postgresql installed when missing) rides a switchover and a leader SIGKILL under load; times to ready, errors clients saw, every acknowledged transfer and balance verified
+test-patroni: build
+	node dist/test/patroni/ride.js
 
 ## make bench: transfers/s, latency and memory under load beside the machine's limits measured in the same run (BENCH_DURATION_S, BENCH_MEMORY_S); writes bench/results/
 .PHONY: bench
