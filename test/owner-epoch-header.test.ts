@@ -1,11 +1,13 @@
 // Proves that every answer of the service names the owner epoch of the process that made it
 // (x-owner-epoch), whatever made the answer: a probe, a route, an authentication refusal, an unknown
 // path, the owner gate's 503; and that the epoch is read as the answer leaves, so an answer made
-// after the process claimed a new epoch names the new one. `none` while the process has no epoch.
+// after the process claimed a new epoch names the new one. `none` while the process has no epoch,
+// and on every answer of a standby's listener (it has claimed none).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { TokenVerifier } from '../src/http/auth/token-verifier.js';
+import { listenStandby } from '../src/compose/standby.js';
 import { OWNER_EPOCH_HEADER } from '../src/http/middleware/owner-epoch.js';
 import { stubApps } from './support/app.js';
 import { TEST_JWT_SECRET } from './support/service.js';
@@ -37,6 +39,24 @@ test('every kind of answer carries the epoch of the answering process', async ()
   assert.is((await ask('/healthz')).headers.get(OWNER_EPOCH_HEADER), '8', 'read as the answer leaves, not when the app was made');
   epoch = null;
   assert.is((await ask('/healthz')).headers.get(OWNER_EPOCH_HEADER), 'none');
+});
+
+test("a standby's listener names no epoch on any answer", async () => {
+  const lag = { lag_records: 0, lag_ms: 0, applied_seq: 0 };
+  const listener = await listenStandby(
+    { port: 0, host: '127.0.0.1' },
+    () => lag,
+    async () => '# metrics\n',
+  );
+  try {
+    for (const path of ['/healthz', '/readyz', '/metrics', '/api/v1/balances']) {
+      const r = await fetch(`http://127.0.0.1:${listener.port}${path}`);
+      await r.text();
+      assert.is(r.headers.get(OWNER_EPOCH_HEADER), 'none', path);
+    }
+  } finally {
+    await listener.close();
+  }
 });
 
 test.run();

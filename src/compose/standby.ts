@@ -8,6 +8,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../config/config.js';
+import { OWNER_EPOCH_HEADER } from '../http/middleware/owner-epoch.js';
 import { openSql, type Sql } from '../db/sql.js';
 import { renderStandbyMetrics } from '../metrics/ownership.js';
 import { Registry } from '../metrics/registry.js';
@@ -62,6 +63,8 @@ export function listenStandby(
 ): Promise<StandbyListener> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? '/').split('?')[0];
+    // A standby has claimed no epoch: its answers say so, as every answer of the service names one.
+    res.setHeader(OWNER_EPOCH_HEADER, 'none');
     const body = { status: 'standby', role: 'standby', ...lag() };
     if (req.method === 'GET' && path === '/healthz') return answer(res, 200, body);
     if (req.method === 'GET' && path === '/readyz') return answer(res, 503, body);
