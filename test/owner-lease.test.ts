@@ -6,14 +6,13 @@ import { serve } from '@hono/node-server';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ConfigError, loadConfig } from '../src/config/config.js';
-import { migrate } from '../src/db/migrations.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { TokenVerifier } from '../src/http/auth/token-verifier.js';
 import { OwnershipError } from '../src/ownership/errors.js';
 import { keepLease, type LeaseState, type OwnerLease } from '../src/ownership/lease.js';
 import { FENCE_LOCK_KEY, OWNER_LOCK_KEY, ownDatabase, waitForOwnership, type PgOwner } from '../src/ownership/pg-owner.js';
 import { stubApps } from './support/app.js';
-import { createTestDatabase } from './support/database.js';
+import { withMigratedDatabase } from './support/database.js';
 import { pollUntil, sleep } from './support/process.js';
 import { TEST_JWT_SECRET } from './support/service.js';
 
@@ -22,17 +21,7 @@ const LEASE = { ms: 1_000, renewMs: 200 };
 const TAKE_RETRY_MS = 250;
 const quiet = { onLost: () => undefined, onRegained: () => undefined, onTakenByOther: () => undefined, log: { info: () => undefined } };
 
-async function withLedger(body: (url: string, sql: Sql) => Promise<void>): Promise<void> {
-  const db = await createTestDatabase();
-  const sql = openSql(db.url, { max: 2, application: 'test-look' });
-  try {
-    await migrate(sql);
-    await body(db.url, sql);
-  } finally {
-    await sql.end({ timeout: 5 });
-    await db.drop();
-  }
-}
+const withLedger = withMigratedDatabase;
 
 async function ownerRow(sql: Sql): Promise<{ epoch: number; owner: string; leaseUntil: number }> {
   const [r] = await sql<{ epoch: string; owner: string; ms: string }[]>`

@@ -2,11 +2,10 @@
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { migrate } from '../src/db/migrations.js';
 import { openSql, type Sql } from '../src/db/sql.js';
 import { OWNER_CLAIM_MS_MAX, PG_TCP_USER_TIMEOUT_MS } from '../src/limits.js';
 import { FENCE_LOCK_KEY, OWNER_LOCK_KEY, ownDatabase, waitForOwnership, type PgOwner } from '../src/ownership/pg-owner.js';
-import { createTestDatabase } from './support/database.js';
+import { createTestDatabase, withMigratedDatabase } from './support/database.js';
 import { sleep } from './support/process.js';
 
 const LEASE = { ms: 1_000, renewMs: 200 };
@@ -14,17 +13,7 @@ const quiet = { onLost: () => undefined, onRegained: () => undefined, onTakenByO
 /** How long past the bound the waiter may take: its next ask (TAKE_RETRY_MS 250) and the backend's exit. */
 const SLACK_MS = 2_000;
 
-async function withLedger(body: (url: string, sql: Sql) => Promise<void>): Promise<void> {
-  const db = await createTestDatabase();
-  const sql = openSql(db.url, { max: 2, application: 'test-look' });
-  try {
-    await migrate(sql);
-    await body(db.url, sql);
-  } finally {
-    await sql.end({ timeout: 5 });
-    await db.drop();
-  }
-}
+const withLedger = withMigratedDatabase;
 
 /** A process that took the owner lock and froze before its claim: a plain session, no bounds of its own. */
 async function frozenStarter(url: string, inClaim: boolean): Promise<Sql> {

@@ -149,21 +149,32 @@ export async function stopCycle(ctx: CycleContext, cycle: number): Promise<Cycle
   old.signal('SIGCONT');
   if (!took || readyAt === null) return report; // the paused owner resumes as the primary; the standby still waits
   ctx.pair = { primary: standby, standby: null };
-  const ended = await endedWithin(old, OLD_OWNER_EXIT_WAIT_MS);
-  if (ended === null) {
-    violate(
-      ctx,
-      'old-owner-exit',
-      `cycle ${cycle}: the former owner (pid ${old.instance.pid}) still ran ${OLD_OWNER_EXIT_WAIT_MS} ms after SIGCONT`,
-    );
-    old.signal('SIGKILL');
-    await old.exited;
-  } else if (ended.code === 0) {
+  const ended = await oldOwnerEnds(ctx, old, `cycle ${cycle}: the former owner (pid ${old.instance.pid})`, 'SIGCONT');
+  if (ended?.code === 0) {
     violate(ctx, 'old-owner-exit', `cycle ${cycle}: the former owner (pid ${old.instance.pid}) exited 0 after losing the lease`);
   }
   report.oldOwner = await afterPromotion(ctx, cycle, old, { epoch: before?.epoch ?? '0', readyAt, ended });
   await bringBack(ctx, report, old.machine);
   return report;
+}
+
+/**
+ * Waits `waitMs` (OLD_OWNER_EXIT_WAIT_MS) for a superseded owner to end by itself; one still running then
+ * is a violation, and is killed. Answers how it ended (null: it had to be killed).
+ */
+export async function oldOwnerEnds(
+  ctx: CycleContext,
+  old: Running,
+  who: string,
+  since: string,
+  waitMs = OLD_OWNER_EXIT_WAIT_MS,
+): Promise<Ended | null> {
+  const ended = await endedWithin(old, waitMs);
+  if (ended !== null) return ended;
+  violate(ctx, 'old-owner-exit', `${who} still ran ${waitMs} ms after ${since}`);
+  old.signal('SIGKILL');
+  await old.exited;
+  return null;
 }
 
 /** Lets the load run for a random time in [loadMsMin, loadMsMax] before the cycle's signal. */

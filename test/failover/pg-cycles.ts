@@ -12,8 +12,18 @@
 // A process that died is a violation, and is started again so the drill goes on.
 
 import type { Sql } from '../../src/db/sql.js';
-import { bringBack, type CycleContext, type CycleReport, killPrimary, type PgFault, promoted, underLoad, violate } from './cycles.js';
-import { endedWithin, type Machine, readiness, type Running, sleep, stopService, waitCaughtUp, waitReady } from './processes.js';
+import {
+  bringBack,
+  type CycleContext,
+  type CycleReport,
+  killPrimary,
+  oldOwnerEnds,
+  type PgFault,
+  promoted,
+  underLoad,
+  violate,
+} from './cycles.js';
+import { type Machine, readiness, type Running, sleep, stopService, waitCaughtUp, waitReady } from './processes.js';
 
 /** How long PostgreSQL stays paused: longer than the lease (LEASE_MS 1.5 s) three times over. */
 export const PG_PAUSE_MS = 5_000;
@@ -25,8 +35,8 @@ const COMMIT_WAIT_MS = 10_000;
 const PG_BACK_WAIT_MS = 30_000;
 /** After PostgreSQL answers again, an owner (the primary, or the standby that took over) must answer /readyz 200 within this. */
 const OWNER_BACK_WAIT_MS = 15_000;
-/** A primary whose lock the standby took when PostgreSQL came back must have exited within this. */
-const OLD_OWNER_EXIT_WAIT_MS = 10_000;
+/** A primary whose lock the standby took when PostgreSQL came back must have exited within this (it notices on its next retake, after its backoff). */
+const TAKEN_OVER_EXIT_WAIT_MS = 10_000;
 /** After PostgreSQL answers again, the waiting standby must be at lag 0 within this. */
 const STANDBY_BACK_WAIT_MS = 30_000;
 const STOP_WAIT_MS = 15_000;
@@ -110,16 +120,13 @@ async function takenOverOnRestart(ctx: CycleContext, report: CycleReport, promot
   if (standby === null) return;
   promoted(ctx, report, standby, promotionMs, OWNER_BACK_WAIT_MS);
   ctx.pair = { primary: standby, standby: null };
-  const ended = await endedWithin(old, OLD_OWNER_EXIT_WAIT_MS);
-  if (ended === null) {
-    violate(
-      ctx,
-      'old-owner-exit',
-      `cycle ${report.cycle}: the former primary (pid ${old.instance.pid}) still ran ${OLD_OWNER_EXIT_WAIT_MS} ms after the standby took the ledger over`,
-    );
-    old.signal('SIGKILL');
-    await old.exited;
-  }
+  await oldOwnerEnds(
+    ctx,
+    old,
+    `cycle ${report.cycle}: the former primary (pid ${old.instance.pid})`,
+    'the standby took the ledger over',
+    TAKEN_OVER_EXIT_WAIT_MS,
+  );
   await bringBack(ctx, report, old.machine);
 }
 

@@ -6,7 +6,8 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPg, type EmbeddedPg } from '../../src/db/embedded-pg.js';
-import { openSql } from '../../src/db/sql.js';
+import { migrate } from '../../src/db/schema.js';
+import { openSql, type Sql } from '../../src/db/sql.js';
 import { freePort } from './ports.js';
 
 export type TestDatabase = { readonly url: string; readonly drop: () => Promise<void> };
@@ -55,4 +56,17 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await stopServer();
     },
   };
+}
+
+/** A fresh database with the schema migrated, given to `body` with a setup connection (no owner epoch), then dropped. */
+export async function withMigratedDatabase(body: (url: string, sql: Sql) => Promise<void>): Promise<void> {
+  const db = await createTestDatabase();
+  const sql = openSql(db.url, { max: 2, application: 'test-look' });
+  try {
+    await migrate(sql);
+    await body(db.url, sql);
+  } finally {
+    await sql.end({ timeout: 5 });
+    await db.drop();
+  }
 }
