@@ -1,4 +1,4 @@
-// Proves the halt's state is ordered and never lost by a shard: every stored halt and resume carries the next version, a shard's read that straddles a halt never lifts it (nor a late read undoes a resume), a shard that cannot read the stored halt holds its INIT transfers until it can, an INIT transfer's retry timer firing while halted leaves it INIT, and a shard that misses the control message is named in the answer and told again until it holds the halt.
+// Proves the halt's state is ordered and never lost by a shard: every stored halt and resume carries the next version, a shard's read that straddles a halt never lifts it (nor a late read undoes a resume), a shard that cannot read the stored halt holds its INIT transfers until it can, an INIT transfer's retry timer firing while halted leaves it INIT, a shard that missed the control message reads the stored halt before its recovery pass and its retry timers, and a shard that misses the control message is named in the answer and told again until it holds the halt.
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -157,6 +157,50 @@ test("an INIT transfer's retry timer that fires while halted leaves it INIT with
     await layers.halt.set({ state: null, version: 2 }, 0);
     layers.shard.resumed();
     await until('the resumed transfer to commit', async () => (await rowOf())?.state === 40);
+  } finally {
+    await layers.stop();
+  }
+});
+
+test("a shard that missed the halt's control message still holds its INIT transfers: a recovery pass and a retry timer read the stored halt first", async () => {
+  let failures = 0;
+  const layers = await startLayers({ retryBaseMs: 200, retryCapMs: 200 });
+  try {
+    const stateOf = async (reqId: string) =>
+      (await layers.sql<{ state: number }[]>`SELECT state FROM transfers_tb WHERE req_id = ${reqId}`)[0]?.state;
+    // The recovery pass: the halt is stored, no message reaches the shard, the pass runs.
+    const parked = await parkedInit(layers, 963n);
+    await writeHalt(layers.sql, HALTED);
+    assert.is(layers.halt.current, null, 'no control message: the shard has not heard of the halt');
+    layers.shard.resumed();
+    await until('the pass to read the stored halt', () => layers.halt.current !== null);
+    await new Promise((r) => setTimeout(r, 300));
+    assert.is(await stateOf(parked), 0, 'the parked transfer stays INIT');
+    await layers.halt.set({ state: null, version: await writeHalt(layers.sql, null) }, 0);
+    layers.shard.resumed();
+    await until('the parked transfer to commit after the resume', async () => (await stateOf(parked)) === 40);
+    // The retry timer: an INIT transfer whose first step failed waits on its timer; the halt is stored meanwhile.
+    const assets = layers.assets;
+    const get = assets.get.bind(assets);
+    assets.get = async (symbol: string) => {
+      if (failures-- > 0) throw new Error('assets read failed');
+      return get(symbol);
+    };
+    const retried = await parkedInit(layers, 964n);
+    failures = 1;
+    assert.is((await layers.shard.driveNow(retried))?.state, 'INIT', 'the step failed and a retry timer waits');
+    await writeHalt(layers.sql, HALTED);
+    assert.is(layers.halt.current, null, 'no control message this time either');
+    let fired = false;
+    const step = layers.driver.step.bind(layers.driver);
+    layers.driver.step = async (id, known) => {
+      const result = await step(id, known);
+      if (id === retried) fired = true;
+      return result;
+    };
+    await until('the retry timer to fire', () => fired);
+    assert.is(await stateOf(retried), 0, 'the retried transfer stays INIT');
+    assert.equal(layers.halt.current, HALTED, 'the timer read the stored halt');
   } finally {
     await layers.stop();
   }

@@ -111,6 +111,7 @@ export function composeShard(opts: {
   const shard = new Shard({
     driver,
     halt,
+    readHalt: () => halt.refresh(sql),
     store,
     assets,
     config,

@@ -1,7 +1,8 @@
 // A coordinator shard's view of the halt (MON-003), and the gate every move out of INIT passes.
 // The state is set from the main thread's control message at once, and re-read from PostgreSQL
-// at start and on a timer, so a shard that missed a message, or started while halted, still
-// holds its transfers. Each state comes with the version of the write that stored it
+// at start, on a timer, and before each recovery pass and each retry timer's drive (the moves
+// out of INIT that no control message gates: shard.ts), so a shard that missed a message, or
+// started while halted, still holds its transfers. Each state comes with the version of the write that stored it
 // (db/halt-state.ts): a state older than the one held is dropped, so a read that straddled a
 // halt never lifts it, and a halt and a resume are taken in the order they were written.
 //

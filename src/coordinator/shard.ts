@@ -41,6 +41,12 @@ export class Shard {
       readonly watchdog: Watchdog;
       /** MON-003: while set, new transfers are refused and none leaves INIT; the others go on. */
       readonly halt: HaltFlag;
+      /**
+       * Reads the stored halt into `halt` (a read never replaces a newer view). Called before the
+       * moves no control message gates, each recovery pass and each retry timer, so a shard that
+       * missed the halt's message holds its INIT transfers all the same.
+       */
+      readonly readHalt?: () => Promise<unknown>;
       /** Daily limits (spec 001 §1.5.6); absent when switched off. */
       readonly limits?: DailyLimits;
     },
@@ -187,7 +193,9 @@ export class Shard {
     const delay = backoffMs({ baseMs: this.deps.config.retryBaseMs, capMs: this.deps.config.retryCapMs }, retryCount);
     const timer = setTimeout(() => {
       this.timers.delete(reqId);
-      void this.drive(reqId);
+      // A failed read leaves the view as it is; one too old to trust counts as halted (halt-flag.ts).
+      const read = this.deps.readHalt?.().catch(() => undefined) ?? Promise.resolve();
+      void read.then(() => this.drive(reqId));
     }, delay);
     this.timers.set(reqId, timer);
   }
@@ -231,6 +239,8 @@ export class Shard {
 
   private async drivePass(staleMs: number): Promise<{ readonly driven: number; readonly held: number }> {
     const { shard, shards, scanBatchMax, scanConcurrencyMax } = this.deps.config;
+    // The stored halt first: a pass drives parked INIT transfers, and its read fails the pass.
+    await this.deps.readHalt?.();
     const passAt = await this.deps.store.clock();
     const pass = {
       queue: [] as TransferView[],
