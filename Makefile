@@ -24,9 +24,9 @@ lint: build
 format: $(INSTALL_STAMP)
 	node_modules/.bin/biome check --write
 
-## make test-external: the suite and a short drill on Debian's system PostgreSQL (installed when missing) through DATABASE_URL
+## make test-external: the suite and a short drill on Debian's system PostgreSQL (installed when missing) through DATABASE_URL; the halt's 60 s hold is watched for 15 s here (make test watches it whole)
 test-external: build
-	bash test/system-pg.sh node dist/test/run.js $(FILTER)
+	HALT_HOLD_MS=$${HALT_HOLD_MS:-15000} bash test/system-pg.sh node dist/test/run.js $(FILTER)
 	bash test/system-pg.sh sh -c 'psql -q "$$TEST_PG_ADMIN_URL" -c "CREATE DATABASE drill" && DATABASE_URL="$${TEST_PG_ADMIN_URL%/postgres}/drill" DRILL_CYCLES=$${DRILL_CYCLES:-3} node dist/test/drill/drill.js'
 
 ## make test-browser: the operator console in Debian's Chromium (installed when missing, as root); screenshots in test/artifacts/

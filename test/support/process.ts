@@ -393,7 +393,7 @@ async function startChild(opts: {
     });
   });
   const base = `http://127.0.0.1:${port}`;
-  const tail = () => `${stderr}${stdout === '' ? '' : `\n[stdout]\n${stdout}`}`.slice(-4_000);
+  const tail = () => `${stderr}${stdout === '' ? '' : `\n[stdout]\n${stdout}`}`.slice(-16_000);
 
   const waitForExit = async (timeoutMs = STOP_TIMEOUT_MS): Promise<ExitInfo> => {
     let timer: NodeJS.Timeout | undefined;
