@@ -93,6 +93,32 @@ test('a refresh whose read began before the halt and ended after the control mes
   }
 });
 
+test('refreshes that arrive while a read runs share the next read, which starts after it: 1,000 retry timers firing together cost 2 reads, each answered by a read begun after its call', async () => {
+  const flag = new HaltFlag();
+  let stored: VersionedHalt = { state: null, version: 1 };
+  const reads: { readonly at: VersionedHalt; release: () => void }[] = [];
+  const sql = (async () => {
+    const at = stored;
+    await new Promise<void>((release) => reads.push({ at, release }));
+    return [{ value: at.state === null ? { halted: false, version: at.version } : { halted: true, ...at.state, version: at.version } }];
+  }) as unknown as Sql;
+  const first = flag.refresh(sql);
+  await until('the first read', () => reads.length === 1);
+  // The halt is stored while the first read runs: every caller from now on must see it.
+  stored = { state: HALTED, version: 2 };
+  const later = Array.from({ length: 1_000 }, () => flag.refresh(sql));
+  reads[0]?.release();
+  assert.is(await first, null, 'the first read was taken before the halt');
+  await until('the shared second read', () => reads.length === 2);
+  reads[1]?.release();
+  for (const answer of await Promise.all(later)) assert.equal(answer, HALTED, 'every later caller got a read begun after its call');
+  assert.is(reads.length, 2, 'one read for all the callers that came while the first ran');
+  const alone = flag.refresh(sql);
+  await until('a read of its own', () => reads.length === 3);
+  reads[2]?.release();
+  assert.equal(await alone, HALTED);
+});
+
 test('a shard that cannot read the stored halt holds its INIT transfers once its view is older than the bound, and drives them once a read succeeds', async () => {
   let now = 1_000_000;
   const flag = new HaltFlag({ unknownAfterMs: 1_000, now: () => now });

@@ -35,6 +35,9 @@ export class HaltFlag {
   /** Moves out of INIT that took their place while not halted and have not ended. */
   private departing = 0;
   private readonly whenSettled: (() => void)[] = [];
+  /** The read of the stored state under way, and the one queued behind it for the callers that came meanwhile. */
+  private reading: Promise<HaltState> | null = null;
+  private nextRead: Promise<HaltState> | null = null;
 
   constructor(private readonly options: HaltFlagOptions = {}) {}
 
@@ -86,10 +89,33 @@ export class HaltFlag {
     return this.departing;
   }
 
-  /** Re-reads the stored state; a read older than the state held changes nothing. Answers the state in force. */
-  async refresh(sql: Sql): Promise<HaltState> {
-    this.take(await readHalt(sql), true);
-    return this.current;
+  /**
+   * Re-reads the stored state; a read older than the state held changes nothing. Answers the state
+   * in force. Every caller gets a read that started after its call, and the callers that arrive
+   * while one read runs share the next one: under load thousands of retry timers fire each second,
+   * and one read per timer would be a PostgreSQL round trip per transfer.
+   */
+  refresh(sql: Sql): Promise<HaltState> {
+    if (this.reading === null) return this.startRead(sql);
+    this.nextRead ??= this.reading.then(
+      () => this.startRead(sql),
+      () => this.startRead(sql),
+    );
+    return this.nextRead;
+  }
+
+  private startRead(sql: Sql): Promise<HaltState> {
+    this.nextRead = null;
+    const read = readHalt(sql).then((halt) => {
+      this.take(halt, true);
+      return this.current;
+    });
+    this.reading = read;
+    const done = (): void => {
+      if (this.reading === read) this.reading = null;
+    };
+    read.then(done, done);
+    return read;
   }
 
   /** Holds `halt` unless a newer state is held; a read starts the watch on the view's age, a message renews it. */
