@@ -5,26 +5,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { rateFromBench, SOAK_RATE_FALLBACK_PER_SECOND } from '../bench/soak/options.js';
+import { FLAT_JUDGED_RUN_S_MIN } from '../bench/soak/judge.js';
+import { calibratedRate } from '../bench/soak/options.js';
 import { runSoak } from '../bench/soak/run.js';
 
 const DURATION_S = 40;
 const SAMPLE_S = 5;
 
-test('the default rate is half of the newest bench result at 64 connections, soak results left out, or the fallback', async () => {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'soak-rate-'));
-  try {
-    assert.is((await rateFromBench(dir)).perSecond, SOAK_RATE_FALLBACK_PER_SECOND, 'no result: the fallback');
-    const level = (committedPerSecond: number) => ({ levels: [{ connections: 64, service: { committedPerSecond } }] });
-    await fs.writeFile(path.join(dir, '2026-11-01T00-00-00.000Z.json'), JSON.stringify(level(1000)));
-    await fs.writeFile(path.join(dir, '2026-11-02T00-00-00.000Z.json'), JSON.stringify(level(3000)));
-    await fs.writeFile(path.join(dir, 'soak-2026-11-03T00-00-00.000Z.json'), JSON.stringify(level(9000)));
-    const rate = await rateFromBench(dir);
-    assert.is(rate.perSecond, 1500);
-    assert.match(rate.source, '2026-11-02T00-00-00.000Z.json');
-  } finally {
-    await fs.rm(dir, { recursive: true, force: true });
-  }
+test('the default rate is a third of what a closed loop committed on this machine; a calibration that committed nothing stops the soak', () => {
+  const rate = calibratedRate(3000);
+  assert.is(rate.perSecond, 1000);
+  assert.match(rate.source, '3000 committed/s');
+  assert.is(calibratedRate(1).perSecond, 1, 'never 0');
+  assert.throws(() => calibratedRate(0), /committed nothing/);
+  assert.throws(() => calibratedRate(Number.NaN), /committed nothing/);
 });
 
 test('make soak, 40 s: samples on schedule, one restart timed, every transfer final, conserved, every judgement made, results written', async () => {
@@ -80,8 +74,14 @@ test('make soak, 40 s: samples on schedule, one restart timed, every transfer fi
     assert.equal(ids, ['conservation', 'errors', 'final', 'p99', 'pruning', 'rss-flat', 'ubscore-dir-flat']);
     assert.is(
       report.passed,
-      report.judgements.every((j) => j.met),
+      report.judgements.every((j) => j.met !== false),
     );
+    // Memory and the directory ramp for minutes: a 40 s run reports them and leaves the verdict to a long one.
+    for (const id of ['rss-flat', 'ubscore-dir-flat']) {
+      const j = report.judgements.find((x) => x.id === id);
+      assert.is(j?.met, null, `${id} not judged in a 40 s run`);
+      assert.match(j?.measured ?? '', `shorter than the ${FLAT_JUDGED_RUN_S_MIN} s`);
+    }
     const growth = report.growthPerMinute;
     assert.ok(growth.beforeKill !== null && growth.whole !== null && (growth.whole.processedEntries ?? 0) > 0, JSON.stringify(growth));
     assert.equal([report.parameters.retentionS, report.parameters.pruneIntervalS], [30, 2]);

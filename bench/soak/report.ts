@@ -21,7 +21,13 @@ export type GrowthRates = {
   readonly committed: number | null;
 };
 
-export type Judgement = { readonly id: string; readonly goal: string; readonly measured: string; readonly met: boolean };
+/** `met` null: not judged (a run too short for it, said in `measured`); it neither passes nor fails the soak. */
+export type Judgement = { readonly id: string; readonly goal: string; readonly measured: string; readonly met: boolean | null };
+
+/** A judgement's verdict in words. */
+export function verdict(met: boolean | null): string {
+  return met === null ? 'not judged' : met ? 'met' : 'NOT met';
+}
 
 export type SoakReport = {
   readonly startedAt: string;
@@ -106,7 +112,7 @@ export function renderSoakSummary(r: SoakReport): string {
     '',
     '| | goal | measured |',
     '|---|---|---|',
-    ...r.judgements.map((j) => `| ${j.met ? 'met' : 'NOT met'} | ${j.goal} | ${j.measured} |`),
+    ...r.judgements.map((j) => `| ${verdict(j.met)} | ${j.goal} | ${j.measured} |`),
     '',
     '## Growth per minute',
     '',

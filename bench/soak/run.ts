@@ -9,15 +9,15 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { runFixedRate, type FixedRateFigures } from '../load/fixed-rate.js';
-import { counts, randomTransfer, settle } from '../load/transfer-load.js';
+import { counts, driveTransfers, randomTransfer, settle } from '../load/transfer-load.js';
 import { conservationCheck } from '../meters/conservation.js';
 import { machineInfo } from '../run.js';
 import { cleanupAll } from '../support/cleanup.js';
 import { seedUsers, type BenchUser } from '../support/seed.js';
 import { startBenchService, type BenchService } from '../support/service-child.js';
 import { growthPerMinute, judgeSoak } from './judge.js';
-import { soakOptions, type SoakOptions } from './options.js';
-import { sampleLine, writeSoakResults, type SoakReport, type SoakSample } from './report.js';
+import { CALIBRATION_CONNECTIONS, CALIBRATION_S, calibratedRate, soakOptions, type SoakOptions } from './options.js';
+import { sampleLine, verdict, writeSoakResults, type SoakReport, type SoakSample } from './report.js';
 import { CommittedCount, readStores } from './sample.js';
 import { SoakWindows } from './windows.js';
 
@@ -68,7 +68,19 @@ async function killInTheMiddle(
   }
 }
 
-async function loadPhase(svc: BenchService, users: readonly BenchUser[], opts: SoakOptions): Promise<LoadPhase> {
+type RatedOptions = SoakOptions & { readonly ratePerSecond: number };
+
+/** The options with their rate: SOAK_RATE's, or a share of a short closed loop's on this service (options.ts). */
+async function withRate(svc: BenchService, users: readonly BenchUser[], opts: SoakOptions): Promise<RatedOptions> {
+  if (opts.ratePerSecond !== null) return { ...opts, ratePerSecond: opts.ratePerSecond };
+  opts.log(`calibration: a closed loop of ${CALIBRATION_CONNECTIONS} clients for ${CALIBRATION_S} s`);
+  const level = await driveTransfers(svc, users, CALIBRATION_CONNECTIONS, CALIBRATION_S);
+  const rate = calibratedRate(level.committedPerSecond);
+  opts.log(`calibration: ${level.committedPerSecond} committed/s (p50 ${level.latencyMs.p50} ms): the soak offers ${rate.perSecond}/s`);
+  return { ...opts, ratePerSecond: rate.perSecond, rateSource: rate.source };
+}
+
+async function loadPhase(svc: BenchService, users: readonly BenchUser[], opts: RatedOptions): Promise<LoadPhase> {
   const windows = new SoakWindows();
   const t0 = performance.now();
   const load = runFixedRate({
@@ -119,7 +131,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   const machine = await machineInfo();
   const retention = `${opts.retentionS} s (a pass every ${opts.pruneIntervalS} s)`;
   log(
-    `soak: ${opts.durationS} s at ${opts.ratePerSecond}/s (${opts.rateSource}), a sample every ${opts.sampleS} s, retention ${retention}`,
+    `soak: ${opts.durationS} s at ${opts.ratePerSecond === null ? 'a rate' : `${opts.ratePerSecond}/s`} (${opts.rateSource}), a sample every ${opts.sampleS} s, retention ${retention}`,
   );
   try {
     const svc = await startBenchService({
@@ -128,25 +140,26 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
     try {
       log(`service pid ${svc.pid}, DATA_DIR ${svc.dataDir}; seeding ${opts.users} users on both sides`);
       const users = await seedUsers(svc, opts.users, opts.seedConcurrency);
-      const phase = await loadPhase(svc, users, opts);
+      const rated = await withRate(svc, users, opts);
+      const phase = await loadPhase(svc, users, rated);
       const end = await endOf(svc, log);
       const sum = (f: (s: SoakSample) => number): number => phase.samples.reduce((n, s) => n + f(s), 0);
       const errors = { errorsOutsideRestart: sum((s) => s.errors), errorsDuringRestart: sum((s) => s.restartErrors) };
-      const judgements = judgeSoak(phase.samples, phase.windows, { ...errors, ...end }, opts.retentionS);
+      const judgements = judgeSoak(phase.samples, phase.windows, { ...errors, ...end }, opts.retentionS, opts.durationS);
       const { statusCodes: _codes, ...load } = phase.load;
       const report: SoakReport = {
         startedAt: new Date(started).toISOString(),
         finishedAt: new Date().toISOString(),
         elapsedS: Math.round((Date.now() - started) / 1000),
         machine,
-        parameters: paramsOf(opts),
+        parameters: paramsOf(rated),
         load: { ...load, outcomes: phase.windows.outcomes, ...errors },
         restart: phase.restart,
         samples: phase.samples,
         growthPerMinute: growthOf(phase.samples, phase.restart),
         end,
         judgements,
-        passed: judgements.every((j) => j.met),
+        passed: judgements.every((j) => j.met !== false),
       };
       const files = await writeSoakResults(opts.outDir, report);
       log(`results: ${files.json} and ${files.markdown}`);
@@ -159,7 +172,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakResult> {
   }
 }
 
-function paramsOf(opts: SoakOptions): SoakReport['parameters'] {
+function paramsOf(opts: RatedOptions): SoakReport['parameters'] {
   const { durationS, ratePerSecond, rateSource, sampleS, users, retentionS, pruneIntervalS } = opts;
   return { durationS, ratePerSecond, rateSource, sampleS, users, retentionS, pruneIntervalS };
 }
@@ -174,8 +187,8 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', stopOnSignal);
   process.once('SIGTERM', stopOnSignal);
-  const { report } = await runSoak(await soakOptions(process.env, log));
-  for (const j of report.judgements) log(`  ${j.met ? 'met    ' : 'NOT met'}  ${j.goal}: ${j.measured}`);
+  const { report } = await runSoak(soakOptions(process.env, log));
+  for (const j of report.judgements) log(`  ${verdict(j.met).padEnd(10)}  ${j.goal}: ${j.measured}`);
   log(`soak ${report.passed ? 'passed' : 'FAILED'} in ${report.elapsedS} s`);
   process.exitCode = report.passed ? 0 : 1;
 }
