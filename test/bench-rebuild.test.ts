@@ -1,4 +1,5 @@
 // Proves that the benchmark's part (g) (bench/parts/rebuild.ts) rebuilds a small SPOT ledger from PostgreSQL into an empty DATA_DIR, opens it in UBSCore with every account and record, passes the conservation check against the FUNDING side's rows, and refuses a ledger shape it cannot build.
+// test-runner: own-postgres
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

@@ -2,6 +2,7 @@
 // (WRITE_SMOOTHING): new WAL segments created without zero-filling, and backends' evicted data
 // pages written out as they come. Both are measured in bench/README.md; without them a
 // committing backend zero-fills each new 16 MB WAL segment while every commit waits.
+// test-runner: own-postgres
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';

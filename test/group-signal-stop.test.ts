@@ -5,6 +5,7 @@
 // a deliberate second request (the same signal after SIGNAL_REPEAT_WINDOW_MS) exits at once; and
 // neither stop leaves the embedded PostgreSQL running, nor does a fatal stop (exit code 70).
 // GROUP_STOP_RUNS sets the SIGTERM runs (2).
+// test-runner: own-postgres
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { test } from 'uvu';

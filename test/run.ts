@@ -1,5 +1,13 @@
 // The whole suite: starts one embedded PostgreSQL for every test file, runs each file in its
-// own process (so a file may start and kill services freely), and prints one closing line.
+// own process (so a file may start and kill services freely), TEST_JOBS of them at a time, and
+// prints one closing line.
+//
+// Two marks a file may carry in a line of its own source:
+//   `// test-runner: alone`: it runs with no other file beside it (it times something, or stalls
+//     a whole PostgreSQL server or the machine), after the others.
+//   `// test-runner: own-postgres`: it starts PostgreSQL servers of its own and never uses the
+//     runner's; given a server (make test-external) the runner leaves it out, as it would only
+//     repeat what `make test` ran.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -9,6 +17,11 @@ import { startScratchPg } from './support/database.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const FILE_TIMEOUT_MS = 5 * 60_000;
+/** Files at a time: most wait on timers, processes and fsyncs rather than the CPU. */
+const TEST_JOBS_DEFAULT = 2;
+const TEST_JOBS_MAX = 8;
+
+type Marks = { readonly alone: boolean; readonly ownPostgres: boolean };
 
 type FileResult = { file: string; passed: number; failed: number; code: number | null; ms: number };
 
@@ -16,14 +29,31 @@ async function main(): Promise<void> {
   const filter = process.argv[2];
   // Matched against the path under the test directory: a checkout whose own path holds the
   // filter word (a worktree named wt-bench) must not select every file.
-  const files = (await listTests(here)).filter((f) => filter === undefined || path.relative(here, f).includes(filter));
+  const external = process.env.TEST_PG_ADMIN_URL !== undefined && process.env.TEST_PG_ADMIN_URL !== '';
+  const listed = (await listTests(here)).filter((t) => filter === undefined || path.relative(here, t.file).includes(filter));
+  const left = external ? listed.filter((t) => t.marks.ownPostgres) : [];
+  for (const t of left) process.stdout.write(`left out: ${path.relative(here, t.file)} (its own PostgreSQL servers only)\n`);
+  const files = listed.filter((t) => !left.includes(t));
+  const jobs = testJobs(process.env.TEST_JOBS);
   const server = await testServer();
   const results: FileResult[] = [];
   try {
-    for (const file of files) results.push(await runFile(file, server.adminUrl));
+    await runPool(
+      files.filter((t) => !t.marks.alone).map((t) => t.file),
+      jobs,
+      server.adminUrl,
+      results,
+    );
+    await runPool(
+      files.filter((t) => t.marks.alone).map((t) => t.file),
+      1,
+      server.adminUrl,
+      results,
+    );
   } finally {
     await server.stop();
   }
+  results.sort((a, b) => a.file.localeCompare(b.file));
   const passed = results.reduce((n, r) => n + r.passed, 0);
   const failed = results.reduce((n, r) => n + r.failed + (r.code !== 0 && r.failed === 0 ? 1 : 0), 0);
   for (const r of results) {
@@ -50,26 +80,47 @@ async function testServer(): Promise<{ adminUrl: string; stop: () => Promise<voi
   return { adminUrl: scratch.pg.url('postgres'), stop: scratch.stop };
 }
 
-/** Compiled tests whose TypeScript source still exists (a deleted test leaves its .js behind). */
-async function listTests(dir: string): Promise<string[]> {
+function testJobs(raw: string | undefined): number {
+  const jobs = Number(raw ?? TEST_JOBS_DEFAULT);
+  if (!Number.isInteger(jobs) || jobs < 1 || jobs > TEST_JOBS_MAX)
+    throw new Error(`TEST_JOBS must be a whole number from 1 to ${TEST_JOBS_MAX}, got ${raw}`);
+  return jobs;
+}
+
+/** Runs `files`, `jobs` at a time, each result pushed as it ends. */
+async function runPool(files: readonly string[], jobs: number, adminUrl: string, results: FileResult[]): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < files.length) {
+      const file = files[next++] as string;
+      results.push(await runFile(file, adminUrl, jobs > 1));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker));
+}
+
+/** A file's marks, from lines of its source that are exactly the mark. */
+function marksOf(source: string): Marks {
+  const lines = new Set(source.split('\n').map((l) => l.trim()));
+  return { alone: lines.has('// test-runner: alone'), ownPostgres: lines.has('// test-runner: own-postgres') };
+}
+
+/** Compiled tests whose TypeScript source still exists (a deleted test leaves its .js behind), with their marks. */
+async function listTests(dir: string): Promise<{ readonly file: string; readonly marks: Marks }[]> {
   const sources = path.resolve(dir, '..', '..', 'test');
   const entries = await fs.readdir(dir, { withFileTypes: true, recursive: true });
   const compiled = entries.filter((e) => e.isFile() && e.name.endsWith('.test.js')).map((e) => path.join(e.parentPath, e.name));
-  const kept: string[] = [];
+  const kept: { file: string; marks: Marks }[] = [];
   for (const file of compiled) {
     const source = path.join(sources, path.relative(dir, file)).replace(/\.js$/, '.ts');
-    if (
-      await fs.access(source).then(
-        () => true,
-        () => false,
-      )
-    )
-      kept.push(file);
+    const text = await fs.readFile(source, 'utf8').catch(() => null);
+    if (text !== null) kept.push({ file, marks: marksOf(text) });
   }
-  return kept.sort();
+  return kept.sort((a, b) => a.file.localeCompare(b.file));
 }
 
-function runFile(file: string, adminUrl: string): Promise<FileResult> {
+/** Runs one file; beside others (`buffered`) its output is written whole when it ends, so files never interleave. */
+function runFile(file: string, adminUrl: string, buffered: boolean): Promise<FileResult> {
   const started = Date.now();
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [file], {
@@ -79,11 +130,12 @@ function runFile(file: string, adminUrl: string): Promise<FileResult> {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
-      process.stdout.write(chunk);
+      if (!buffered) process.stdout.write(chunk);
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), FILE_TIMEOUT_MS);
     child.on('close', (code) => {
       clearTimeout(timer);
+      if (buffered) process.stdout.write(out);
       const clean = out.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '');
       const total = Number(/Total:\s+(\d+)/.exec(clean)?.[1] ?? 0);
       const passed = Number(/Passed:\s+(\d+)/.exec(clean)?.[1] ?? 0);

@@ -1,4 +1,5 @@
 // Proves that the soak (`make soak`) runs end to end at a small scale, so the tool cannot rot: a 40-second run at a low fixed rate samples the service's memory, UBSCore's data file and directory, the processed set's entries, PostgreSQL's size and the answers' latency on schedule, kills the service once and times its restart, ends with every transfer final and funds conserved, judges every item of issue 29 (the judgements' outcomes on flatness and latency are not asserted: 40 seconds is too short a run to judge them), and writes its JSON and markdown into the directory it is given.
+// test-runner: own-postgres
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
