@@ -214,9 +214,10 @@ test("a shard that missed the halt's control message still holds its INIT transf
     };
     const retried = await parkedInit(layers, 964n);
     failures = 1;
-    assert.is((await layers.shard.driveNow(retried))?.state, 'INIT', 'the step failed and a retry timer waits');
+    // Stored before the drive, so the timer cannot fire ahead of it however slow the machine is.
     await writeHalt(layers.sql, HALTED);
     assert.is(layers.halt.current, null, 'no control message this time either');
+    assert.is((await layers.shard.driveNow(retried))?.state, 'INIT', 'the step failed and a retry timer waits');
     let fired = false;
     const step = layers.driver.step.bind(layers.driver);
     layers.driver.step = async (id, known) => {
