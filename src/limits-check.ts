@@ -39,7 +39,7 @@ export function checkLimit(row: LimitRow): void {
   }
 }
 
-/** Asserts every row: called once, when the configuration is loaded (src/config.ts). */
+/** Asserts every row: called once, when the configuration is loaded (src/config/config.ts). */
 export function checkLimits(rows: readonly LimitRow[] = LIMIT_ROWS): void {
   for (const row of rows) checkLimit(row);
 }

@@ -13,7 +13,7 @@ const MIB = 1024 * KIB;
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
-// ---- Ranges of the environment variables (src/config.ts reads each with its default) ----
+// ---- Ranges of the environment variables (src/config/ reads each with its default) ----
 
 /** PORT and ADMIN_PORT: any TCP port; 0 lets the system choose one (tests). */
 export const PORT_MIN = 0;
@@ -57,7 +57,7 @@ export const HAPPY_PATH_DEADLINE_MS_MAX = 60_000;
 /** RETRY_BASE_MS: the first retry's wait (spec 002's capped exponential backoff). */
 export const RETRY_BASE_MS_MIN = 1;
 export const RETRY_BASE_MS_MAX = 600_000;
-/** RETRY_CAP_MS: the longest wait between two retries; checked not below RETRY_BASE_MS in src/config.ts. */
+/** RETRY_CAP_MS: the longest wait between two retries; checked not below RETRY_BASE_MS in src/config/config.ts. */
 export const RETRY_CAP_MS_MIN = 1;
 export const RETRY_CAP_MS_MAX = HOUR_MS;
 /** COORDINATOR_MAILBOX_MAX: transfers waiting per shard before the edge answers busy; a million is about a GB. */

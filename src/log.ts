@@ -2,7 +2,7 @@
 // level for funds that need attention. bigint fields are written as strings; an `err` field is
 // written by pino's error serializer (type, message, stack, and the cause chain). In development
 // a terminal can show the same lines in a readable form (LOG_FORMAT=pretty): pino-pretty is
-// loaded only then, never in production (src/config.ts refuses LOG_FORMAT=pretty there).
+// loaded only then, never in production (src/config/vars.ts refuses LOG_FORMAT=pretty there).
 
 import { createRequire } from 'node:module';
 import pino from 'pino';

@@ -1,5 +1,5 @@
 // The part of autocannon 9's API the benchmark uses. The package ships no type declarations and
-// no @types package is installed, so these describe what its README documents and lib/run.js does.
+// no @types package is installed, so these describe what its README documents and node_modules/autocannon/lib/run.js does.
 
 declare module 'autocannon' {
   import type { EventEmitter } from 'node:events';

@@ -1,4 +1,4 @@
-// Every environment variable the service reads, read here (JWT_* in config-jwt.ts) and nowhere
+// Every environment variable the service reads, read here (JWT_* in jwt.ts) and nowhere
 // else, with safe defaults. Each number's accepted range is a named limit in src/limits.ts, and
 // loading the configuration checks every limit first.
 

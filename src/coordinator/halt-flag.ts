@@ -3,7 +3,7 @@
 // at start, on a timer, and before each recovery pass and each retry timer's drive (the moves
 // out of INIT that no control message gates: shard.ts), so a shard that missed a message, or
 // started while halted, still holds its transfers. Each state comes with the version of the write that stored it
-// (db/halt-state.ts): a state older than the one held is dropped, so a read that straddled a
+// (src/db/halt-state.ts): a state older than the one held is dropped, so a read that straddled a
 // halt never lifts it, and a halt and a resume are taken in the order they were written.
 //
 // A shard that cannot tell whether the service is halted holds its transfers: once the stored

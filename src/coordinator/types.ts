@@ -5,7 +5,7 @@ import type { CoordinatorSettings } from '../config/config.js';
 import type { PgOwnerIdentity } from '../db/sql.js';
 
 /**
- * What a coordinator shard runs with: the configuration's coordinator section (src/config.ts,
+ * What a coordinator shard runs with: the configuration's coordinator section (src/config/config.ts,
  * COORDINATOR_SETTINGS) whole, plus what only a shard has.
  */
 export type CoordinatorConfig = CoordinatorSettings & {

@@ -30,7 +30,7 @@ export class Watchdog {
     await this.check(t, causeText(cause), cause);
   }
 
-  /** Periodic: transfers waiting on an unknown outcome (db/stuck.ts) past the threshold, even when no retry has run. */
+  /** Periodic: transfers waiting on an unknown outcome (src/db/stuck.ts) past the threshold, even when no retry has run. */
   async sweep(): Promise<void> {
     const late = await this.deps.store.unknownWaitOlderThan(this.deps.config.targetPendingAlertMs, SWEEP_BATCH_MAX);
     for (const t of late) await this.check(t, t.errorCode ?? 'no answer yet', null);

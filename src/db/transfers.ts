@@ -274,7 +274,7 @@ export class TransferStore {
   }
 
   /**
-   * Transfers an operator must look at (db/stuck.ts): escalated ones, and those waiting on an
+   * Transfers an operator must look at (src/db/stuck.ts): escalated ones, and those waiting on an
    * unknown outcome longer than `unknownWaitMs` (TARGET_PENDING, a SPOT debit's SOURCE_PENDING).
    */
   async stuck(rule: StuckRule & { readonly unknownWaitMs: number }, limit: number): Promise<TransferView[]> {
@@ -292,7 +292,7 @@ export class TransferStore {
     return rows.map(toView);
   }
 
-  /** Transfers waiting on an unknown outcome (db/stuck.ts) that entered their state more than `ageMs` ago (MON-001). */
+  /** Transfers waiting on an unknown outcome (src/db/stuck.ts) that entered their state more than `ageMs` ago (MON-001). */
   async unknownWaitOlderThan(ageMs: number, limit: number): Promise<TransferView[]> {
     const rows = await this.sql<Row[]>`
       SELECT t.* FROM transfers_active AS a JOIN transfers_tb AS t ON t.req_id = a.req_id

@@ -1,6 +1,6 @@
 // The order in which a new transfer is checked (spec 001 §1.5.8), written once: every layer that
 // checks a transfer runs the steps it can see in this order, and the first failing step answers.
-// The HTTP edge (src/http/transfer-routes.ts with src/http/schemas.ts) runs them all, asking
+// The HTTP edge (src/http/routes/transfer-routes.ts with src/http/routes/schemas.ts) runs them all, asking
 // admission's halt check (src/services/admission.ts) before the body is read; the coordinator's
 // shard (src/coordinator/shard.ts) runs them again from the format on, with src/domain/checks.ts
 // and src/domain/asset.ts; the accounts' own refusals come last, from the adapters. The

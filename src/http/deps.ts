@@ -44,7 +44,7 @@ export type AppDeps = {
   readonly drive: (userId: bigint, reqId: string) => Promise<SubmitReply>;
   readonly stuckRetriesMax: number;
   readonly stuckAgeMs: number;
-  /** TARGET_PENDING_ALERT_MS: a transfer waiting this long on an unknown outcome is on the stuck list (db/stuck.ts). */
+  /** TARGET_PENDING_ALERT_MS: a transfer waiting this long on an unknown outcome is on the stuck list (src/db/stuck.ts). */
   readonly targetPendingAlertMs: number;
   readonly halt: HaltSwitch;
   readonly invariant: InvariantService;
