@@ -1,5 +1,5 @@
 // The limits of UBSCore's thread, its WAL and snapshots, and its log in PostgreSQL with the standby
-// that follows it (issue 26): the second half of src/limits.ts, which re-exports every one, so
+// that follows it: the second half of src/limits.ts, which re-exports every one, so
 // each limit is still imported from there and src/limits-check.ts still asserts every one.
 
 const KIB = 1024;
@@ -54,7 +54,7 @@ export const UBS_WORKER_YOUNG_GENERATION_MB_MAX = 64;
 /** The first wait between two attempts to write the WAL (LMDB, or PostgreSQL's log) again; it doubles up to the cap. */
 export const UBS_RECOVERY_BACKOFF_BASE_MS = 50;
 export const UBS_RECOVERY_BACKOFF_CAP_MS = 5_000;
-/** UBSCore's log in PostgreSQL (issue 26): snapshots kept in spot_snapshots, a failed copy's wait, close's wait for one (below UBS_CLOSE_TIMEOUT_MS). */
+/** UBSCore's log in PostgreSQL: snapshots kept in spot_snapshots, a failed copy's wait, close's wait for one (below UBS_CLOSE_TIMEOUT_MS). */
 export const UBS_PG_SNAPSHOTS_KEPT = 2;
 export const UBS_PG_SNAPSHOT_RETRY_MS = 30_000;
 export const UBS_PG_LOG_CLOSE_WAIT_MS = 5_000;
@@ -84,7 +84,7 @@ export const WAL_BLOCK_RECORDS_MAX = 8_192;
  */
 export const WAL_PRUNE_RECORDS_PER_TXN_MAX = 20_000;
 /**
- * Processed-set entries read, and those prunable deleted, per step of a retention pass (issue 29):
+ * Processed-set entries read, and those prunable deleted, per step of a retention pass:
  * one LMDB transaction between two batches. A step reads the seq index from where the last one
  * stopped, and each entry it names (wal/processed-prune.ts). Measured on the 2-core machine over
  * 200,000 entries (keys of 28 bytes, 1,000 kept): 1,024 per step read and decoded on UBSCore's
@@ -107,7 +107,7 @@ export const SPOT_LOG_PAGE_BLOCKS = 128;
 export const SPOT_PROCESSED_PAGE_ROWS = 10_000;
 export const SPOT_LOG_ARCHIVE_INTERVAL_MS = 5 * 60_000; // how often (and at start) spot_log is archived through the oldest snapshot kept
 
-// ---- A standby (issue 26) ----
+// ---- A standby ----
 
 /** How often a standby reads spot_log for the owner's new blocks by default: the lag it adds at most. */
 export const STANDBY_POLL_MS_DEFAULT = 50;
@@ -120,7 +120,7 @@ export const STANDBY_POLL_MS_MAX = 10_000;
  */
 export const STANDBY_READ_BLOCKS_MAX = 64;
 
-// ---- The processed set's retention (issue 29) ----
+// ---- The processed set's retention ----
 
 /**
  * PROCESSED_RETENTION_S: a week by default, at most ten years, at least 30 s: still far above how

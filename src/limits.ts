@@ -301,7 +301,7 @@ export const RESTART_BACKOFF_BASE_MS = 200;
 /** How long a take waits for a lock held by a process that just died (its backend exits when it sees the closed socket). */
 export const TAKE_WAIT_MS = 3_000;
 /**
- * The owner's lease (issue 26), LEASE_MS: how long past its last renewal the owner of record stays
+ * The owner's lease, LEASE_MS: how long past its last renewal the owner of record stays
  * the owner; a standby may take over once it has passed. Under 0.5 s a pause of PostgreSQL would
  * end a live owner; over a minute a hung owner would keep the ledger from being served too long.
  */

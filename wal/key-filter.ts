@@ -4,7 +4,7 @@
 // command (measured: 3.4 against 4.6 µs). A false "maybe" costs one LMDB read; a false "absent"
 // would apply a repeat twice, so the filter is only ever asked once it holds every key
 // (actors/ubscore/processed.ts), and keys are only ever added, never removed: a key the
-// retention (issue 29) deletes from the processed set stays in the filter, a false "maybe", until
+// retention deletes from the processed set stays in the filter, a false "maybe", until
 // the filter is rebuilt for the live keys.
 
 import { KEY_FILTER_KEYS_MAX, KEY_FILTER_KEYS_MIN } from '../src/limits.js';

@@ -11,7 +11,7 @@
 // (`walPrunedThroughSeq`), so the log's last sequence number and its continuity checks still hold
 // when it no longer starts at 1, or holds no record at all. The processed set lives in its own
 // database, so a repeated (req_id, op) is answered as a duplicate whatever snapshots and pruning
-// have removed from `wal`; its entries go only by issue 29's retention (`pruneProcessed`), once
+// have removed from `wal`; its entries go only by the retention (`pruneProcessed`), once
 // the layers above prove their command can never come again.
 
 import * as lmdb from 'lmdb';

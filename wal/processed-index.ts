@@ -1,4 +1,4 @@
-// The processed set's seq index (issue 29): the `processed_seq` database maps each processed-set
+// The processed set's seq index: the `processed_seq` database maps each processed-set
 // entry's seq to its key (wal/processed-key.ts). Every writer of an entry writes its index entry in
 // the same LMDB transaction (putProcessed), and the retention deletes both together
 // (wal/processed-prune.ts), so a retention pass reads only the entries at or below its horizon, in

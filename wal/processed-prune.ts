@@ -1,4 +1,4 @@
-// One step of issue 29's retention over the processed set: read, in seq order through the seq index
+// One step of the retention over the processed set: read, in seq order through the seq index
 // (`processed_seq`, wal/processed-index.ts), a bounded run of entries at or below the horizon, and
 // pick the ones that may go. So a pass reads the entries it prunes and the few it keeps, never the
 // live set above the horizon. Reading is done here, on the caller's thread; the deletes then go in

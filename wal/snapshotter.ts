@@ -44,7 +44,7 @@ export class Snapshotter {
     /** Asks the actor to offer the writer a turn: a write became ready. */
     private readonly wake: () => void,
     private readonly onFatal: (message: string) => void,
-    /** A snapshot is durable in LMDB (issue 26: copied into PostgreSQL from here); must not throw. */
+    /** A snapshot is durable in LMDB (copied into PostgreSQL from here, so the SPOT ledger can be rebuilt without this machine); must not throw. */
     private readonly onDurable: (snapshot: EncodedSnapshot) => void = () => undefined,
   ) {
     // A restart may follow a crash between a snapshot and its pruning: finish that pruning.

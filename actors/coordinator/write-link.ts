@@ -1,4 +1,4 @@
-// Issue 27 item 4: with several coordinator shards, every shard's transfer writes share one
+// With several coordinator shards, every shard's transfer writes share one
 // batched writer, shard 0's, so more shards do not split PostgreSQL's batches (each batch is one
 // transaction with a fixed cost). This is shard i's end: a TransferWriter whose writes cross to
 // shard 0 on a MessagePort, those of one turn in one message, each answered with its own outcome.

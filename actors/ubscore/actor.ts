@@ -50,7 +50,7 @@ type ActorHooks = {
   readonly diskReserveBytes: number;
   /** Start as a standby's core: no commands, only followed blocks, until `lead` (follow.ts). */
   readonly follow: boolean;
-  /** UBSCore's log in PostgreSQL (issue 26), written beside LMDB's; null: LMDB only (or a standby's core until it leads). */
+  /** UBSCore's log in PostgreSQL, written beside LMDB's; null: LMDB only (or a standby's core until it leads). */
   readonly pgLog: PgLog | null;
   readonly metrics: UbsMetrics;
   /** The armed crash point's hook (src/faults/crash-points.ts); a no-op unless one is armed. */
@@ -76,7 +76,7 @@ export class UbsActor {
   private pgLog: PgLog | null;
   /** Follow calls run one at a time, in the order they came. */
   private followed: Promise<unknown> = Promise.resolve();
-  /** Issue 29's retention passes over the processed set, one at a time. */
+  /** The retention passes over the processed set, one at a time. */
   private readonly pruner: ProcessedPruner;
 
   constructor(
@@ -336,7 +336,7 @@ export class UbsActor {
   }
 
   /**
-   * Issue 29: one retention pass over the processed set (pruner.ts), in steps between batches. A
+   * One retention pass over the processed set (pruner.ts), in steps between batches. A
    * standby's core prunes too: its processed set is its own LMDB's.
    */
   prune(plan: UbsPrunePlan): Promise<UbsPruneOutcome> {

@@ -1,4 +1,4 @@
-// A standby's UBSCore follows the owner's log (issue 26): the blocks the owner wrote to
+// A standby's UBSCore follows the owner's log: the blocks the owner wrote to
 // PostgreSQL's spot_log, bytes exactly as its LMDB holds them, are verified here (each header and
 // record checksum, and seq continuity from this core's last seq), then written to this core's LMDB
 // as the owner's group commit wrote them (the same blocks, the same processed entries) and applied

@@ -84,7 +84,7 @@ export class UbsMetrics {
   private countPrune(pruned: number, steps: number): void {
     this.registry.inc(
       'transfer_ubscore_processed_pruned_total',
-      'Processed-set entries deleted by the retention (issue 29) since UBSCore started',
+      'Processed-set entries deleted by the retention since UBSCore started',
       {},
       pruned,
     );
@@ -175,7 +175,7 @@ function setDiskGauges(metrics: Registry, state: CoreState, walDir: string): voi
         stats.mapSize,
       );
   }
-  // LMDB's own count (mdb_stat), so the processed set's growth and its pruning (issue 29) are
+  // LMDB's own count (mdb_stat), so the processed set's growth and its pruning are
   // seen in entries and not only in pages.
   metrics.set(
     'transfer_ubscore_processed_entries',

@@ -1,4 +1,4 @@
-// UBSCore's snapshots copied into PostgreSQL's spot_snapshots (issue 26), so the SPOT ledger can
+// UBSCore's snapshots copied into PostgreSQL's spot_snapshots, so the SPOT ledger can
 // be rebuilt from PostgreSQL alone: once a snapshot is durable in LMDB, its header and chunks (the
 // same bytes) are copied in the background on UBSCore's own connection, and the newest
 // UBS_PG_SNAPSHOTS_KEPT are kept there. Nothing waits for a copy: the WAL blocks in spot_log hold

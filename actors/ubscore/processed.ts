@@ -12,7 +12,7 @@
 // Until the first build completes, and whenever the filter says "maybe", the overlay and then
 // LMDB answer, exactly as without a filter.
 //
-// Keys are removed from the processed set only by issue 29's retention (pruner.ts), never from a
+// Keys are removed from the processed set only by the retention (pruner.ts), never from a
 // filter: a filter holding a removed key still holds every live one, and only says "maybe" for
 // the removed one, whose LMDB read then finds nothing. After a pass the filter is rebuilt, by the
 // same build, for the live keys only; the old filter answers until the new one is complete.

@@ -1,5 +1,5 @@
-// Issue 29's retention on UBSCore's side: one pass over LMDB's processed set deletes every durable
-// entry with seq <= H whose key the main thread did not ask to keep (docs/design.md, issue 29, says
+// The retention on UBSCore's side: one pass over LMDB's processed set deletes every durable
+// entry with seq <= H whose key the main thread did not ask to keep (docs/design.md says
 // why that is safe). The pass reads the entries at or below H in seq order, through the set's seq
 // index (wal/processed-index.ts), so its work follows what it prunes (and the few kept entries),
 // not the size of the set. It goes in steps of at most PRUNE_STEP_ENTRIES entries, each one LMDB

@@ -116,7 +116,7 @@ async function startAfterUbs<Core extends UbsCore>(
   return { ...listeners, databaseUrl: stores.databaseUrl, apps };
 }
 
-/** Issue 26: UBSCore's own fenced connection for its log and snapshots in PostgreSQL, or null with SPOT_LOG=off. */
+/** UBSCore's own fenced connection for its log and snapshots in PostgreSQL, or null with SPOT_LOG=off. */
 function spotLogOf(config: Config, stores: Stores): UbsSpotLog | null {
   if (config.spotLog !== 'postgres') return null;
   return { databaseUrl: stores.databaseUrl, owner: stores.owner.identity(), timeouts: config.pgTimeouts };

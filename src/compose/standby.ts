@@ -1,4 +1,4 @@
-// ROLE=standby (issue 26): the first half of a standby's start. It holds its DATA_DIR, but not the
+// ROLE=standby: the first half of a standby's start. It holds its DATA_DIR, but not the
 // ownership; it serves nothing (a small listener answers /healthz 200 and /readyz 503 with its lag,
 // /metrics with its role, lag and what PostgreSQL holds of the owner and the SPOT log, every
 // other path 503 STANDBY); its UBSCore follows the owner's log in spot_log. Once the

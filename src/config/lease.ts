@@ -1,4 +1,4 @@
-// The owner's lease (issue 26), read from LEASE_MS and LEASE_RENEW_MS (src/ownership/lease.ts).
+// The owner's lease, read from LEASE_MS and LEASE_RENEW_MS (src/ownership/lease.ts).
 
 import { ConfigError, type Env, intVar } from './vars.js';
 import {

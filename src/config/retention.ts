@@ -1,4 +1,4 @@
-// The processed set's retention (issue 29, src/retention/): how long an idempotency key is kept
+// The processed set's retention (src/retention/): how long an idempotency key is kept
 // at least, and how often a pass runs. Safe for any value in range: the retention only bounds
 // how long a key is kept beyond what the rule (src/retention/plan.ts) requires.
 

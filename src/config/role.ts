@@ -1,4 +1,4 @@
-// Which part this process plays (issue 26): the owner of the SPOT ledger, or a standby that
+// Which part this process plays: the owner of the SPOT ledger, or a standby that
 // follows the owner's log in PostgreSQL and takes over when the owner's lease ends; and whether
 // UBSCore's log goes to PostgreSQL at all.
 

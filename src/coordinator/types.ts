@@ -13,7 +13,7 @@ export type CoordinatorConfig = CoordinatorSettings & {
   readonly shards: number;
   /** The PostgreSQL server's URL: the one configured, or the embedded server's. */
   readonly databaseUrl: string;
-  /** The owner's tag and epoch (issue 26): the shard's writes are fenced by it. */
+  /** The owner's tag and epoch: the shard's writes are fenced by it. */
   readonly owner: PgOwnerIdentity;
   /** Transfers one recovery-scan query reads (SCAN_BATCH_MAX; tests make it smaller). */
   readonly scanBatchMax: number;

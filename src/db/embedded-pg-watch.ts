@@ -1,4 +1,4 @@
-// Keeps the embedded PostgreSQL running (issue 12 item 4). pg_ctl starts the postmaster in its
+// Keeps the embedded PostgreSQL running. pg_ctl starts the postmaster in its
 // own session, so it is not our child and its death sends us no event. The watcher learns of it
 // two ways: an event when one is available (the owner connection closed: `check()`), and
 // otherwise a poll of the postmaster's pid every POSTMASTER_POLL_INTERVAL_MS. A postmaster that is

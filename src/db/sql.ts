@@ -17,7 +17,7 @@ export type Sql = postgres.Sql<{ bigint: bigint }>;
 export type Tx = postgres.TransactionSql<{ bigint: bigint }>;
 
 /**
- * How long any wait on PostgreSQL may last (issue 12: bounded waits), set on every connection of
+ * How long any wait on PostgreSQL may last (a wait without a bound would hang a request, and the process, forever), set on every connection of
  * the service's pools. A statement or lock wait cut short is an error of SQLSTATE class 57 or 55:
  * an unknown outcome, retried like a lost connection, never taken as a refusal (src/db/batch.ts).
  */
@@ -33,7 +33,7 @@ export function reconnectBackoffS(retries: number): number {
 }
 
 /**
- * Who a connection writes for (issue 26). `tag` names the owning process at the front of the
+ * Who a connection writes for. `tag` names the owning process at the front of the
  * connection's application_name, so a standby taking over from a hung owner can end every session
  * of that process; `epoch` is the owner epoch the fence of migration 0010 checks on every write of
  * money (`standby`: a connection that may write nothing).

@@ -32,7 +32,7 @@ export const CRASH_POINTS = [
   'source_debited_before_credit_txn',
   /** FUNDING → SPOT, after the create-and-debit commit: the coordinator thread dies of an uncaught exception (the process lives). */
   'coordinator_thread_uncaught',
-  /** UBSCore's processed-set retention (issue 29): the first step that deleted entries is durable; the rest of the pass not yet run. */
+  /** UBSCore's processed-set retention: the first step that deleted entries is durable; the rest of the pass not yet run. */
   'ubscore_prune_after_step',
 ] as const;
 export type CrashPoint = (typeof CRASH_POINTS)[number];

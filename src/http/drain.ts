@@ -1,4 +1,4 @@
-// Drained shutdown (issue 12 item 5). Once a stop begins, every new request is answered 503 at
+// Drained shutdown. Once a stop begins, every new request is answered 503 at
 // once and /readyz says so, while the requests already in flight run to their answer; the stop
 // waits for them, up to a bound. Every answer given while draining, 503 or not, carries
 // `Connection: close`, so a keep-alive client sends nothing more on that connection and goes

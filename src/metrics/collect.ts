@@ -30,8 +30,7 @@ type MetricSources = {
 export const HTTP_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const IN_FLIGHT_AMOUNT = 'transfer_in_flight_amount_units';
 /**
- * The owner's tag in front of every application_name of the service's connections (issue 26,
- * src/db/sql.ts) names one process: left out of the label, so a restart does not start new series.
+ * The owner's tag in front of every application_name of the service's connections (src/db/sql.ts) names one process: left out of the label, so a restart does not start new series.
  */
 const OWNER_TAG_PATTERN = '^(transfer-[0-9]+-[0-9a-f]+@[^ ]* |standby-[0-9]+ )';
 

@@ -1,4 +1,4 @@
-// The ownership series of a scrape (issue 26), the same on a primary's GET /metrics and on a
+// The ownership series of a scrape, the same on a primary's GET /metrics and on a
 // standby's: the process's role, epoch, lease and lag, and what PostgreSQL holds (ledger_owner,
 // the SPOT log's reach and size). Every label value is always written, 0 or 1, so a rule on one
 // value has a series before it first holds.

@@ -1,4 +1,4 @@
-// The owner's lease (issue 26, rule 7). After its claim the owner renews `ledger_owner.lease_until`
+// The owner's lease (rule 7). After its claim the owner renews `ledger_owner.lease_until`
 // every LEASE_RENEW_MS on its lock session, and only while that epoch is still its own. It keeps
 // a local proof too, on the monotonic clock: the lease is proven until the send time of the last
 // renewal that succeeded + LEASE_MS - a margin. The server set lease_until from a later instant

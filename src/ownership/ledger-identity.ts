@@ -3,7 +3,7 @@
 // refuses a pair that is not one ledger: a WAL from another database, a fresh WAL against a used
 // database (its SPOT balances would be lost), or a used WAL against a fresh database (SPOT funds
 // with no ledger behind them). Runs while this process owns both (DATA_DIR lock, owner lock),
-// before UBSCore opens the WAL. With the SPOT log kept in PostgreSQL (issue 26), a fresh WAL
+// before UBSCore opens the WAL. With the SPOT log kept in PostgreSQL, a fresh WAL
 // against a used database is no loss: the start rebuilds the SPOT ledger from PostgreSQL
 // (src/spot-log/reconcile.ts) once the owner epoch is claimed.
 

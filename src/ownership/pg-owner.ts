@@ -12,7 +12,7 @@
 // dropped but the server has not noticed yet) is not another process: known by its backend pid
 // and start time, it is ended and the lock taken again.
 //
-// Issue 26: once claimed, the ownership is a lease the owner renews (src/ownership/lease.ts). A
+// Once claimed, the ownership is a lease the owner renews (src/ownership/lease.ts). A
 // process that wants the ownership takes it when the lock is free, or when the holder is the
 // owner of record and its lease has passed by the server's clock (a hung owner: SIGSTOPped, or
 // its machine frozen, keeps its session and its lock for ever): then every session of that

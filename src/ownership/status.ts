@@ -1,4 +1,4 @@
-// What an operator sees of the ownership (issue 26): the process's own role, epoch and lease, and
+// What an operator sees of the ownership: the process's own role, epoch and lease, and
 // what PostgreSQL says, which outlives every process: ledger_owner's epoch, owner and promotion
 // time, and the SPOT log's reach and size. Read by GET /metrics (primary and standby) and by the
 // console's GET /admin/v1/ownership.

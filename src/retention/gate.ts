@@ -1,4 +1,4 @@
-// One at a time: a conservation check and a retention plan (issue 29). A check asks UBSCore when
+// One at a time: a conservation check and a retention plan. A check asks UBSCore when
 // each operation of the transfers and movements written since its clock read T0 was applied; a
 // plan taken after T0 could drop the key of one that became final in between, and the check
 // would take the forgotten operation for one never applied (a false difference, which halts).

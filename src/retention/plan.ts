@@ -1,4 +1,4 @@
-// The plan of one pass of the processed set's retention (issue 29): the horizon H and the keys
+// The plan of one pass of the processed set's retention: the horizon H and the keys
 // that must stay (KEEP), read from PostgreSQL, which knows what is final; UBSCore, which knows
 // keys and seqs, prunes by it (UbsControlApi.prune), and the owner deletes the same entries from
 // spot_processed (./processed-rows.ts).

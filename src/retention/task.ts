@@ -1,4 +1,4 @@
-// The processed set's retention on a timer (issue 29): every PROCESSED_PRUNE_INTERVAL_S, one
+// The processed set's retention on a timer: every PROCESSED_PRUNE_INTERVAL_S, one
 // pass, never two at once. On the owner a pass ticks the seq clock with UBSCore's durable seq,
 // trims it, plans (./plan.ts), has UBSCore prune by the plan, and deletes the same entries from
 // spot_processed. A standby's main thread plans from the owner's clock and has its own UBSCore

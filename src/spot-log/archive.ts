@@ -1,11 +1,11 @@
-// The archive of PostgreSQL's SPOT log (issue 26: "the log can be pruned before the oldest snapshot
-// kept there"). Every few minutes, and at start, the main thread takes the oldest snapshot
+// The archive of PostgreSQL's SPOT log (the log need not be kept from before the oldest snapshot
+// kept there: a rebuild starts from that snapshot). Every few minutes, and at start, the main thread takes the oldest snapshot
 // spot_snapshots keeps (S) and archives spot_log through the last block boundary at or before S:
 // the processed-set entries of those blocks into spot_processed, their rows deleted, the mark
 // moved (SpotLogStore.archiveThrough), one bounded page per transaction on the main pool, which
 // carries the owner epoch, so a former owner archives nothing.
 //
-// An entry the processed set's retention may already forget (issue 29: seq at or below the horizon
+// An entry the processed set's retention may already forget (seq at or below the horizon
 // H of a plan read at the start of the turn, its key not in that plan's KEEP) is not copied: the
 // retention would delete it from spot_processed at its next pass, and a pruned entry stays
 // prunable (H only grows, and a final transfer or movement never becomes unfinished). With a week's

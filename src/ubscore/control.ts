@@ -44,11 +44,11 @@ export type UbsControlApi = {
    */
   lead(spotLog: UbsSpotLog | null): Promise<UbsLeadOutcome>;
   /**
-   * Issue 29's retention: one pass over LMDB's processed set that deletes every durable entry with
+   * The processed set's retention: one pass over LMDB's processed set that deletes every durable entry with
    * seq <= `plan.throughSeq` whose key (the req_id or ref) is not in `plan.keep`, in bounded steps
    * between batches; then the key filter is rebuilt for the live keys. Entries decided but not
    * yet durable are never touched. One pass at a time. A repeat of a pruned key is applied again:
-   * the caller prunes only keys whose command can never come again (docs/design.md, issue 29).
+   * the caller prunes only keys whose command can never come again (docs/design.md says why).
    */
   prune(plan: UbsPrunePlan): Promise<UbsPruneOutcome>;
 };
@@ -164,8 +164,8 @@ export type UbsCoreOptions = {
   /** Start as a standby: take no commands, only `follow` calls, until `lead`. Default false. */
   readonly follow?: boolean;
   /**
-   * Where UBSCore also writes its log and snapshots (issue 26: PostgreSQL's spot_log and
-   * spot_snapshots), on a connection of its own fenced by `owner`'s epoch; null or omitted: LMDB
+   * Where UBSCore also writes its log and snapshots (PostgreSQL's spot_log and
+   * spot_snapshots, so the SPOT ledger survives the loss of its machine), on a connection of its own fenced by `owner`'s epoch; null or omitted: LMDB
    * only (SPOT_LOG=off, and tests of the core alone).
    */
   readonly spotLog?: UbsSpotLog | null;

@@ -1,4 +1,4 @@
-// Rule 7 at the last moment (issue 26 item 3): a process whose owner lease lapsed without its
+// Rule 7 at the last moment: a process whose owner lease lapsed without its
 // noticing (it was stopped with SIGSTOP, or its event loop blocked, past the lease) may have been
 // replaced by another owner meanwhile, so it must not send one more answer. Every answer is
 // checked here, the outermost layer, once the routes have made it and just before the server
