@@ -127,7 +127,7 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
       opts.fixedRatePerSecond > 0 && opts.durationS > 0
         ? await attempt('fixed-rate run', log, () => fixedRateRun(svc, users, opts.fixedRatePerSecond, opts.durationS, log))
         : skipped<FixedRateRun>(opts.durationS > 0 ? 'BENCH_FIXED_RATE=0' : 'BENCH_DURATION_S=0');
-    // A standby follows the service's log during the memory run (issue 26), and is stopped before the service.
+    // A standby follows the service's log during the memory run, and is stopped before the service.
     const { load: memory, standby } =
       opts.memoryS > 0
         ? await withStandby(svc, () => attempt('memory run', log, () => memoryRun(svc, users, opts.memoryS, log)), log)

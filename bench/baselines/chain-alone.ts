@@ -9,7 +9,7 @@
 // (f') is the same chain with its loops started at spread-out moments: loop i waits i / n of
 // (f)'s mean latency at that level before its first transfer. (f)'s loops all start together,
 // so every batch of each stage carries them all; (f') is a chain whose arrivals are not
-// synchronised, as the HTTP edge's are not (issue 27 item 5). (f) itself is unchanged.
+// synchronised, as the HTTP edge's are not. (f) itself is unchanged.
 // It runs in a database of its own on the service's PostgreSQL, idle by then, with users of its
 // own in its own UBSCore, so the service's data and its conservation check are untouched.
 // Run alone: node dist/bench/baselines/chain-alone.js [levels, e.g. 16,64] [seconds per level]

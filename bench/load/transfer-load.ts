@@ -46,7 +46,7 @@ export type WindowFigures = {
   readonly ubsCommandsPerBatch: number | null;
   /** transfer_fsm_transitions_total (spec 004's fsm_state_count) moves during the window, by "FROM→TO", from /metrics. */
   readonly transitions: Readonly<Record<string, number>>;
-  /** Issue 26: UBSCore's waits for LMDB and for PostgreSQL's spot_log, and the log's share of PostgreSQL's work; null with SPOT_LOG=off. */
+  /** UBSCore's waits for LMDB and for PostgreSQL's spot_log, and the log's share of PostgreSQL's work; null with SPOT_LOG=off. */
   readonly spotLog: SpotLogWindow | null;
   readonly statements: StatementCounts | null;
   readonly cpu: CpuShares;

@@ -1,4 +1,4 @@
-// What UBSCore's log in PostgreSQL (issue 26) costs during one measured window: how long a batch
+// What UBSCore's log in PostgreSQL costs during one measured window: how long a batch
 // waited for PostgreSQL's spot_log and for LMDB's own sync (it is answered once both hold it, so
 // the slower of the two is what it waited for), from the two histograms of the service's GET
 // /metrics read before and after the window, and the log's share of PostgreSQL's work: one write

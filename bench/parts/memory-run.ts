@@ -1,5 +1,5 @@
 // The memory run: the service loaded for `memoryS` at MEMORY_RUN_CONNECTIONS while its RssAnon is
-// read every second (bench/meters/memory.ts). Since issue 26 a standby follows the service's log
+// read every second (bench/meters/memory.ts). A standby follows the service's log
 // meanwhile (bench/parts/standby-lag.ts): the run is long and at the main level, so the standby's
 // lag under load costs no run time of its own. Only the service's own memory is judged; its
 // committed/s and p99 here are with the standby reading PostgreSQL beside it.

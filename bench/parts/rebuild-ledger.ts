@@ -1,5 +1,5 @@
 // The SPOT ledger (g) rebuilds, written straight into a fresh database as a primary's UBSCore and
-// the SPOT log's archive would have left it (issue 26): `accounts` accounts opened by one deposit
+// the SPOT log's archive would have left it: `accounts` accounts opened by one deposit
 // each (seqs 1..accounts), a snapshot at the last of them, those records archived out of spot_log
 // (their processed-set entries in spot_processed, the mark at the snapshot's seq), then `records`
 // more records in spot_log, deposits and withdrawals on those accounts, encoded by UBSCore's own

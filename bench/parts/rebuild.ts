@@ -1,4 +1,4 @@
-// (g) The SPOT ledger rebuilt from PostgreSQL alone (issue 26: "a start with an empty DATA_DIR
+// (g) The SPOT ledger rebuilt from PostgreSQL alone (the target: "a start with an empty DATA_DIR
 // rebuilds 1M accounts + 1M records from PostgreSQL in at most 30 s, and the rebuilt ledger passes
 // the conservation check"). In a fresh database of the bench's PostgreSQL, the ledger of
 // rebuild-ledger.ts is loaded (not timed); then, from an empty DATA_DIR, the start's own path is

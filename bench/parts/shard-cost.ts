@@ -1,4 +1,4 @@
-// Issue 27 item 4: more coordinator shards must not make each transfer dearer for PostgreSQL.
+// More coordinator shards must not make each transfer dearer for PostgreSQL.
 // The service started again with COORDINATORS=TARGETS.fourShards, loaded at the main level, and
 // its PostgreSQL CPU per committed transfer set over the one-shard run's of the service phase
 // (the default configuration): the target is a ratio of at most TARGETS.fourShardPgCpuRatioMax.

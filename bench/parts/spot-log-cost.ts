@@ -1,4 +1,4 @@
-// Issue 26's cost bound: committed transfers/s at the main level with UBSCore's log in PostgreSQL
+// The cost bound: committed transfers/s at the main level with UBSCore's log in PostgreSQL
 // (SPOT_LOG=postgres, the default: the service phase's own level) against a service started the
 // same way, in the same run, with SPOT_LOG=off (LMDB only). The target is a ratio of at least
 // SPOT_LOG_RATIO_MIN; beside it, what the log costs PostgreSQL per committed transfer.
@@ -10,7 +10,7 @@ import { ratio, TARGETS, type ServiceLevel, type SpotLogCost, type LevelCost } f
 import { seedUsers } from '../support/seed.js';
 import { startBenchService } from '../support/service-child.js';
 
-/** With the log on, at least this share of the committed/s without it (issue 26). */
+/** With the log on, at least this share of the committed/s without it. */
 export const SPOT_LOG_RATIO_MIN = 0.85;
 
 export function costOf(level: ServiceLevel): LevelCost {

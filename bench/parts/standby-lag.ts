@@ -1,4 +1,4 @@
-// The standby's lag under load (issue 26): a ROLE=standby process started beside the bench
+// The standby's lag under load: a ROLE=standby process started beside the bench
 // service, on its PostgreSQL, with a DATA_DIR of its own (rebuilt from PostgreSQL as it starts),
 // follows the service's spot_log while a load runs; its /readyz (503, JSON with lag_records,
 // lag_ms and applied_seq) is polled every STANDBY_POLL_INTERVAL_MS. After the load, the time it

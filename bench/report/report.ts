@@ -100,7 +100,7 @@ export type BenchParameters = {
   readonly fixedRatePerSecond: number;
 };
 
-/** One level's figures beside another run's: with or without the PostgreSQL log (issue 26), with one shard or four (issue 27). */
+/** One level's figures beside another run's: with or without the PostgreSQL log, with one shard or four. */
 export type LevelCost = {
   readonly committedPerSecond: number;
   readonly latencyP99Ms: number;
@@ -119,7 +119,7 @@ export type SpotLogCost = {
   readonly met: boolean | null;
 };
 
-/** Issue 27 item 4 (bench/parts/shard-cost.ts): the main level with COORDINATORS=TARGETS.fourShards beside one shard's. */
+/** More shards must not make each transfer dearer for PostgreSQL (bench/parts/shard-cost.ts): the main level with COORDINATORS=TARGETS.fourShards beside one shard's. */
 export type ShardCost = {
   readonly connections: number;
   readonly shards: number;
@@ -156,11 +156,11 @@ export type BenchReport = {
   readonly chain: Part<readonly ChainLevel[]>;
   readonly restart: Part<RestartFigures>;
   readonly recovery: Part<RecoveryReport>;
-  /** Issue 26: committed/s at the main level with UBSCore's log in PostgreSQL and without it (bench/parts/spot-log-cost.ts). */
+  /** Committed/s at the main level with UBSCore's log in PostgreSQL and without it (bench/parts/spot-log-cost.ts). */
   readonly spotLog: Part<SpotLogCost>;
-  /** Issue 27 item 4: the main level with four coordinator shards, beside the one-shard run's (bench/parts/shard-cost.ts). */
+  /** The main level with four coordinator shards, beside the one-shard run's (bench/parts/shard-cost.ts). */
   readonly shards: Part<ShardCost>;
-  /** Issue 26: a ROLE=standby process's lag behind the service during the memory run (bench/parts/standby-lag.ts). */
+  /** A ROLE=standby process's lag behind the service during the memory run (bench/parts/standby-lag.ts). */
   readonly standby: Part<StandbyLagFigures>;
   readonly rebuild: Part<RebuildFigures>;
   readonly profile: Part<ProfileRun>;
@@ -173,14 +173,14 @@ export const TARGETS = {
   mainConnections: 64,
   /** Committed/s over baseline (a) at the main level, and at every other level. */
   pgRatioMinMain: 1.0,
-  /** Issue 27: committed/s over (a) at the other levels (16: 0.6, 256: 0.9); a level not named here, 0.8. */
+  /** Committed/s over (a) at the other levels (16: 0.6, 256: 0.9); a level not named here, 0.8. */
   pgRatioMinAt: { 16: 0.6, 256: 0.9 } as Readonly<Record<number, number>>,
   pgRatioMinOther: 0.8,
-  /** Issue 27, at `lightConnections`: p50, and the whole machine's CPU (load generator included) per committed transfer. */
+  /** At `lightConnections`, where latency matters more than throughput: p50, and the whole machine's CPU (load generator included) per committed transfer. */
   lightConnections: 16,
   lightP50MsMax: 5,
   lightMachineCpuMsMax: 0.6,
-  /** Issue 27 item 4: PostgreSQL CPU per committed transfer with COORDINATORS=fourShards, over one shard's, at the main level. */
+  /** PostgreSQL CPU per committed transfer with COORDINATORS=fourShards, over one shard's, at the main level. */
   fourShards: 4,
   fourShardPgCpuRatioMax: 1.2,
   /** Closed loop, at the main level. */

@@ -278,7 +278,7 @@ function leverLines(r: BenchReport): string[] {
   return out;
 }
 
-/** Issue 26, per level of the service phase: what a batch waited for, and the log's share of PostgreSQL's work. */
+/** UBSCore's log in PostgreSQL, per level of the service phase: what a batch waited for, and the log's share of PostgreSQL's work. */
 function spotLogLevelRows(r: BenchReport): string[] {
   const rows = r.levels.flatMap((l) => {
     const s = l.service;
@@ -303,7 +303,7 @@ function spotLogLevelRows(r: BenchReport): string[] {
   ];
 }
 
-/** Issue 26: the log per level, then the same level with UBSCore's log in PostgreSQL and without it. */
+/** The log per level, then the same level with UBSCore's log in PostgreSQL and without it. */
 function spotLogLines(r: BenchReport): string[] {
   const out = ["## UBSCore's log in PostgreSQL (SPOT_LOG)", '', ...spotLogLevelRows(r)];
   const c = figuresOf(r.spotLog);
@@ -324,7 +324,7 @@ function spotLogLines(r: BenchReport): string[] {
   ];
 }
 
-/** Issue 27 item 4: the main level with four coordinator shards beside one. */
+/** The main level with four coordinator shards beside one. */
 function shardLines(r: BenchReport): string[] {
   const out = ['## Coordinator shards: one and four', ''];
   const c = figuresOf(r.shards);
@@ -344,7 +344,7 @@ function shardLines(r: BenchReport): string[] {
   ];
 }
 
-/** Issue 26: a standby following the service's log during the memory run. */
+/** A standby following the service's log during the memory run. */
 function standbyLines(r: BenchReport): string[] {
   const out = ['## The standby under load', ''];
   const s = figuresOf(r.standby);

@@ -78,7 +78,7 @@ function costTargets(main: LevelRow | undefined): Target[] {
   ];
 }
 
-/** Issue 27 at its light level: p50, and the whole machine's CPU per committed transfer. */
+/** The light level's targets: p50, and the whole machine's CPU per committed transfer. */
 function lightTargets(r: Judged): Target[] {
   const c = TARGETS.lightConnections;
   const row = r.levels.find((l) => l.connections === c);
@@ -102,7 +102,7 @@ function lightTargets(r: Judged): Target[] {
   ];
 }
 
-/** Issue 27 item 4: PostgreSQL CPU per committed transfer with four shards over one shard's. */
+/** PostgreSQL CPU per committed transfer with four shards over one shard's. */
 function shardTarget(r: Judged): Target {
   const goal = `PostgreSQL CPU per committed transfer with COORDINATORS=${TARGETS.fourShards} ≤ ${TARGETS.fourShardPgCpuRatioMax} × one shard's at ${TARGETS.mainConnections} connections`;
   const f = figuresOf(r.shards);

@@ -1,4 +1,4 @@
-// The soak's verdict (issue 29 item 4) and its growth rates. Flat is judged as the memory run
+// The soak's verdict and its growth rates. Flat is judged as the memory run
 // judges it (bench/meters/memory.ts): the last quarter's mean at most 10 % above the second
 // quarter's, the first quarter left out as warm-up (and, with the retention built, as the first
 // retention period). The p99 of the last quarter's answers may be at most 1.5 × the second's.
@@ -130,7 +130,7 @@ export function growthPerMinute(samples: readonly SoakSample[]): GrowthRates | n
 }
 
 /**
- * Pruning seen in the metrics (issue 29): entries pruned by the last sample (the counter starts
+ * Pruning seen in the metrics: entries pruned by the last sample (the counter starts
  * from 0 at each start, so after the restart too), and the oldest live entry of the last quarter
  * at most twice the retention old, the ProcessedRetentionBehind alert's bound.
  */

@@ -1,8 +1,8 @@
-// `make soak` (issue 29 item 4): the service on a fresh DATA_DIR at a fixed rate of transfers both
+// `make soak`: the service on a fresh DATA_DIR at a fixed rate of transfers both
 // ways for SOAK_MINUTES, killed with SIGKILL once in the middle and restarted, sampled every
 // SOAK_SAMPLE_S, and judged at the end: memory and UBSCore's directory flat, p99 steady, no error
-// outside the restart, funds conserved, every transfer final. A measurement first: until the
-// processed set's retention exists (issue 29 item 1) UBSCore's directory grows, the run says so,
+// outside the restart, funds conserved, every transfer final. A measurement first: should
+// UBSCore's directory grow (the processed set's retention not keeping up), the run says so,
 // and its verdict fails (exit 1).
 
 import path from 'node:path';

@@ -196,7 +196,7 @@ export function pgUrl(pgPort: number, password: string, as: { readonly user?: st
   return `postgres://${as.user ?? SERVICE_ROLE}:${encodeURIComponent(password)}@127.0.0.1:${pgPort}/${as.database ?? SERVICE_DATABASE}`;
 }
 
-/** A ROLE=standby process beside a bench service (issue 26), following its ledger's log in spot_log. */
+/** A ROLE=standby process beside a bench service, following its ledger's log in spot_log. */
 export type BenchStandby = {
   readonly pid: number;
   readonly base: string;
