@@ -58,7 +58,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
     const own = s.statements.byStatement.filter((x) => /FROM transfers_active$|pg_stat_activity|pg_current_xact_id/.test(x.query));
     assert.equal(own, [], "no query of the benchmark counted as the service's");
     assert.ok(Object.keys(s.transitions).length > 0, 'state moves were counted');
-    // Issue 26, per level: UBSCore's waits for LMDB and for PostgreSQL's log, and the log's share of PostgreSQL's work.
+    // Per level: UBSCore's waits for LMDB and for PostgreSQL's log, and the log's share of PostgreSQL's work.
     const log = s.spotLog;
     assert.ok(log !== null && log.pgAppends > 0 && log.lmdbBatches > 0, `the log's appends counted: ${JSON.stringify(log)}`);
     assert.ok((log.pgAppendMsMean ?? 0) > 0 && (log.lmdbSyncMsMean ?? 0) > 0, 'mean waits for PostgreSQL and LMDB measured');
@@ -109,7 +109,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       '(b) is reported, not a target',
     );
     assert.is(report.memory.status, 'measured');
-    // Issue 26: a standby followed the service during the memory run, caught up, and took nothing over.
+    // A standby followed the service during the memory run, caught up, and took nothing over.
     assert.ok(report.standby.status === 'measured', `standby measured: ${JSON.stringify(report.standby)}`);
     const sb = report.standby.figures;
     assert.ok(sb.samples > 0 && sb.startMs > 0, `standby polled: ${JSON.stringify(sb)}`);
@@ -164,7 +164,7 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       `(f') committed: ${JSON.stringify(spread)}`,
     );
     assert.ok(spread.startSpreadMs > 0 && spread.startSpreadMs < chain.latencyMs.mean, `(f') starts spread within one mean latency of (f)`);
-    // Issue 27 item 4: the same level with four coordinator shards, PostgreSQL CPU set over one shard's.
+    // The same level with four coordinator shards, PostgreSQL CPU set over one shard's.
     assert.ok(report.shards.status === 'measured', `four shards measured: ${JSON.stringify(report.shards)}`);
     const shards = report.shards.figures;
     assert.ok(shards.shards === 4 && shards.connections === 8 && shards.four.committedPerSecond > 0, JSON.stringify(shards));

@@ -1,4 +1,4 @@
-// Proves waits on PostgreSQL are bounded (issue 12 item 3): with a FUNDING balance row held
+// Proves waits on PostgreSQL are bounded: with a FUNDING balance row held
 // locked by another session, the transfers that need it answer 202 PENDING, their statements are
 // cut short by lock_timeout (an unknown outcome: retried, never refused), and once the lock goes
 // they all complete, each debit applied exactly once.

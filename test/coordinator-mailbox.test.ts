@@ -1,6 +1,6 @@
 // Proves a shard's mailbox counts transfers, not tasks: the transfers of one turn leave in batches
 // of at most SUBMIT_BATCH_MAX, each caller gets its own answer as soon as its own transfer ends
-// (issue 27: not when its batch does), at most COORDINATOR_CONCURRENCY_MAX are in the shard with
+// (not when its batch does: the slowest of a batch no longer holds the others), at most COORDINATOR_CONCURRENCY_MAX are in the shard with
 // COORDINATOR_MAILBOX_MAX waiting and the next is busy. And the submit port's main-thread end
 // (SubmitLink) answers each transfer exactly once: the shard's answer by id, in any order, or an
 // error when the port closes or the batch cannot be sent.

@@ -1,4 +1,4 @@
-// Proves a coordinator thread that dies under load leaves no zombie shard (issue 12 item 2):
+// Proves a coordinator thread that dies under load leaves no zombie shard:
 // the process stops at once with a critical log (piscina would otherwise put an uninitialised
 // thread in its place, answering 500 to every transfer of the shard while /readyz said 200), and
 // the restarted service finishes every transfer with funds exact and no 500.

@@ -1,4 +1,4 @@
-// Proves the drained shutdown (issue 12 item 5): on SIGTERM /readyz and new requests answer 503
+// Proves the drained shutdown: on SIGTERM /readyz and new requests answer 503
 // at once, every request already in flight gets its HTTP answer (none sees its connection cut),
 // the process then stops in order and exits 0; a second request (another signal, or the same
 // one after SIGNAL_REPEAT_WINDOW_MS) ends it at once, by that signal. A request still on the wire

@@ -1,5 +1,5 @@
 // Proves the embedded PostgreSQL starts as root from inside a directory other users cannot
-// traverse (issue 12 item 7: a clone in /root, mode 0700): the binaries and the cluster are
+// traverse (a clone in /root, mode 0700): the binaries and the cluster are
 // reached by the `postgres` user from a root-owned place, and the same DATA_DIR finds its cluster
 // again on the next start. Without root there is no user switch, and nothing to prove.
 // test-runner: own-postgres

@@ -49,7 +49,7 @@ test("metrics: transitions by from/to, finished totals and durations, unfinished
       (m.get('transfer_http_request_duration_seconds_bucket{method="POST",route="/api/v1/internal_transfer",status="200",le="+Inf"}') ??
         0) === 4,
     );
-    // Each pool's application_name is the owner's tag, then what the pool is for (issue 26); the scrape leaves the tag out.
+    // Each pool's application_name is the owner's tag, then what the pool is for; the scrape leaves the tag out.
     assert.ok(m.samples.some((s) => s.name === 'transfer_db_connections' && s.labels.application === 'main'));
     assert.ok(m.samples.some((s) => s.name === 'transfer_db_connections' && /^coordinator-\d+$/.test(s.labels.application ?? '')));
     // Finished transfers are timed from creation, counted by the shard that finished them.

@@ -84,7 +84,7 @@ test('promtool: a real scrape, the alert rules, and every name the dashboard and
   assert.equal(missing(ruleExprs(readFileSync(RULES, 'utf8')), scraped), [], 'every metric the alert rules read is scraped');
 });
 
-test("issue 26's rules fire on a standby behind, a lease not proven, a changed epoch, a promotion and a retried SPOT log, and not before", () => {
+test("the owner's and the standby's rules fire on a standby behind, a lease not proven, a changed epoch, a promotion and a retried SPOT log, and not before", () => {
   ensurePromtool();
   const run = promtool(['test', 'rules', RULE_TESTS]);
   assert.is(run.status, 0, run.output);

@@ -1,4 +1,4 @@
-// Proves issue 26 item 2 and 3 end to end, on the real service: an owner stopped with SIGSTOP keeps its session and its lock, yet a process waiting for the ownership takes it once the owner's lease has passed (within LEASE_MS + TAKE_RETRY_MS and a few hundred ms), with the next epoch; after SIGCONT the old owner sends no answer to a request that waited for it, exits non-zero, and nothing of it lands in the ledger.
+// Proves the owner's lease and its takeover end to end, on the real service: an owner stopped with SIGSTOP keeps its session and its lock, yet a process waiting for the ownership takes it once the owner's lease has passed (within LEASE_MS + TAKE_RETRY_MS and a few hundred ms), with the next epoch; after SIGCONT the old owner sends no answer to a request that waited for it, exits non-zero, and nothing of it lands in the ledger.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -92,7 +92,7 @@ function transferRequest(port: number, token: string): Promise<string> {
   });
 }
 
-test('rule 7 (issue 26): a SIGSTOPped owner is taken over after its lease, epoch + 1; after SIGCONT it answers nothing, exits non-zero, and nothing of it lands', async () => {
+test('rule 7: a SIGSTOPped owner is taken over after its lease, epoch + 1; after SIGCONT it answers nothing, exits non-zero, and nothing of it lands', async () => {
   await withHarness(async (h) => {
     const first = await h.start(LEASE_ENV);
     await fund(h, first, 51, 'takeover-1');

@@ -1,4 +1,4 @@
-// Proves operators see the ownership (issue 26): a primary's and a standby's GET /metrics carry
+// Proves operators see the ownership: a primary's and a standby's GET /metrics carry
 // the role, epoch, lease, standby lag, ledger_owner and the SPOT log's reach and size; a standby
 // that takes over counts its promotion, its epoch is the next one, and GET /admin/v1/ownership
 // says so; and each series is written from the values it is given, every label value 0 or 1.

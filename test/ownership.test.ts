@@ -286,7 +286,7 @@ test('ledger identity: every pair of ids and contents, decided', () => {
     [{ id: null, used: false }, { id: A, used: false }, 'stamp database'],
     [{ id: null, used: false }, { id: A, used: true }, 'refused'],
     [{ id: null, used: true }, { id: A, used: false }, 'refused'],
-    // Issue 26: an empty WAL against a database holding the SPOT log (and SPOT_LOG on) is rebuilt from it.
+    // An empty WAL against a database holding the SPOT log (and SPOT_LOG on) is rebuilt from it.
     [{ id: A, used: true, spotLog: true }, { id: null, used: false }, 'rebuild'],
     [{ id: A, used: false, spotLog: true }, { id: null, used: false }, 'rebuild'],
     [{ id: A, used: true, spotLog: false }, { id: null, used: false }, 'refused'],
@@ -314,7 +314,7 @@ test('ledger identity: every pair of ids and contents, decided', () => {
   }
 });
 
-test('issue 26: a fresh DATA_DIR against a database holding the SPOT log is rebuilt from PostgreSQL: the SPOT balance is there', async () => {
+test('a fresh DATA_DIR against a database holding the SPOT log is rebuilt from PostgreSQL: the SPOT balance is there', async () => {
   await withHarness(async (h) => {
     const first = await h.start();
     await fund(h, first, 42, 'own-rebuild-1');
@@ -333,7 +333,7 @@ test('issue 26: a fresh DATA_DIR against a database holding the SPOT log is rebu
   });
 });
 
-test('issue 26: SPOT_LOG=off against a database that keeps the SPOT log is refused (its log would go stale)', async () => {
+test('SPOT_LOG=off against a database that keeps the SPOT log is refused (its log would go stale)', async () => {
   await withHarness(async (h) => {
     const first = await h.start();
     await fund(h, first, 43, 'own-stale-1');

@@ -1,4 +1,4 @@
-// Proves that an owner whose lock connection drops takes the lock again (issue 12 item 4): when the server still holds its old session (the network dropped, not the server), that session, and only that one, is ended and the lock taken on a new one; a lock another session holds is reported with its name instead.
+// Proves that an owner whose lock connection drops takes the lock again: when the server still holds its old session (the network dropped, not the server), that session, and only that one, is ended and the lock taken on a new one; a lock another session holds is reported with its name instead.
 
 import net from 'node:net';
 import { test } from 'uvu';

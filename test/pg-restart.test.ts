@@ -1,4 +1,4 @@
-// Proves that the service survives its PostgreSQL server being killed with SIGKILL under load (issue 12 item 4): it does not exit, /readyz answers 503 while the server is away and 200 once it is back (the embedded server restarted by the service itself, a DATABASE_URL server reconnected to once it runs again), every transfer ends final with each user's funds exact and the conservation check ok, and a service that finds its owner lock taken by another process when the server returns exits non-zero naming the holder.
+// Proves that the service survives its PostgreSQL server being killed with SIGKILL under load: it does not exit, /readyz answers 503 while the server is away and 200 once it is back (the embedded server restarted by the service itself, a DATABASE_URL server reconnected to once it runs again), every transfer ends final with each user's funds exact and the conservation check ok, and a service that finds its owner lock taken by another process when the server returns exits non-zero naming the holder.
 // test-runner: own-postgres
 
 import { test } from 'uvu';

@@ -1,4 +1,4 @@
-// Proves issue 29's retention against a real service: a kill in the middle of a prune pass (the
+// Proves the retention against a real service: a kill in the middle of a prune pass (the
 // crash point ubscore_prune_after_step, SIGKILL as a power cut) leaves a ledger that restarts,
 // finishes pruning and conserves every fund; and a repeat of a command whose key was pruned never
 // reaches UBSCore again: the external movement's own row answers it, and the SPOT balance stays.

@@ -1,4 +1,4 @@
-// Proves the writer the coordinator shards share (issue 27 item 4: more shards must not split
+// Proves the writer the coordinator shards share (more shards must not split
 // PostgreSQL's batches): a shard's write crosses to shard 0's batched writer and comes back as
 // its own result (a Date still a Date, a re-run still `exists`); writes of two shards in one
 // turn share that writer's statements; a database error comes back with its SQLSTATE, so the

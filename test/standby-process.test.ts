@@ -1,4 +1,4 @@
-// Proves a ROLE=standby process (issue 26): beside a running primary it serves nothing, answering
+// Proves a ROLE=standby process: beside a running primary it serves nothing, answering
 // /healthz 200 and /readyz 503 with its role and lag, and 503 STANDBY to a transfer; and that
 // ROLE=standby is refused without DATABASE_URL, and against an owner that keeps no SPOT log.
 

@@ -1,4 +1,4 @@
-// Proves a standby's UBSCore (issue 26, follow mode): the blocks a real UBSCore wrote to its LMDB,
+// Proves a standby's UBSCore (follow mode): the blocks a real UBSCore wrote to its LMDB,
 // followed by a second core, leave that core's WAL and processed set byte for byte the owner's
 // and its balances equal; divergent, gapped and corrupt blocks are refused as values; commands
 // are refused while following; after lead() it takes commands, the followed keys included.

@@ -1,4 +1,4 @@
-// Proves UBSCore's log in PostgreSQL (issue 26): a batch is answered only once spot_log holds its
+// Proves UBSCore's log in PostgreSQL: a batch is answered only once spot_log holds its
 // blocks with LMDB's bytes, an unknown PostgreSQL outcome is retried until it lands (one row per
 // block), a superseded owner epoch stops UBSCore without an answer or a row, and snapshots reach
 // spot_snapshots byte for byte, the newest two kept.

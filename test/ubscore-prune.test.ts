@@ -1,4 +1,4 @@
-// Proves UBSCore's side of issue 29's retention on a real LMDB: a pass deletes exactly the
+// Proves UBSCore's side of the retention on a real LMDB: a pass deletes exactly the
 // entries at or below the horizon that are not kept, and a repeat of a pruned key is applied
 // again (why the layers above must never send one); passes go in bounded steps with commands
 // answered between them; a close or a kill mid-pass leaves a valid set the next pass finishes;

@@ -1,4 +1,4 @@
-// Proves that a full disk under UBSCore's WAL (issue 12 item 8) loses nothing: while a small tmpfs holding DATA_DIR/ubscore is full, no transfer is answered COMMITTED, transfers stay pending (never FAILED, never refunded), /readyz answers 503 and a CRITICAL alert is raised, the service never exits; once space returns every transfer completes exactly once, funds are exact, and they survive a restart.
+// Proves that a full disk under UBSCore's WAL loses nothing: while a small tmpfs holding DATA_DIR/ubscore is full, no transfer is answered COMMITTED, transfers stay pending (never FAILED, never refunded), /readyz answers 503 and a CRITICAL alert is raised, the service never exits; once space returns every transfer completes exactly once, funds are exact, and they survive a restart.
 
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';

@@ -60,7 +60,7 @@ export async function runDrill(opts: DrillOptions): Promise<DrillReport> {
     DAILY_TRANSFER_LIMIT: '0',
     RETRY_BASE_MS: '50',
     RETRY_CAP_MS: '1000',
-    // The processed set's retention runs through the kills (issue 29): the shortest retention, a
+    // The processed set's retention runs through the kills: the shortest retention, a
     // pass every second, so that past the first half minute every start prunes, and a kill may land
     // inside a pass. Given in the environment, the caller's values win.
     PROCESSED_RETENTION_S: process.env.PROCESSED_RETENTION_S ?? '30',

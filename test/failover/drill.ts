@@ -1,4 +1,4 @@
-// `make failover-drill` (issue 26): a primary and a hot standby on two DATA_DIRs and two ports, one
+// `make failover-drill`: a primary and a hot standby on two DATA_DIRs and two ports, one
 // PostgreSQL of the drill's own outside both (pg.ts: a scratch embedded server it can restart and
 // pause, or DATABASE_URL's), 16 clients sending transfers both ways through a load balancer.
 // FAILOVER_CYCLES times (default 5) a fault is made under load, each cycle's kind from a rotation

@@ -1,4 +1,4 @@
-// The failover drill's load balancer (issue 26): sends each request to whichever instance answers
+// The failover drill's load balancer: sends each request to whichever instance answers
 // /readyz 200, as a load balancer with health checks would, and records every answer with the
 // instance that gave it and the time it was received, so the drill can check that a fenced
 // former owner answered nothing after the takeover.
