@@ -14,9 +14,10 @@ run: build
 test: build lint
 	node dist/test/run.js $(FILTER)
 
-## make lint: Biome checks the formatting and the lint rules, import boundaries and room sizes included (biome.json), then Redocly's recommended rules (redocly.yaml) check the OpenAPI document the code serves (written to .tmp/openapi.json), offline
+## make lint: Biome checks the formatting and the lint rules, import boundaries and room sizes included (biome.json), then Redocly's recommended rules (redocly.yaml) check the OpenAPI document the code serves (written to .tmp/openapi.json), offline; and every path a comment names exists, no tracker number is cited (test/lint/comments.ts)
 lint: build
 	node_modules/.bin/biome ci --error-on-warnings
+	node dist/test/lint/comments.js
 	node dist/src/openapi-cli.js .tmp/openapi.json
 	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_NOTIFICATIONS=true node_modules/.bin/redocly lint --config redocly.yaml .tmp/openapi.json
 
