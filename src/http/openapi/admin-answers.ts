@@ -1,4 +1,4 @@
-// What the operator routes answer (operator-routes.ts, console-routes.ts, audit-routes.ts),
+// What the operator routes answer (src/http/routes/operator-routes.ts, src/http/console/routes.ts, src/http/routes/audit-routes.ts),
 // described with valibot for the OpenAPI document, as answers.ts does for the client routes.
 
 import * as v from 'valibot';

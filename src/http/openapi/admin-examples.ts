@@ -1,4 +1,4 @@
-// Examples of the operator routes' answers, copied from a running service like openapi-examples.ts.
+// Examples of the operator routes' answers, copied from a running service like examples.ts.
 
 import { transferDetail } from './examples.js';
 
