@@ -14,6 +14,7 @@ import type { Planned } from './schedule.js';
 import type { Services, Slot } from './services.js';
 
 const NEW_LEADER_WAIT_MS = 30_000;
+const SLOT_WAIT_MS = 15_000;
 
 export type Applied = { readonly target: string; readonly startedAt: number; readonly healedAt: number; readonly note?: string };
 
@@ -38,11 +39,16 @@ export async function applyFault(p: Planned, stage: Stage): Promise<Applied> {
   }
 }
 
+/** The slot of `target`, once its process runs (a slot starting its process again is waited for, SLOT_WAIT_MS at most). */
 async function slotOf(stage: Stage, target: string): Promise<Slot> {
-  const owner = (await stage.services.owner()) ?? stage.services.slots[0];
-  const slot = target === 'svc-owner' ? owner : stage.services.slots.find((s) => s !== owner);
-  if (slot === undefined) throw new Error(`no slot for ${target}`);
-  return slot;
+  const deadline = Date.now() + SLOT_WAIT_MS;
+  for (;;) {
+    const owner = (await stage.services.owner()) ?? stage.services.slots[0];
+    const slot = target === 'svc-owner' ? owner : stage.services.slots.find((s) => s !== owner);
+    if (slot === undefined) throw new Error(`no slot for ${target}`);
+    if (slot.running !== null || Date.now() > deadline) return slot;
+    await sleep(200);
+  }
 }
 
 async function nodeOf(stage: Stage, target: string): Promise<string> {

@@ -29,6 +29,7 @@ export class HistoryFile {
   private lines: string[] = [];
   private readonly timer: NodeJS.Timeout;
   count = 0;
+  private closed = false;
 
   constructor(readonly file: string) {
     this.fd = fs.openSync(file, 'a');
@@ -36,6 +37,7 @@ export class HistoryFile {
   }
 
   append(entry: HistoryEntry): void {
+    if (this.closed) return; // only after a failed run, whose clients were not stopped
     this.lines.push(JSON.stringify(entry));
     this.count++;
   }
@@ -47,7 +49,10 @@ export class HistoryFile {
     fs.writeSync(this.fd, text);
   }
 
+  /** Writes what is left and closes the file; a second call does nothing. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     clearInterval(this.timer);
     this.flush();
     fs.closeSync(this.fd);
