@@ -13,7 +13,7 @@ import { type Applied, applyFault, type Stage } from './faults.js';
 import type { HistoryFile } from './history.js';
 import type { Planned } from './schedule.js';
 
-const READY_WAIT_MS = 4_000;
+const READY_WAIT_MS = 3_000;
 /** A fault after which the service is not ready within this long is a violation (and the probe gives up). */
 export const READY_MS_MAX = 120_000;
 const HEALTHY_WAIT_MS = 60_000;

@@ -65,7 +65,7 @@ export function schedule(seed: number): { next: () => Planned } {
       const x = r();
       const holdMs = holdFor(kind, x);
       const delayMs = kind === 'slow' ? 50 + Math.floor(r() * 451) : 0;
-      const gapMs = 300 + Math.floor(r() * 1_200);
+      const gapMs = 300 + Math.floor(r() * 700);
       return { n, kind, target, holdMs, delayMs, gapMs };
     },
   };

@@ -66,6 +66,10 @@ export async function startServices(
         slot.running = null;
         if (stopping) return;
         slot.restarts.push({ at: Date.now(), ended, role });
+        const how = ended.signal ?? `exit code ${ended.code}: ${whyEnded(running?.stderrTail() ?? '')}`;
+        log(
+          `slot ${name}: the process started as ${role} (pid ${running?.instance.pid ?? 'none'}) ended (${how}); starting it again as standby`,
+        );
         role = 'standby';
         await new Promise((r) => setTimeout(r, RESTART_PAUSE_MS));
       }
@@ -102,4 +106,11 @@ async function waitFor(done: () => boolean, timeoutMs: number): Promise<void> {
     if (Date.now() > deadline) throw new Error(`not done within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** The reason the service logged for its fatal stop (its last "fatal" line), or its stderr's last line. */
+function whyEnded(stderr: string): string {
+  const lines = stderr.trim().split('\n');
+  const fatal = lines.filter((l) => l.includes('fatal')).pop() ?? lines.pop() ?? '';
+  return fatal.slice(0, 600);
 }
