@@ -81,9 +81,15 @@ export async function runChaos(o: Options): Promise<{ report: ChaosReport; dir: 
     };
     return { report, dir };
   } finally {
-    history.close();
-    await services?.stop();
-    await cluster.stop();
+    // Each step on its own, so that one that throws never leaves the others' processes running.
+    const noted = (error: unknown) => o.log(`stopping: ${error instanceof Error ? error.message : String(error)}`);
+    try {
+      history.close();
+    } catch (error) {
+      noted(error);
+    }
+    await services?.stop().catch(noted);
+    await cluster.stop().catch(noted);
   }
 }
 
