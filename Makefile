@@ -4,7 +4,7 @@ SHELL := /bin/bash
 INSTALL_STAMP := node_modules/.install-stamp
 TSC := node_modules/.bin/tsc
 
-.PHONY: run test lint format test-external test-browser test-patroni drill failover-drill build install clean backup restore migrate
+.PHONY: run test lint format test-external test-browser test-patroni chaos drill failover-drill build install clean backup restore migrate
 
 ## make run: start the service on its embedded PostgreSQL (PORT, DATA_DIR, DATABASE_URL, ... see docs/configuration.md)
 run: build
@@ -50,6 +50,10 @@ failover-drill: build
 ## make test-patroni: the service on a replicated PostgreSQL (one etcd, two Patroni nodes in synchronous replication; Debian's patroni, etcd-server and postgresql installed when missing) rides a switchover and a leader SIGKILL under load; times to ready, errors clients saw, every acknowledged transfer and balance verified
 test-patroni: build
 	node dist/test/patroni/ride.js
+
+## make chaos: a seeded nemesis (CHAOS_SEED, default random and printed) for CHAOS_SECONDS (default 600) against etcd, two Patroni nodes and a service primary and standby, each behind its own TCP proxy to PostgreSQL (kills, pauses, PostgreSQL restarts, switchovers, partitions, slow links) under 16 clients; an independent checker judges every answer in the history against the stores; CHAOS_REPORT=1 writes bench/results/chaos-*.json and .md; exits 1 on any violation
+chaos: build
+	node dist/test/chaos/chaos.js
 
 ## make bench: transfers/s, latency and memory under load beside the machine's limits measured in the same run (BENCH_DURATION_S, BENCH_MEMORY_S); writes bench/results/
 .PHONY: bench

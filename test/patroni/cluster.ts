@@ -33,6 +33,7 @@ export type Node = {
 
 export type Cluster = {
   readonly dir: string;
+  /** The etcd process now running (restartEtcd replaces it). */
   readonly etcd: Proc;
   readonly nodes: readonly Node[];
   /** The multi-host URL of the service's database: both nodes, `target_session_attrs=read-write`. */
@@ -56,6 +57,8 @@ export type Cluster = {
   readonly postmasterPid: (name: string) => number | null;
   /** Starts the node's Patroni again (after a kill); it rejoins by itself, rewinding if it must. */
   readonly restartNode: (name: string) => Promise<void>;
+  /** Starts etcd again on its data directory and ports, once the one running ended (after a kill). */
+  readonly restartEtcd: () => Promise<void>;
   /** Stops every process and removes the directory. */
   readonly stop: () => Promise<void>;
 };
@@ -72,12 +75,12 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const dir = fs.mkdtempSync('/tmp/transfer-patroni-');
   fs.chmodSync(dir, 0o755);
   const password = randomBytes(18).toString('hex');
-  const etcdPort = await freePort();
-  const etcd = await startEtcd(dir, etcdPort, runAs);
+  const etcdPorts = { client: await freePort(), peer: await freePort() };
+  const etcd = { proc: await startEtcd(dir, etcdPorts, runAs), ports: etcdPorts };
   const nodes: Node[] = [];
   const cluster = makeCluster(dir, etcd, nodes, password, runAs);
   try {
-    const settings = { etcdPort, password, syncStrict: opts.syncStrict ?? true };
+    const settings = { etcdPort: etcdPorts.client, password, syncStrict: opts.syncStrict ?? true };
     for (const name of ['pg1', 'pg2']) nodes.push(await startNode(dir, name, settings, runAs));
     await cluster.waitHealthy(opts.startTimeoutMs ?? 120_000);
     await createDatabase(cluster.adminUrl);
@@ -88,7 +91,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   }
 }
 
-function makeCluster(dir: string, etcd: Proc, nodes: Node[], password: string, runAs: RunAs): Cluster {
+type EtcdPorts = { readonly client: number; readonly peer: number };
+
+function makeCluster(dir: string, etcd: { proc: Proc; readonly ports: EtcdPorts }, nodes: Node[], password: string, runAs: RunAs): Cluster {
   const hosts = () => nodes.map((n) => `127.0.0.1:${n.pgPort}`).join(',');
   const url = (db: string) => `postgres://postgres:${password}@${hosts()}/${db}?target_session_attrs=read-write`;
   const node = (name: string): Node => {
@@ -112,7 +117,9 @@ function makeCluster(dir: string, etcd: Proc, nodes: Node[], password: string, r
   };
   return {
     dir,
-    etcd,
+    get etcd() {
+      return etcd.proc;
+    },
     nodes,
     get url() {
       return url(DATABASE);
@@ -157,17 +164,24 @@ function makeCluster(dir: string, etcd: Proc, nodes: Node[], password: string, r
       if (ended === null) throw new Error(`restartNode: ${name}'s Patroni still runs`);
       n.patroni = patroniProc(n, runAs);
     },
-    stop: () => stopAll(dir, etcd, nodes),
+    restartEtcd: async () => {
+      const ended = await Promise.race([etcd.proc.exited, sleep(STOP_GRACE_MS).then(() => null)]);
+      if (ended === null) throw new Error('restartEtcd: etcd still runs');
+      etcd.proc = await startEtcd(dir, etcd.ports, runAs);
+    },
+    stop: () => stopAll(dir, etcd.proc, nodes),
   };
 }
 
-async function startEtcd(dir: string, clientPort: number, runAs: RunAs): Promise<Proc> {
-  const peerPort = await freePort();
+/** Starts etcd on `ports`; its data directory is made on the first start and kept by a restart. */
+async function startEtcd(dir: string, ports: EtcdPorts, runAs: RunAs): Promise<Proc> {
   const dataDir = path.join(dir, 'etcd');
-  fs.mkdirSync(dataDir, { mode: 0o700 });
-  giveTo(runAs, dir);
-  const client = `http://127.0.0.1:${clientPort}`;
-  const peer = `http://127.0.0.1:${peerPort}`;
+  if (!fs.existsSync(dataDir)) {
+    fs.mkdirSync(dataDir, { mode: 0o700 });
+    giveTo(runAs, dir);
+  }
+  const client = `http://127.0.0.1:${ports.client}`;
+  const peer = `http://127.0.0.1:${ports.peer}`;
   const args = [
     ...['--name', 'etcd1', '--data-dir', dataDir],
     ...['--listen-client-urls', client, '--advertise-client-urls', client],
