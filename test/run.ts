@@ -17,8 +17,13 @@ import { startScratchPg } from './support/database.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const FILE_TIMEOUT_MS = 5 * 60_000;
-/** Files at a time: most wait on timers, processes and fsyncs rather than the CPU. */
-const TEST_JOBS_DEFAULT = 2;
+/**
+ * Files at a time. One by default: two at a time ran the suite in 11 minutes instead of 14.5 on
+ * 2 cores, but on a machine already loaded (a load average of 10) timing tests then failed (a
+ * lease, a drain, a periodic check); CI keeps the order that has always held. TEST_JOBS=2 for a
+ * faster run on a quiet machine.
+ */
+const TEST_JOBS_DEFAULT = 1;
 const TEST_JOBS_MAX = 8;
 
 type Marks = { readonly alone: boolean; readonly ownPostgres: boolean };
