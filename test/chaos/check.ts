@@ -17,11 +17,13 @@
 import type { Sql } from '../../src/db/sql.js';
 import type { Violation } from '../drill/checks.js';
 import { token } from '../drill/drill.js';
+import { ACCOUNT_TYPE } from '../../src/db/transfer-writes.js';
+import { STATE_IDS } from '../../src/domain/fsm.js';
 import type { HistoryEntry } from './history.js';
 
-const COMMITTED = 40;
-const TERMINAL = [40, -10, -30];
-const FUNDING = 1;
+const { COMMITTED, FAILED, ROLLED_BACK } = STATE_IDS;
+const TERMINAL: number[] = [COMMITTED, FAILED, ROLLED_BACK];
+const FUNDING = ACCOUNT_TYPE.FUNDING;
 
 export type DbTransfer = {
   readonly reqId: string;
@@ -155,7 +157,7 @@ function checkOnce(db: Snapshot): Violation[] {
       seen.add(id);
     }
     const fromFunding = t.sourceType === FUNDING;
-    const want = t.state === COMMITTED ? [fromFunding ? 'WITHDRAW' : 'DEPOSIT'] : t.state === -30 ? ['', 'REFUND,WITHDRAW'] : [''];
+    const want = t.state === COMMITTED ? [fromFunding ? 'WITHDRAW' : 'DEPOSIT'] : t.state === ROLLED_BACK ? ['', 'REFUND,WITHDRAW'] : [''];
     if (TERMINAL.includes(t.state) && !want.includes(t.ops))
       out.push({ check: 'once', detail: `${t.reqId} state ${t.state}: Funding applied [${t.ops}], expected [${want.join('] or [')}]` });
   }

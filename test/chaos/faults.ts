@@ -11,6 +11,7 @@ import { sleep } from '../patroni/cluster.js';
 import { alive, signalPid } from '../patroni/proc.js';
 import { restCall } from '../patroni/rest.js';
 import type { Planned } from './schedule.js';
+import type { Running } from '../failover/processes.js';
 import type { Services, Slot } from './services.js';
 
 const NEW_LEADER_WAIT_MS = 30_000;
@@ -60,10 +61,16 @@ async function nodeOf(stage: Stage, target: string): Promise<string> {
   return other.name;
 }
 
-async function killService(stage: Stage, p: Planned): Promise<Applied> {
-  const slot = await slotOf(stage, p.target);
+/** The slot a service fault targets, with the process running in it now. */
+async function runningIn(stage: Stage, target: Planned['target']): Promise<{ slot: Slot; running: Running }> {
+  const slot = await slotOf(stage, target);
   const running = slot.running;
   if (running === null) throw new Error(`slot ${slot.name} is being restarted`);
+  return { slot, running };
+}
+
+async function killService(stage: Stage, p: Planned): Promise<Applied> {
+  const { slot, running } = await runningIn(stage, p.target);
   const startedAt = Date.now();
   running.signal('SIGKILL');
   await running.exited;
@@ -71,9 +78,7 @@ async function killService(stage: Stage, p: Planned): Promise<Applied> {
 }
 
 async function pauseService(stage: Stage, p: Planned): Promise<Applied> {
-  const slot = await slotOf(stage, p.target);
-  const running = slot.running;
-  if (running === null) throw new Error(`slot ${slot.name} is being restarted`);
+  const { slot, running } = await runningIn(stage, p.target);
   const startedAt = Date.now();
   running.signal('SIGSTOP');
   await sleep(p.holdMs);
