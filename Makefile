@@ -51,7 +51,7 @@ failover-drill: build
 test-patroni: build
 	node dist/test/patroni/ride.js
 
-## make chaos: a seeded nemesis (CHAOS_SEED, default random and printed) for CHAOS_SECONDS (default 600) against etcd, two Patroni nodes and a service primary and standby, each behind its own TCP proxy to PostgreSQL (kills, pauses, PostgreSQL restarts, switchovers, partitions, slow links) under 16 clients; an independent checker judges every answer in the history against the stores; CHAOS_REPORT=1 writes bench/results/chaos-*.json and .md; exits 1 on any violation
+## make chaos: a seeded nemesis (CHAOS_SEED, default random and printed) for CHAOS_SECONDS (default 600) against etcd, two Patroni nodes and a service primary and standby, each behind its own TCP proxy to PostgreSQL (kills, pauses, PostgreSQL restarts, switchovers, partitions, slow links) under 16 clients; an independent checker judges every answer in the history against the stores; CHAOS_REPORT=1 writes bench/results/chaos-*.json and .md; CHAOS_KEEP=1 keeps the run directory of a run that passed (a failing run keeps it); exits 1 on any violation or missed target (takeovers ready within 5 s of the lease passing, PostgreSQL failovers within 20 s; in runs of 900 s or more, at least 100 faults, 5 of them PostgreSQL failovers)
 chaos: build
 	node dist/test/chaos/chaos.js
 
@@ -60,7 +60,7 @@ chaos: build
 bench: build
 	node dist/bench/run.js
 
-## make soak: the service on a fresh DATA_DIR at a fixed rate (SOAK_RATE, default half of the newest bench result's committed/s at 64 connections) for SOAK_MINUTES (default 30), killed with SIGKILL and restarted once in the middle, sampled every SOAK_SAMPLE_S (default 10); judges memory and UBSCore's directory flat, p99, errors, conservation; writes bench/results/soak-*.json and .md, exits 1 when a judgement fails
+## make soak: the service on a fresh DATA_DIR at a fixed rate (SOAK_RATE, default a third of what a 10 s closed loop of 64 clients commits on the same service first) for SOAK_MINUTES (default 30), killed with SIGKILL and restarted once in the middle, sampled every SOAK_SAMPLE_S (default 10); judges memory and UBSCore's directory flat and p99 steady (in runs of 10 minutes or more), errors, conservation; writes bench/results/soak-*.json and .md, exits 1 when a judgement fails
 .PHONY: soak
 soak: build
 	node dist/bench/soak/run.js

@@ -1,4 +1,8 @@
-// Every message that crosses a thread, as members of discriminated unions.
+// Every message that crosses a thread, as members of discriminated unions, for each actor by
+// transport: its start data (workerData), its parent port, its raw MessagePorts, its comlink
+// surface, its piscina tasks; `UbsTransports` and `CoordinatorTransports` list them side by side.
+// The values inside a message (a command, a transfer, a write) are the service's own types,
+// imported from src/ and never re-exported: src/ uses them without knowing a thread exists.
 // Outcomes cross as values; no handler lets an exception cross a thread boundary.
 
 import type { MessagePort } from 'node:worker_threads';
@@ -7,10 +11,9 @@ import type { NewTransfer, SubmitReply } from '../src/domain/transfer.js';
 import type { VersionedHalt } from '../src/db/halt-state.js';
 import type { WriteItem, WriteResult } from '../src/db/transfer-writes.js';
 import type { MetricFamily } from '../src/metrics/registry.js';
-import type { UbsCoreOptions, UbsHealthEvent } from '../src/ubscore/control.js';
-import type { UbsCommand, UbsResult } from '../src/ubscore/types.js';
-export type * from '../src/ubscore/control.js';
-export type * from '../src/ubscore/types.js';
+import type { UbsControlApi, UbsCoreOptions, UbsHealthEvent } from '../src/ubscore/control.js';
+import type { FilterBuildInput, FilterBuildOutcome } from '../src/ubscore/processed/processed.js';
+import type { UbsCommand, UbsResult } from '../src/domain/spot-commands.js';
 
 // ---------------------------------------------------------------------------------------------
 // UBSCore: the data plane. A coordinator (or the main thread) posts `ubs.requests` on its own
@@ -64,17 +67,23 @@ export type UbsWorkerData = UbsCoreOptions;
 /**
  * UBSCore's helper that reads every durable processed-set key into a filter off UBSCore's thread
  * (actors/ubscore/filter-worker.ts): its input, and its one answer, the filter's bits handed over.
+ * Both are the processed set's own values (src/ubscore/processed/processed.ts), which the helper
+ * serves as they are.
  */
-export type UbsFilterWorkerData = {
-  readonly walDir: string;
-  readonly capacityKeys: number;
-  readonly keysMin: number;
-  /** Shared with UBSCore: set to 1 to stop the build; the thread then closes LMDB and exits. */
-  readonly stop: Int32Array<SharedArrayBuffer>;
+export type UbsFilterWorkerData = FilterBuildInput;
+export type UbsFilterEvent = FilterBuildOutcome;
+
+/**
+ * What crosses UBSCore's thread boundary, by transport. Its control surface is declared in src/
+ * (src/ubscore/control.ts `UbsControlApi`), which calls it without knowing it is a thread.
+ */
+export type UbsTransports = {
+  readonly workerData: UbsWorkerData;
+  readonly parentPort: { readonly toCore: UbsParentMessage; readonly fromCore: UbsParentEvent };
+  readonly clientPort: { readonly toCore: UbsPortMessage; readonly fromCore: UbsPortReply };
+  readonly comlink: UbsControlApi;
+  readonly filterHelper: { readonly workerData: UbsFilterWorkerData; readonly fromHelper: UbsFilterEvent };
 };
-export type UbsFilterEvent =
-  | { readonly kind: 'filter.built'; readonly words: Uint32Array<ArrayBuffer>; readonly keys: number }
-  | { readonly kind: 'filter.failed'; readonly message: string };
 
 // ---------------------------------------------------------------------------------------------
 // Coordinators: one piscina pool of one thread per shard. New transfers travel on each shard's
@@ -172,4 +181,11 @@ export type CoordinatorMetricsOutcome =
 export type CoordinatorControlOutcome = { readonly kind: 'done' } | { readonly kind: 'failed'; readonly message: string };
 export type CoordinatorStopOutcome = { readonly kind: 'stopped' } | { readonly kind: 'failed'; readonly message: string };
 
-export { unreachable } from '../src/unreachable.js';
+/** What crosses a coordinator shard's thread boundary, by transport. */
+export type CoordinatorTransports = {
+  readonly workerData: CoordinatorWorkerData;
+  readonly piscina: { readonly task: CoordinatorTask; readonly result: CoordinatorResult };
+  readonly submitPort: { readonly toShard: CoordinatorSubmit; readonly fromShard: CoordinatorAnswers };
+  readonly writePort: { readonly toWriter: SharedWrites; readonly fromWriter: SharedWriteAnswers };
+  readonly comlink: CoordinatorControlApi;
+};

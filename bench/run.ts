@@ -22,6 +22,7 @@ import { memoryRun } from './parts/memory-run.js';
 import { standbyLine, withStandby, type StandbyLagFigures } from './parts/standby-lag.js';
 import { benchRecovery, type RecoveryReport } from './parts/recovery.js';
 import { benchRebuild, rebuildLine, type RebuildFigures } from './parts/rebuild.js';
+import { explainBatch, type BatchPlans } from './parts/explain-batch.js';
 import {
   figuresOf,
   ratio,
@@ -48,6 +49,8 @@ import { shardCost } from './parts/shard-cost.js';
 
 const run = promisify(execFile);
 const PROFILE_CONNECTIONS = 64;
+/** The batch explained: about the mean batch of the writer at 64 connections (12 to 18 items in the runs of bench/README.md). */
+const EXPLAIN_BATCH_ITEMS = 15;
 
 export type BenchResult = { readonly report: BenchReport; readonly files: { readonly json: string; readonly summary: string } };
 
@@ -85,6 +88,7 @@ type ServicePhase = {
   conservation: Part<Conservation>;
   pgCeiling: Part<readonly PgCeiling[]>;
   chain: Part<readonly ChainLevel[]>;
+  batchPlans: Part<BatchPlans>;
   rebuild: Part<RebuildFigures>;
 };
 
@@ -150,8 +154,10 @@ async function servicePhase(opts: BenchOptions): Promise<ServicePhase> {
     const pgCeiling = await attempt('(a) PostgreSQL ceiling', log, () => pgCeilings(svc, opts.levels, opts.durationS, opts.users, log));
     log("(f) the transfer's chain alone: the service's PostgreSQL writer and a UBSCore of its own, no HTTP, no coordinator thread");
     const chain = await attempt('(f) chain alone', log, () => benchChain(svc, opts.levels, opts.durationS, opts.users, log));
+    log(`one batch of ${EXPLAIN_BATCH_ITEMS} transfers explained (auto_explain, rolled back)`);
+    const batchPlans = await attempt('one batch explained', log, () => explainBatch(svc, EXPLAIN_BATCH_ITEMS));
     const rebuild = await rebuildPart(svc, opts);
-    return { users, service, fixedRate, disk, memory, standby, conservation, pgCeiling, chain, rebuild };
+    return { users, service, fixedRate, disk, memory, standby, conservation, pgCeiling, chain, batchPlans, rebuild };
   } finally {
     log('stopping the service (SIGTERM: HTTP, coordinators, UBSCore, PostgreSQL)');
     await svc.stop();
@@ -328,6 +334,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       disk: phase.disk,
       pgCeiling: phase.pgCeiling,
       chain: phase.chain,
+      batchPlans: phase.batchPlans,
       spotLog,
       standby: phase.standby,
       httpCeiling,

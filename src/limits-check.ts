@@ -186,6 +186,7 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   positive('START_TIMEOUT_S', limit.START_TIMEOUT_S),
   positive('RESTART_BACKOFF_BASE_MS', limit.RESTART_BACKOFF_BASE_MS),
   positive('TAKE_WAIT_MS', limit.TAKE_WAIT_MS),
+  positive('TAKE_RETRY_MS', limit.TAKE_RETRY_MS),
   positive('CONNECT_TIMEOUT_S', limit.CONNECT_TIMEOUT_S),
   positive('RETAKE_BACKOFF_BASE_MS', limit.RETAKE_BACKOFF_BASE_MS),
   positive('OWNER_CLAIM_MS_MAX', limit.OWNER_CLAIM_MS_MAX),
@@ -231,6 +232,9 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
     'UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT',
     limit.UBS_CLIENT_IN_FLIGHT_MAX_DEFAULT,
   ),
+  // A lapsed owner's row must stay unchanged LEASE_MS - TAKE_RETRY_MS before it is ended
+  // (src/ownership/lapsed.ts): at least half the shortest lease, more than a renewal (under a third).
+  atMost('TAKE_RETRY_MS', limit.TAKE_RETRY_MS, 'half the shortest LEASE_MS', limit.OWNER_LEASE_MS_MIN / 2),
   atMost('OP_SEQS_BATCH_MAX', limit.OP_SEQS_BATCH_MAX, 'OP_SEQS_KEYS_MAX', limit.OP_SEQS_KEYS_MAX),
   atMost('SUBMIT_BATCH_MAX', limit.SUBMIT_BATCH_MAX, 'COORDINATOR_CONCURRENCY_TRANSFERS_MAX', limit.COORDINATOR_CONCURRENCY_TRANSFERS_MAX),
   atMost('SCAN_BATCH_MAX', limit.SCAN_BATCH_MAX, 'RETRY_TIMERS_MAX', limit.RETRY_TIMERS_MAX),
@@ -275,6 +279,14 @@ export const LIMIT_ROWS: readonly LimitRow[] = [
   ),
   atMost('RETAKE_BACKOFF_BASE_MS', limit.RETAKE_BACKOFF_BASE_MS, 'PG_RECOVERY_BACKOFF_CAP_MS_MIN', limit.PG_RECOVERY_BACKOFF_CAP_MS_MIN),
   atMost('RETAKE_BACKOFF_BASE_MS', limit.RETAKE_BACKOFF_BASE_MS, 'RESTORE_RETAKE_BACKOFF_CAP_MS', limit.RESTORE_RETAKE_BACKOFF_CAP_MS),
+  atMost('RETAKE_BACKOFF_BASE_MS', limit.RETAKE_BACKOFF_BASE_MS, 'OWNER_RETAKE_BACKOFF_CAP_MS', limit.OWNER_RETAKE_BACKOFF_CAP_MS),
+  // A waiting standby leaves a free lock alone long enough for the owner's next ask and its reconnect.
+  atMost(
+    'OWNER_RETAKE_BACKOFF_CAP_MS + RECONNECT_BACKOFF_CAP_MS',
+    limit.OWNER_RETAKE_BACKOFF_CAP_MS + limit.RECONNECT_BACKOFF_CAP_MS,
+    'STANDBY_SETTLE_MS - 1',
+    limit.STANDBY_SETTLE_MS - 1,
+  ),
   // A live holder shows itself at least three times within the bound that ends a frozen one, and
   // none of its lock session's own waits runs as long as that bound.
   atMost('3 x OWNER_CLAIM_HEARTBEAT_MS', 3 * limit.OWNER_CLAIM_HEARTBEAT_MS, 'OWNER_CLAIM_MS_MAX', limit.OWNER_CLAIM_MS_MAX),

@@ -300,6 +300,8 @@ export const RESTART_BACKOFF_BASE_MS = 200;
 
 /** How long a take waits for a lock held by a process that just died (its backend exits when it sees the closed socket). */
 export const TAKE_WAIT_MS = 3_000;
+/** How often a process asking for the owner lock asks again, and reads ledger_owner's row (src/ownership/lapsed.ts). */
+export const TAKE_RETRY_MS = 250;
 /**
  * The owner's lease, LEASE_MS: how long past its last renewal the owner of record stays
  * the owner; a standby may take over once it has passed. Under 0.5 s a pause of PostgreSQL would
@@ -315,6 +317,21 @@ export const OWNER_LEASE_RENEW_MS_MIN = 50;
 export const CONNECT_TIMEOUT_S = 10;
 /** The first wait before taking the lock again after a loss; it doubles per failed attempt up to the cap given. */
 export const RETAKE_BACKOFF_BASE_MS = 200;
+/**
+ * The owner asks for its own lock again at least this often while it has lost it, whatever
+ * PG_RECOVERY_BACKOFF_CAP_MS says: one cheap statement, and what keeps the ownership where it was
+ * across a PostgreSQL restart or failover (see STANDBY_SETTLE_MS).
+ */
+export const OWNER_RETAKE_BACKOFF_CAP_MS = 1_000;
+/**
+ * A standby that has just started, or whose own tries failed or session closed (PostgreSQL
+ * restarted or failed over: every session ended, the owner's lock session too), only watches for
+ * this long once PostgreSQL answers it before it takes a free owner lock: the owner, alive and
+ * asking every OWNER_RETAKE_BACKOFF_CAP_MS (each ask may wait up to RECONNECT_BACKOFF_CAP_MS for its
+ * connection), takes its own lock back first, and a PostgreSQL failover moves no ownership. A standby that has run and reached PostgreSQL that long (the owner died, or was cut
+ * off alone) takes the lock as soon as it is free.
+ */
+export const STANDBY_SETTLE_MS = 3 * OWNER_RETAKE_BACKOFF_CAP_MS;
 /**
  * A holder of the owner lock whose application_name is not the owner of record's has taken the
  * lock without a completed claim (a starting primary, a promoting standby). If its lock session

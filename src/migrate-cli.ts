@@ -1,4 +1,5 @@
-// `make migrate`: applies the pending schema migrations (src/db/migrations/*.sql) and exits, the
+// `make migrate`: applies the pending schema migrations (src/db/migrations/*.sql), then the SQL
+// functions whose files are new or changed (src/db/migrations/repeatable/*.sql), and exits, the
 // step a production deployment runs before it starts the new build (MIGRATE_ON_START is off
 // there). With DATABASE_URL it migrates that database. Without it, the embedded PostgreSQL of
 // DATA_DIR: started for the purpose under the DATA_DIR lock, so never beside a running service
@@ -26,8 +27,10 @@ async function main(): Promise<number> {
     }
     const sql = openSql(url, { max: 1, application: 'migrate', timeouts: config.pgTimeouts });
     try {
-      const { applied, total } = await migrate(sql);
-      process.stdout.write(`migrate: ${applied} applied, the database is at version ${total}\n`);
+      const { applied, total, repeatablesApplied } = await migrate(sql);
+      process.stdout.write(
+        `migrate: ${applied} applied, the database is at version ${total}; ${repeatablesApplied} function file(s) re-applied\n`,
+      );
     } finally {
       await sql.end({ timeout: 5 });
     }

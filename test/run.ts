@@ -1,6 +1,8 @@
 // The whole suite: starts one embedded PostgreSQL for every test file, runs each file in its
 // own process (so a file may start and kill services freely), TEST_JOBS of them at a time, and
-// prints one closing line.
+// prints one closing line. A process a file leaves running (a service, a PostgreSQL server, a
+// CLI) fails that file and is killed: left alive it holds what the next files reuse (a port, a
+// deleted DATA_DIR's inode, a database).
 //
 // Two marks a file may carry in a line of its own source:
 //   `// test-runner: alone`: it runs with no other file beside it (it times something, or stalls
@@ -8,14 +10,19 @@
 //   `// test-runner: own-postgres`: it starts PostgreSQL servers of its own and never uses the
 //     runner's; given a server (make test-external) the runner leaves it out, as it would only
 //     repeat what `make test` ran.
+//   `// test-runner: no-postgres`: it uses no PostgreSQL at all (pure logic, UBSCore and its WAL,
+//     the HTTP wire); it gets a TEST_PG_ADMIN_URL that nothing listens on, so a database it asks
+//     for fails loudly, and given a server (make test-external) the runner leaves it out too.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startScratchPg } from './support/database.js';
+import { endLeftovers, suiteProcesses } from './suite-processes.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.resolve(here, '..', '..');
 const FILE_TIMEOUT_MS = 5 * 60_000;
 /**
  * Files at a time. One by default: two at a time ran the suite in 11 minutes instead of 14.5 on
@@ -25,10 +32,16 @@ const FILE_TIMEOUT_MS = 5 * 60_000;
  */
 const TEST_JOBS_DEFAULT = 1;
 const TEST_JOBS_MAX = 8;
+/** How long a file's processes may take to end once its last test is done (a service draining a SIGTERM). */
+const LEFTOVER_GRACE_MS = 5_000;
+const LEFTOVER_POLL_MS = 100;
 
-type Marks = { readonly alone: boolean; readonly ownPostgres: boolean };
+type Marks = { readonly alone: boolean; readonly ownPostgres: boolean; readonly noPostgres: boolean };
 
-type FileResult = { file: string; passed: number; failed: number; code: number | null; ms: number };
+/** The admin URL a `no-postgres` file gets: nothing listens on port 1. */
+const NO_POSTGRES_URL = 'postgres://no-postgres@127.0.0.1:1/postgres';
+
+type FileResult = { file: string; passed: number; failed: number; code: number | null; ms: number; leftovers: number };
 
 async function main(): Promise<void> {
   const filter = process.argv[2];
@@ -36,23 +49,26 @@ async function main(): Promise<void> {
   // filter word (a worktree named wt-bench) must not select every file.
   const external = process.env.TEST_PG_ADMIN_URL !== undefined && process.env.TEST_PG_ADMIN_URL !== '';
   const listed = (await listTests(here)).filter((t) => filter === undefined || path.relative(here, t.file).includes(filter));
-  const left = external ? listed.filter((t) => t.marks.ownPostgres) : [];
-  for (const t of left) process.stdout.write(`left out: ${path.relative(here, t.file)} (its own PostgreSQL servers only)\n`);
+  const left = external ? listed.filter((t) => t.marks.ownPostgres || t.marks.noPostgres) : [];
+  for (const t of left)
+    process.stdout.write(
+      `left out: ${path.relative(here, t.file)} (${t.marks.ownPostgres ? 'its own PostgreSQL servers only' : 'no PostgreSQL'})\n`,
+    );
   const files = listed.filter((t) => !left.includes(t));
   const jobs = testJobs(process.env.TEST_JOBS);
   const server = await testServer();
   const results: FileResult[] = [];
   try {
     await runPool(
-      files.filter((t) => !t.marks.alone).map((t) => t.file),
+      files.filter((t) => !t.marks.alone),
       jobs,
-      server.adminUrl,
+      server,
       results,
     );
     await runPool(
-      files.filter((t) => t.marks.alone).map((t) => t.file),
+      files.filter((t) => t.marks.alone),
       1,
-      server.adminUrl,
+      server,
       results,
     );
   } finally {
@@ -60,11 +76,12 @@ async function main(): Promise<void> {
   }
   results.sort((a, b) => a.file.localeCompare(b.file));
   const passed = results.reduce((n, r) => n + r.passed, 0);
-  const failed = results.reduce((n, r) => n + r.failed + (r.code !== 0 && r.failed === 0 ? 1 : 0), 0);
+  const failed = results.reduce((n, r) => n + r.failed + ((r.code !== 0 && r.failed === 0) || r.leftovers > 0 ? 1 : 0), 0);
   for (const r of results) {
-    const mark = r.code === 0 ? 'ok  ' : 'FAIL';
+    const mark = r.code === 0 && r.leftovers === 0 ? 'ok  ' : 'FAIL';
+    const left = r.leftovers === 0 ? '' : `, left ${r.leftovers} processes running`;
     process.stdout.write(
-      `${mark} ${path.relative(here, r.file)}  ${r.passed} passed, ${r.failed} failed  (${(r.ms / 1000).toFixed(1)} s)\n`,
+      `${mark} ${path.relative(here, r.file)}  ${r.passed} passed, ${r.failed} failed${left}  (${(r.ms / 1000).toFixed(1)} s)\n`,
     );
   }
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
@@ -75,14 +92,16 @@ async function main(): Promise<void> {
  * The PostgreSQL server every file's databases are made on: the one TEST_PG_ADMIN_URL names
  * (`make test-external` passes a system server's), else an embedded one started for the run.
  */
-async function testServer(): Promise<{ adminUrl: string; stop: () => Promise<void> }> {
+type TestServer = { readonly adminUrl: string; readonly dir: string | null; readonly stop: () => Promise<void> };
+
+async function testServer(): Promise<TestServer> {
   const given = process.env.TEST_PG_ADMIN_URL;
   if (given !== undefined && given !== '') {
     process.stdout.write(`tests on the PostgreSQL server of TEST_PG_ADMIN_URL (${new URL(given).host})\n`);
-    return { adminUrl: given, stop: async () => undefined };
+    return { adminUrl: given, dir: null, stop: async () => undefined };
   }
   const scratch = await startScratchPg('transfer-test-pg-');
-  return { adminUrl: scratch.pg.url('postgres'), stop: scratch.stop };
+  return { adminUrl: scratch.pg.url('postgres'), dir: scratch.dir, stop: scratch.stop };
 }
 
 function testJobs(raw: string | undefined): number {
@@ -92,13 +111,28 @@ function testJobs(raw: string | undefined): number {
   return jobs;
 }
 
-/** Runs `files`, `jobs` at a time, each result pushed as it ends. */
-async function runPool(files: readonly string[], jobs: number, adminUrl: string, results: FileResult[]): Promise<void> {
+/**
+ * Runs `files`, `jobs` at a time, each result pushed as it ends. What a file leaves running fails
+ * it; beside other files (jobs > 1) a process cannot be told to one file, so the pool's last file
+ * to end carries what all of them left.
+ */
+async function runPool(files: readonly Listed[], jobs: number, server: TestServer, results: FileResult[]): Promise<void> {
   let next = 0;
+  let running = 0;
+  let before = new Set((await suiteProcesses(root, server.dir)).map((p) => p.pid));
   const worker = async (): Promise<void> => {
     while (next < files.length) {
-      const file = files[next++] as string;
-      results.push(await runFile(file, adminUrl, jobs > 1));
+      const t = files[next++] as Listed;
+      running++;
+      const result = await runFile(t.file, t.marks.noPostgres ? NO_POSTGRES_URL : server.adminUrl, jobs > 1);
+      running--;
+      if (running === 0 && (jobs === 1 || next >= files.length)) {
+        const left = await endLeftovers(before, () => suiteProcesses(root, server.dir), LEFTOVER_GRACE_MS, LEFTOVER_POLL_MS);
+        for (const p of left) process.stdout.write(`left running by ${path.relative(here, t.file)}: pid ${p.pid} ${p.command}\n`);
+        result.leftovers = left.length;
+        before = new Set((await suiteProcesses(root, server.dir)).map((p) => p.pid));
+      }
+      results.push(result);
     }
   };
   await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, worker));
@@ -107,15 +141,21 @@ async function runPool(files: readonly string[], jobs: number, adminUrl: string,
 /** A file's marks, from lines of its source that are exactly the mark. */
 function marksOf(source: string): Marks {
   const lines = new Set(source.split('\n').map((l) => l.trim()));
-  return { alone: lines.has('// test-runner: alone'), ownPostgres: lines.has('// test-runner: own-postgres') };
+  return {
+    alone: lines.has('// test-runner: alone'),
+    ownPostgres: lines.has('// test-runner: own-postgres'),
+    noPostgres: lines.has('// test-runner: no-postgres'),
+  };
 }
 
 /** Compiled tests whose TypeScript source still exists (a deleted test leaves its .js behind), with their marks. */
-async function listTests(dir: string): Promise<{ readonly file: string; readonly marks: Marks }[]> {
+type Listed = { readonly file: string; readonly marks: Marks };
+
+async function listTests(dir: string): Promise<Listed[]> {
   const sources = path.resolve(dir, '..', '..', 'test');
   const entries = await fs.readdir(dir, { withFileTypes: true, recursive: true });
   const compiled = entries.filter((e) => e.isFile() && e.name.endsWith('.test.js')).map((e) => path.join(e.parentPath, e.name));
-  const kept: { file: string; marks: Marks }[] = [];
+  const kept: Listed[] = [];
   for (const file of compiled) {
     const source = path.join(sources, path.relative(dir, file)).replace(/\.js$/, '.ts');
     const text = await fs.readFile(source, 'utf8').catch(() => null);
@@ -144,7 +184,7 @@ function runFile(file: string, adminUrl: string, buffered: boolean): Promise<Fil
       const clean = out.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '');
       const total = Number(/Total:\s+(\d+)/.exec(clean)?.[1] ?? 0);
       const passed = Number(/Passed:\s+(\d+)/.exec(clean)?.[1] ?? 0);
-      resolve({ file, passed, failed: Math.max(0, total - passed), code, ms: Date.now() - started });
+      resolve({ file, passed, failed: Math.max(0, total - passed), code, ms: Date.now() - started, leftovers: 0 });
     });
   });
 }

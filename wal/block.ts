@@ -17,8 +17,8 @@
 // (the header's or a record's), and the records must fill the block exactly, so a flipped,
 // missing or extra byte anywhere is refused, naming the first seq it makes unreadable.
 
-import { opKeyOf } from '../src/ubscore/core.js';
-import type { WalRecord } from '../src/ubscore/core.js';
+import { opKeyOf } from '../src/domain/spot-records.js';
+import type { WalRecord } from '../src/domain/spot-records.js';
 import { RECORD_BYTES_MAX, WAL_FORMAT_VERSION, decode, encodeInto, recordEnd } from './codec.js';
 import { PROCESSED_KEY_BYTES_MAX, writeProcessedKey } from './processed-key.js';
 import type { Decoded } from './codec.js';

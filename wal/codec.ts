@@ -24,9 +24,9 @@
 import { AMOUNT_UNITS_MAX } from '../src/domain/money.js';
 import type { AccountStatus } from '../src/domain/types.js';
 import { ASSET_LENGTH_MAX, KEY_LENGTH_MAX, isAssetSymbol, isOpKey, isUserId } from '../src/domain/checks.js';
-import { opKeyOf } from '../src/ubscore/core.js';
-import type { OpRecord, Outcome, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
-import type { UbsOpName } from '../src/ubscore/types.js';
+import { opKeyOf } from '../src/domain/spot-records.js';
+import type { OpRecord, Outcome, ReplayRecord, WalRecord } from '../src/domain/spot-records.js';
+import type { UbsOpName } from '../src/domain/spot-commands.js';
 import { KIND_CODES, OP_BY_CODE, OP_CODES, OUTCOME_CODES, REJECT_BY_CODE, REJECT_CODES, STATUS_BY_CODE, STATUS_CODES } from './codes.js';
 import { crc32c } from './crc32.js';
 import { READER_ASSETS_MAX } from '../src/limits.js';

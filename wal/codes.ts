@@ -4,8 +4,8 @@
 // cannot change the meaning of bytes already on disk. New codes may only be appended.
 
 import type { AccountStatus } from '../src/domain/types.js';
-import type { Outcome, WalRecord } from '../src/ubscore/core.js';
-import type { UbsOpName, UbsRejectCode } from '../src/ubscore/types.js';
+import type { Outcome, WalRecord } from '../src/domain/spot-records.js';
+import type { UbsOpName, UbsRejectCode } from '../src/domain/spot-commands.js';
 
 export const KIND_CODES = { op: 1, status: 2 } as const satisfies Record<WalRecord['kind'], number>;
 export const OP_CODES = {

@@ -1,11 +1,11 @@
-// WAL blocks read back from a copy of the log (PostgreSQL's spot_log, src/spot-log/store.ts): the
+// WAL blocks read back from a copy of the log (PostgreSQL's spot_log, src/ubscore/spot-log/store.ts): the
 // stored bytes are exactly the `wal` entries UBSCore wrote, so they are verified here as replay
 // verifies LMDB's (each header against its key, every record's checksum, the records filling the
 // block) and as a sequence (each block continuing the one before), and turned back into the
 // processed-set entries and WalBatch that UBSCore's group commit built from them. A block that
 // fails any check is refused naming its seq: a log with a hole or a damaged row is never applied.
 
-import type { WalRecord } from '../src/ubscore/core.js';
+import type { WalRecord } from '../src/domain/spot-records.js';
 import { readBlockHeader, walkRecords } from './block.js';
 import type { ProcessedWrite, WalBatch } from './block.js';
 import { decode } from './codec.js';

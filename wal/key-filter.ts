@@ -3,7 +3,7 @@
 // that in LMDB's B-tree cost about a microsecond a command, a quarter of UBSCore's time per
 // command (measured: 3.4 against 4.6 µs). A false "maybe" costs one LMDB read; a false "absent"
 // would apply a repeat twice, so the filter is only ever asked once it holds every key
-// (actors/ubscore/processed.ts), and keys are only ever added, never removed: a key the
+// (src/ubscore/processed/processed.ts), and keys are only ever added, never removed: a key the
 // retention deletes from the processed set stays in the filter, a false "maybe", until
 // the filter is rebuilt for the live keys.
 

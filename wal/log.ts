@@ -16,7 +16,7 @@
 
 import * as lmdb from 'lmdb';
 import type { RootDatabase } from 'lmdb';
-import type { OpRecord, ReplayRecord, WalRecord } from '../src/ubscore/core.js';
+import type { OpRecord, ReplayRecord, WalRecord } from '../src/domain/spot-records.js';
 import { readBlockHeader, walkRecords } from './block.js';
 import type { WalBatch } from './block.js';
 import { RecordReader, decode, decodeProcessed } from './codec.js';

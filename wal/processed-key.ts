@@ -3,8 +3,8 @@
 // byte instead of up to 17, and measured, 4,096 inserts of the shorter keys committed in about
 // 5 instead of 8 ms: the commit, serialized in LMDB's single writer, bounds group commit.
 
-import { opKeyOf } from '../src/ubscore/core.js';
-import type { UbsOpName } from '../src/ubscore/types.js';
+import { opKeyOf } from '../src/domain/spot-records.js';
+import type { UbsOpName } from '../src/domain/spot-commands.js';
 import { KEY_LENGTH_MAX } from '../src/domain/checks.js';
 import { OP_BY_CODE, OP_CODES } from './codes.js';
 

@@ -3,7 +3,7 @@
 // wal/snapshot.ts). A snapshot is written in ONE LMDB transaction, so a crash leaves either the
 // whole snapshot or none of it; it is read back whole and verified before one account is visited.
 
-import type { AccountVisitor } from '../src/ubscore/core.js';
+import type { AccountVisitor } from '../src/domain/spot-records.js';
 import { errorText } from '../src/error-text.js';
 import type { Decoded } from './codec.js';
 import type { SnapshotKey, WalDatabases } from './databases.js';

@@ -30,7 +30,7 @@
 import { BALANCE_UNITS_MAX } from '../src/domain/money.js';
 import type { AccountStatus } from '../src/domain/types.js';
 import { USER_ID_MAX, isAssetSymbol } from '../src/domain/checks.js';
-import type { AccountVisitor } from '../src/ubscore/core.js';
+import type { AccountVisitor } from '../src/domain/spot-records.js';
 import { STATUS_BY_CODE, STATUS_CODES } from './codes.js';
 import type { Decoded } from './codec.js';
 import { crc32c, crc32cUpdate } from './crc32.js';

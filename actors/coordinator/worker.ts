@@ -17,13 +17,8 @@ import { openSql, type Sql } from '../../src/db/sql.js';
 import { createLogger } from '../../src/log.js';
 import type { MetricFamily, Registry } from '../../src/metrics/registry.js';
 import { HALT_SETTLE_MS_MAX } from '../../src/limits.js';
-import {
-  unreachable,
-  type CoordinatorControlApi,
-  type CoordinatorResult,
-  type CoordinatorTask,
-  type CoordinatorWorkerData,
-} from '../protocol.js';
+import { unreachable } from '../../src/unreachable.js';
+import type { CoordinatorControlApi, CoordinatorResult, CoordinatorTask, CoordinatorWorkerData } from '../protocol.js';
 import { nodeEndpoint, UbsClient } from '../ubscore/client.js';
 import { serveSubmits } from './submit-serve.js';
 import { WriteLink } from './write-link.js';

@@ -9,18 +9,10 @@ import type { MessagePort } from 'node:worker_threads';
 import { wrap } from 'comlink';
 import type { Endpoint, Remote } from 'comlink';
 import { oncePerTurn } from '../../src/turn-flush.js';
-import { unreachable } from '../protocol.js';
-import type {
-  UbsCommand,
-  UbsControlApi,
-  UbsHealthEvent,
-  UbsParentEvent,
-  UbsReady,
-  UbsParentMessage,
-  UbsPortReply,
-  UbsResult,
-  UbsWorkerData,
-} from '../protocol.js';
+import { unreachable } from '../../src/unreachable.js';
+import type { UbsCommand, UbsResult } from '../../src/domain/spot-commands.js';
+import type { UbsControlApi, UbsHealthEvent, UbsReady } from '../../src/ubscore/control.js';
+import type { UbsParentEvent, UbsParentMessage, UbsPortReply, UbsWorkerData } from '../protocol.js';
 import { RequestPacker } from './wire.js';
 import {
   UBS_CLIENT_BATCH_MAX_DEFAULT,

@@ -1,7 +1,8 @@
 // UBSCore's start options, read from its workerData and bounded (the ledger is rebuilt from disk
-// by wal/restore.ts).
+// by src/ubscore/durability/restore.ts).
 
-import type { UbsSpotLog, UbsWorkerData } from '../protocol.js';
+import type { UbsOptions, UbsSpotLog } from '../../src/ubscore/control.js';
+import type { UbsWorkerData } from '../protocol.js';
 import { type CrashPoint, isCrashPoint } from '../../src/faults/crash-points.js';
 import {
   UBS_BATCH_COMMANDS_MAX,
@@ -18,8 +19,6 @@ import {
   UBS_SNAPSHOT_SLICE_ACCOUNTS_DEFAULT,
   UBS_SNAPSHOT_SLICE_ACCOUNTS_MAX,
 } from '../../src/limits.js';
-
-export type UbsOptions = Required<UbsWorkerData>;
 
 function optionalCount(value: unknown, name: string, fallback: number, min: number, max: number): number {
   if (value === undefined) return fallback;

@@ -21,13 +21,14 @@
 //   ..      1+m   key (req_id or ref): length u8, then m ASCII bytes
 
 import type { MessagePort } from 'node:worker_threads';
-import type { UbsCommand, UbsResult } from '../../src/ubscore/types.js';
+import type { UbsCommand } from '../../src/domain/spot-commands.js';
 // The WAL's op codes serve the wire too: one table of which number is which operation.
 import { OP_CODES } from '../../wal/codes.js';
+import type { Replies } from '../../src/ubscore/durability/batch.js';
 import type { UbsPortMessage, UbsPortReply, UbsRequest } from '../protocol.js';
 import { UNPACKER_ASSETS_MAX } from '../../src/limits.js';
 import { errorText } from '../../src/error-text.js';
-import { logger } from './log.js';
+import { logger } from '../../src/ubscore/log.js';
 
 const TAG_TRANSFER_OP = 1;
 const TAG_EXTERNAL_OP = 2;
@@ -210,8 +211,6 @@ function readU64(buf: Buffer, at: number): bigint {
 // The core's side of a port.
 
 /** The answers a batch owes one port, in columns: posted as one message once the batch is durable. */
-export type PortReplies = { readonly ids: number[]; readonly results: UbsResult[] };
-
 export function isPortMessage(message: unknown): message is UbsPortMessage {
   if (typeof message !== 'object' || message === null) return false;
   const candidate = message as { kind?: unknown };
@@ -219,7 +218,7 @@ export function isPortMessage(message: unknown): message is UbsPortMessage {
 }
 
 /** Posts one port's answers as one message. */
-export function postReplies(port: MessagePort, replies: PortReplies): void {
+export function postReplies(port: MessagePort, replies: Replies): void {
   if (replies.ids.length === 0) return;
   const reply: UbsPortReply = { kind: 'ubs.replies', ids: Float64Array.from(replies.ids), results: replies.results };
   try {

@@ -1,26 +1,29 @@
 // The UBSCore thread's entry: reads its options, opens its state from disk (the newest snapshot
-// plus the WAL after it, actors/ubscore/state.ts), and serves client ports through the actor
-// (actors/ubscore/actor.ts) until the main thread closes it.
+// plus the WAL after it, src/ubscore/state.ts), and serves client ports (ports.ts) through the
+// engine (src/ubscore/engine.ts) until the main thread closes it.
 
 import { parentPort, workerData } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
 import { expose } from 'comlink';
 import { isCommitFailure } from '../../wal/disk.js';
-import { unreachable } from '../protocol.js';
-import type { UbsControlApi, UbsParentEvent, UbsParentMessage, UbsSpotLog } from '../protocol.js';
-import { UbsActor } from './actor.js';
+import { unreachable } from '../../src/unreachable.js';
+import type { UbsControlApi, UbsSpotLog } from '../../src/ubscore/control.js';
+import type { UbsParentEvent, UbsParentMessage } from '../protocol.js';
+import { UbsEngine } from '../../src/ubscore/engine.js';
+import { type PortEngine, UbsPorts } from './ports.js';
 import { nodeEndpoint } from './client.js';
 import { errorDetail as describe } from '../../src/error-text.js';
 import { readWorkerData } from './start.js';
-import { openCoreState, type CoreState } from './state.js';
-import { UbsMetrics } from './metrics.js';
-import { PgLog } from './pg-log.js';
+import { openCoreState, type CoreState } from '../../src/ubscore/state.js';
+import { startFilterBuild } from './filter-build.js';
+import { UbsMetrics } from '../../src/ubscore/metrics.js';
+import { PgLog } from '../../src/ubscore/durability/pg-log.js';
 import { SnapshotStore } from '../../wal/snapshot-store.js';
 import type { EncodedSnapshot } from '../../wal/snapshot.js';
 import { crashHook } from '../../src/faults/crash-points.js';
 
 /** `openLog`: UBSCore's PostgreSQL log for a standby's core that leads now (null with SPOT_LOG=off). */
-function exposeControl(actor: UbsActor, port: MessagePort, openLog: (spotLog: UbsSpotLog | null) => PgLog | null): void {
+function exposeControl(actor: PortEngine, port: MessagePort, openLog: (spotLog: UbsSpotLog | null) => PgLog | null): void {
   const api: UbsControlApi = {
     stats: () => Promise.resolve(actor.stats()),
     metrics: () => actor.metricValues(),
@@ -73,16 +76,24 @@ function start(): void {
   guardUnhandledRejections(die);
   try {
     const options = readWorkerData(workerData);
-    let actor: UbsActor | null = null;
+    let actor: PortEngine | null = null;
+    const ports = new UbsPorts();
     const metrics = new UbsMetrics();
     let pgLog = options.spotLog === null ? null : PgLog.open(options.spotLog, { post, metrics });
-    const hooks = { wake: () => actor?.wake(), die, snapshotDurable: (snapshot: EncodedSnapshot) => pgLog?.snapshotDurable(snapshot) };
+    const hooks = {
+      wake: () => actor?.wake(),
+      die,
+      snapshotDurable: (snapshot: EncodedSnapshot) => pgLog?.snapshotDurable(snapshot),
+      startFilterBuild,
+    };
     const state = openCoreState(options, hooks);
     const reopen = () => openCoreState(options, hooks);
     if (pgLog !== null) offerNewestSnapshot(state, pgLog);
-    actor = new UbsActor(state, options.batchMax, {
+    actor = new UbsEngine(state, options.batchMax, {
       onFatal: die,
       post,
+      wire: ports.wire,
+      closeClients: () => ports.closeAll(),
       reopen,
       walDir: options.walDir,
       diskReserveBytes: options.diskReserveBytes,
@@ -95,7 +106,7 @@ function start(): void {
     parent.on('message', (message: UbsParentMessage) => {
       switch (message.kind) {
         case 'ubs.attach':
-          ready.attach(message.port);
+          ports.attach(ready, message.port);
           break;
         case 'ubs.control':
           exposeControl(ready, message.port, (spotLog) => {

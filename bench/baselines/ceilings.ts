@@ -18,6 +18,7 @@ import { measureCpu } from '../meters/cpu-share.js';
 import { runFixedRate, type FixedRateFigures } from '../load/fixed-rate.js';
 import { round1, runLoad, type LoadFigures } from '../load/closed-loop.js';
 import { countStatements } from '../meters/pg-statements.js';
+import { walBytes } from '../meters/pg-growth.js';
 import type { BenchUser } from '../support/seed.js';
 import { pgUrl, ROOT, SERVICE_DATABASE, SERVICE_ROLE, type BenchService } from '../support/service-child.js';
 import { randomTransfer, transferRequests } from '../load/transfer-load.js';
@@ -48,6 +49,8 @@ export type PgCeiling = {
     readonly postgresCores: number;
     readonly postgresCpuMsPerOp: number | null;
     readonly statementsPerOp: number | null;
+    /** WAL bytes written (pg_stat_wal) per transaction. */
+    readonly walBytesPerOp: number | null;
   };
   readonly pgbench: { readonly tps: number; readonly transactions: number } | null;
 };
@@ -75,6 +78,7 @@ async function postgresJsCeiling(
     // Measured before the pool closes: its backends, and their CPU times, end with it.
     const statements = await countStatements(svc.stats, { role: SERVICE_ROLE, database: SERVICE_DATABASE });
     const cpu = await measureCpu(svc.pid, svc.dataDir);
+    const walBefore = await walBytes(svc.sql);
     let transactions = 0;
     const started = performance.now();
     const end = started + durationS * 1000;
@@ -93,6 +97,7 @@ async function postgresJsCeiling(
     const elapsedS = (performance.now() - started) / 1000;
     const { postgresCores, postgresCpuS } = await cpu.stop();
     const counted = await statements.stop();
+    const walAfter = await walBytes(svc.sql);
     const perOp = (x: number, digits: number): number | null =>
       transactions > 0 ? Math.round((x / transactions) * 10 ** digits) / 10 ** digits : null;
     return {
@@ -104,6 +109,7 @@ async function postgresJsCeiling(
       // The idle service runs on the same role and database (its lease renewals, halt reads, the
       // retention): only the statements on the ceiling's own tables are (a)'s.
       statementsPerOp: counted === null || counted.evicted ? null : perOp(ceilingStatements(counted.byStatement), 2),
+      walBytesPerOp: perOp(walAfter - walBefore, 0),
     };
   } finally {
     await sql.end({ timeout: 5 });

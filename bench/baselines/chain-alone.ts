@@ -30,6 +30,7 @@ import { newReqId } from '../../src/http/req-ids.js';
 import { PG_BATCH_MAX_DEFAULT } from '../../src/config/config.js';
 import { registerCleanup } from '../support/cleanup.js';
 import { measureCpu } from '../meters/cpu-share.js';
+import { walBytes } from '../meters/pg-growth.js';
 import { quantile, round1 } from '../load/closed-loop.js';
 import { BENCH_ASSETS } from '../support/seed.js';
 import { pgUrl, startBenchService, type BenchService } from '../support/service-child.js';
@@ -59,6 +60,8 @@ export type ChainLevel = {
   readonly stageMs: { readonly create: number; readonly ubscore: number; readonly complete: number };
   /** PostgreSQL write transactions (transaction ids assigned) per committed transfer: each batch is one. */
   readonly pgWriteTxnsPerCommitted: number | null;
+  /** PostgreSQL WAL bytes written (pg_stat_wal) per committed transfer. */
+  readonly pgWalBytesPerCommitted: number | null;
   readonly postgresCpuMsPerCommitted: number | null;
   /** This process's CPU (the loops, the writer's client side, UBSCore's thread and LMDB's writer) per committed transfer. */
   readonly chainCpuMsPerCommitted: number | null;
@@ -75,7 +78,7 @@ const step = (event: TransferEvent, to: TransferStateName): PathStep => ({ event
  * The items the driver writes for each direction (src/coordinator/driver.ts: start, callTarget
  * and callSource with a local target), and the UBSCore operation between them.
  */
-function itemsOf(t: NewTransfer): { create: WriteItem; ubsOp: 'DEPOSIT' | 'WITHDRAW'; complete: WriteItem } {
+export function itemsOf(t: NewTransfer): { create: WriteItem; ubsOp: 'DEPOSIT' | 'WITHDRAW'; complete: WriteItem } {
   const params = { reqId: t.reqId, userId: t.userId, asset: t.asset, amount: t.amount };
   const failAtSource = [step('SOURCE_FAIL', 'FAILED')];
   if (t.from === 'FUNDING')
@@ -290,6 +293,7 @@ async function runLevel(
   const latencies: number[] = [];
   const before = await committedCount(sql);
   const xidBefore = await currentXid(svc.sql);
+  const walBefore = await walBytes(svc.sql);
   const cpu = await measureCpu(svc.pid, svc.dataDir);
   const started = performance.now();
   const end = started + durationS * 1000;
@@ -308,6 +312,7 @@ async function runLevel(
   const elapsedS = (performance.now() - started) / 1000;
   const shares = await cpu.stop();
   const xidAfter = await currentXid(svc.sql);
+  const walAfter = await walBytes(svc.sql);
   const committed = latencies.length;
   // Every transfer answered COMMITTED is one in the table, and no other became one.
   const counted = (await committedCount(sql)) - before;
@@ -331,6 +336,7 @@ async function runLevel(
     stageMs: { create: mean(stages.create), ubscore: mean(stages.ubscore), complete: mean(stages.complete) },
     // Each read of the id assigns one itself: the second read's is not the chain's.
     pgWriteTxnsPerCommitted: per(xidAfter - xidBefore - 1, 2),
+    pgWalBytesPerCommitted: per(walAfter - walBefore, 0),
     postgresCpuMsPerCommitted: per(shares.postgresCpuS * 1000, 3),
     chainCpuMsPerCommitted: per(shares.loadGeneratorCpuS * 1000, 3),
     machineCores: shares.machineCores,

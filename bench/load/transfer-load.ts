@@ -11,6 +11,7 @@ import { measureCpu, type CpuShares } from '../meters/cpu-share.js';
 import { runFixedRate, type FixedRateFigures, type FixedRateRequest } from './fixed-rate.js';
 import { round1, runLoad, type LoadFigures } from './closed-loop.js';
 import { sampleActivity, type PgActivity } from '../meters/pg-activity.js';
+import { walBytes } from '../meters/pg-growth.js';
 import { countStatements, type StatementCounts } from '../meters/pg-statements.js';
 import { spotLogWindow, ubsSyncCounters, type SpotLogWindow, type UbsSyncCounters } from '../meters/spot-log-wait.js';
 import { BENCH_ASSETS, type BenchUser } from '../support/seed.js';
@@ -37,6 +38,8 @@ export type WindowFigures = {
   readonly unfinished: number;
   /** PostgreSQL write transactions (transaction ids assigned) per committed transfer. */
   readonly pgWriteTxnsPerCommitted: number | null;
+  /** PostgreSQL WAL bytes written (pg_stat_wal) per committed transfer. */
+  readonly pgWalBytesPerCommitted: number | null;
   /** Statements the service ran (pg_stat_statements, BEGIN/COMMIT left out) per committed transfer; null when not counted. */
   readonly pgStatementsPerCommitted: number | null;
   /** CPU of every PostgreSQL process, and of the service process (all threads), per committed transfer, in ms. */
@@ -122,6 +125,7 @@ async function measureWindow<L extends { readonly durationS: number }>(
   const before = await counts(svc.sql);
   const metricsBefore = await serviceCounters(svc.base);
   const xidBefore = await currentXid(svc.sql);
+  const walBefore = await walBytes(svc.sql);
   const statements = await countStatements(svc.stats, { role: SERVICE_ROLE, database: SERVICE_DATABASE });
   const cpu = await measureCpu(svc.pid, svc.dataDir);
   const activity = sampleActivity(svc.sql);
@@ -130,6 +134,7 @@ async function measureWindow<L extends { readonly durationS: number }>(
   const cpuShares = await cpu.stop();
   const statementCounts = await statements.stop();
   const xidAfter = await currentXid(svc.sql);
+  const walAfter = await walBytes(svc.sql);
   const pgActivity = await activity.stop();
   const after = await counts(svc.sql);
   const metricsAfter = await serviceCounters(svc.base);
@@ -146,6 +151,7 @@ async function measureWindow<L extends { readonly durationS: number }>(
     rolledBack: after.rolledBack - before.rolledBack,
     unfinished,
     pgWriteTxnsPerCommitted: perCommitted(writeTxns),
+    pgWalBytesPerCommitted: perCommitted(walAfter - walBefore, 0),
     pgStatementsPerCommitted: statementCounts === null || statementCounts.evicted ? null : perCommitted(statementCounts.statements),
     postgresCpuMsPerCommitted: perCommitted(cpuShares.postgresCpuS * 1000, 3),
     serviceCpuMsPerCommitted: perCommitted(cpuShares.serviceCpuS * 1000, 3),

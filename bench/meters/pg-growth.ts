@@ -35,3 +35,13 @@ export function pgGrowth(before: PgReading, after: PgReading): PgGrowth | null {
   const totalPerMillionTransfers = perMillionTransfers.reduce((sum, r) => sum + r.bytes, 0);
   return { committed, perMillionTransfers, totalPerMillionTransfers };
 }
+
+/**
+ * WAL bytes the server has written since its statistics were reset (pg_stat_wal): the difference
+ * over a window is what the window's work wrote to the log, replicated and archived, the
+ * benchmark's own few reads included.
+ */
+export async function walBytes(sql: Sql): Promise<number> {
+  const [row] = await sql<{ bytes: string }[]>`SELECT wal_bytes::text AS bytes FROM pg_stat_wal`;
+  return Number(row?.bytes ?? 0);
+}

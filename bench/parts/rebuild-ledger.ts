@@ -17,11 +17,12 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { randomUUID } from 'node:crypto';
 import type { Sql } from '../../src/db/sql.js';
-import { SpotLedger, type OpRecord } from '../../src/ubscore/core.js';
+import type { OpRecord } from '../../src/domain/spot-records.js';
+import { SpotLedger } from '../../src/ubscore/ledger/core.js';
 import { encodeBatch } from '../../wal/block.js';
 import { blockEntries, type StoredBlock } from '../../wal/import.js';
 import { SnapshotEncoder } from '../../wal/snapshot.js';
-import { SpotLogStore } from '../../src/spot-log/store.js';
+import { SpotLogStore } from '../../src/ubscore/spot-log/store.js';
 
 /** The assets of the rebuilt ledger: an account is (user, asset), two per user. */
 const ASSETS = ['BTC', 'USDT'] as const;

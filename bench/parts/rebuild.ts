@@ -3,7 +3,7 @@
 // the conservation check"). In a fresh database of the bench's PostgreSQL, the ledger of
 // rebuild-ledger.ts is loaded (not timed); then, from an empty DATA_DIR, the start's own path is
 // timed: the ledger identity check and the SPOT log's reconciliation (which rebuilds UBSCore's
-// LMDB: src/spot-log/reconcile.ts, rebuild.ts), then UBSCore's open of the result (the real
+// LMDB: src/ubscore/spot-log/reconcile.ts, rebuild.ts), then UBSCore's open of the result (the real
 // worker: the snapshot loaded, the log after it replayed). The rebuilt ledger then answers the
 // service's own conservation check (src/invariant/checker.ts) against the FUNDING side's rows,
 // and op_seqs for a spread of keys, archived ones included, each at its own seq.
@@ -19,9 +19,9 @@ import { migrate } from '../../src/db/migrations.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { runConservationCheck } from '../../src/invariant/checker.js';
 import { createLogger } from '../../src/log.js';
-import { checkLedgerIdentity } from '../../src/ownership/ledger-identity.js';
-import { reconcileSpotLog } from '../../src/spot-log/reconcile.js';
-import { SpotLogStore } from '../../src/spot-log/store.js';
+import { checkLedgerIdentity } from '../../src/ubscore/spot-log/ledger-identity.js';
+import { reconcileSpotLog } from '../../src/ubscore/spot-log/reconcile.js';
+import { SpotLogStore } from '../../src/ubscore/spot-log/store.js';
 import { registerCleanup } from '../support/cleanup.js';
 import { pgUrl, startBenchService } from '../support/service-child.js';
 import {

@@ -111,7 +111,8 @@ async function seedStuck(sql: Sql, stuck: number): Promise<void> {
     await sql`
       INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state)
       SELECT r, u::bigint, 'USDT', 100000000, 1, 1, 2, 0 FROM unnest(string_to_array(${ids.join(',')}, ','), string_to_array(${owners.join(',')}, ',')) AS x(r, u)`;
-    await sql`INSERT INTO transfer_state_history (req_id, from_state, to_state, event) SELECT r, NULL, 0, 'CREATED' FROM unnest(string_to_array(${ids.join(',')}, ',')) AS r`;
+    await sql`INSERT INTO transfer_state_history (transfer_id, from_state, to_state, event)
+              SELECT transfer_id, NULL, 0, 0 FROM transfers_tb WHERE req_id = ANY(string_to_array(${ids.join(',')}, ','))`;
     await sql`INSERT INTO transfers_active (req_id, user_id) SELECT req_id, user_id FROM transfers_tb WHERE req_id = ANY(string_to_array(${ids.join(',')}, ','))`;
   }
 }

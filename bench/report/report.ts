@@ -12,6 +12,7 @@ import type { RecoveryReport } from '../parts/recovery.js';
 import type { FixedRateLevel, TransferLevel } from '../load/transfer-load.js';
 import type { UbsThroughput } from '../parts/ubscore-throughput.js';
 import type { ChainLevel } from '../baselines/chain-alone.js';
+import type { BatchPlans } from '../parts/explain-batch.js';
 import type { DiskUse } from '../meters/disk-use.js';
 import type { RebuildFigures } from '../parts/rebuild.js';
 import type { StandbyLagFigures } from '../parts/standby-lag.js';
@@ -154,6 +155,8 @@ export type BenchReport = {
   readonly ubscore: Part<UbsThroughput>;
   /** (f): the transfer's three durable commits alone, at each level (bench/baselines/chain-alone.ts). */
   readonly chain: Part<readonly ChainLevel[]>;
+  /** One creating and one completing batch of the writer, every statement inside it explained (bench/parts/explain-batch.ts). */
+  readonly batchPlans?: Part<BatchPlans>;
   readonly restart: Part<RestartFigures>;
   readonly recovery: Part<RecoveryReport>;
   /** Committed/s at the main level with UBSCore's log in PostgreSQL and without it (bench/parts/spot-log-cost.ts). */

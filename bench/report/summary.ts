@@ -4,6 +4,7 @@
 
 import { FIXED_RATE_SOCKETS_MAX, FIXED_RATE_TIMEOUT_MS, type FixedRateFigures } from '../load/fixed-rate.js';
 import { figuresOf, ratio, TARGETS, type BenchReport, type Part } from './report.js';
+import { batchPlanLines } from './batch-plans.js';
 
 const n = (x: number | null | undefined, digits = 1): string =>
   x === null || x === undefined ? '—' : x.toLocaleString('en-US', { maximumFractionDigits: digits });
@@ -49,21 +50,21 @@ function levelsTable(r: BenchReport): string[] {
     return (
       `| ${l.connections} | ${n(s.committedPerSecond)} | ${s.latencyMs.p50} / ${s.latencyMs.p99} / ${s.latencyMs.p99_9} | ${s.errors} / ${s.timeouts} / ${s.non2xx} | ${n(s.statusCodes['202'] ?? 0, 0)} of ${n(s.responses, 0)} | ` +
       `${n(l.pg?.postgresJs.perSecond)} (${l.ratioToPostgresJs ?? '—'} ×) | ${n(l.pg?.pgbench?.tps)} (${l.ratioToPgbench ?? '—'} ×) | ${n(l.http?.responsesPerSecond)} (${l.ratioToHttp ?? '—'} ×) | ` +
-      `${s.pgWriteTxnsPerCommitted ?? '—'} | ${s.pgStatementsPerCommitted ?? '—'} | ${n(s.postgresCpuMsPerCommitted, 3)} (${n(l.pg?.postgresJs.postgresCpuMsPerOp, 3)}; ${l.pgCpuRatioToPostgresJs ?? '—'} ×) | ` +
+      `${s.pgWriteTxnsPerCommitted ?? '—'} | ${s.pgStatementsPerCommitted ?? '—'} | ${n(s.pgWalBytesPerCommitted, 0)} (${n(l.pg?.postgresJs.walBytesPerOp, 0)}) | ${n(s.postgresCpuMsPerCommitted, 3)} (${n(l.pg?.postgresJs.postgresCpuMsPerOp, 3)}; ${l.pgCpuRatioToPostgresJs ?? '—'} ×) | ` +
       `${n(s.serviceCpuMsPerCommitted, 3)} | ${s.ubsCommandsPerBatch ?? '—'} | ${s.cpu.serviceCores} / ${s.cpu.postgresCores} / ${s.cpu.loadGeneratorCores} / ${s.cpu.machineCores} | ${n(l.machineCpuMsPerCommitted, 3)} |`
     );
   });
   return [
     "## The service beside the machine's limits",
     '',
-    '| conn. | committed/s | latency p50 / p99 / p99.9 ms | errors / timeouts / non-2xx | answered 202 (not final within the happy-path deadline) | (a) postgres.js txn/s (ratio) | (a) pgbench tps (ratio) | (b) HTTP req/s (ratio) | PG write txns per transfer | PG statements per transfer | PG CPU ms per transfer ((a) per txn; ratio) | service CPU ms per transfer | UBSCore cmds per WAL batch | CPU cores: service / PG / load gen / machine | machine CPU ms per transfer |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| conn. | committed/s | latency p50 / p99 / p99.9 ms | errors / timeouts / non-2xx | answered 202 (not final within the happy-path deadline) | (a) postgres.js txn/s (ratio) | (a) pgbench tps (ratio) | (b) HTTP req/s (ratio) | PG write txns per transfer | PG statements per transfer | PG WAL bytes per transfer ((a) per txn) | PG CPU ms per transfer ((a) per txn; ratio) | service CPU ms per transfer | UBSCore cmds per WAL batch | CPU cores: service / PG / load gen / machine | machine CPU ms per transfer |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     '(a) is one PostgreSQL transaction per operation (balance UPDATE + INSERT) on the same server, capped at 64 connections; the pgbench ratio is information, not a target. ' +
       '(b) is Hono + @hono/node-server answering a trivial JSON POST with the same request bytes: reported, not a target. ' +
       'Each level is one window, from just before the load until every transfer it started is final; a per-transfer figure is what the window cost over the transfers it committed. ' +
-      'Write transactions are transaction ids assigned (pg_current_xact_id). ' +
+      'Write transactions are transaction ids assigned (pg_current_xact_id); WAL bytes are what pg_stat_wal counted over the window, the whole server. ' +
       `Statements are pg_stat_statements' calls by the service's role on its database with BEGIN/COMMIT left out, failed statements not counted (baseline (a) counts ${statementsOfA(r)} per transaction the same way); the benchmark's own queries run as another role. ` +
       "CPU is user + system time from /proc: every PostgreSQL process (the benchmark's few monitoring queries included), and the service process with all its threads.",
     '',
@@ -81,14 +82,14 @@ function chainTable(r: BenchReport): string[] {
     const name = c.starts === 'spread' ? `(f') spread over ${c.startSpreadMs} ms` : '(f) together';
     return (
       `| ${c.connections} | ${name} | ${n(c.committedPerSecond)} | ${ratio(c.committedPerSecond, a) ?? '—'} × | ${n(service)} (${ratio(service ?? 0, c.committedPerSecond) ?? '—'} ×) | ` +
-      `${c.latencyMs.p50} / ${c.latencyMs.p99} | ${c.stageMs.create} / ${c.stageMs.ubscore} / ${c.stageMs.complete} | ${c.pgWriteTxnsPerCommitted ?? '—'} | ` +
+      `${c.latencyMs.p50} / ${c.latencyMs.p99} | ${c.stageMs.create} / ${c.stageMs.ubscore} / ${c.stageMs.complete} | ${c.pgWriteTxnsPerCommitted ?? '—'} | ${n(c.pgWalBytesPerCommitted, 0)} | ` +
       `${n(c.postgresCpuMsPerCommitted, 3)} | ${n(c.chainCpuMsPerCommitted, 3)} | ${c.machineCores} |`
     );
   });
   return [
     ...out,
-    '| conn. | loops start | committed/s | over (a) | the service committed/s (over this chain) | latency p50 / p99 ms | mean waits: creating commit / UBSCore / completing commit ms | PG write txns per transfer | PG CPU ms per transfer | chain CPU ms per transfer | machine cores |',
-    '|---|---|---|---|---|---|---|---|---|---|---|',
+    '| conn. | loops start | committed/s | over (a) | the service committed/s (over this chain) | latency p50 / p99 ms | mean waits: creating commit / UBSCore / completing commit ms | PG write txns per transfer | PG WAL bytes per transfer | PG CPU ms per transfer | chain CPU ms per transfer | machine cores |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
     '',
     "(f) makes the three durable commits a transfer waits for on the happy path with the service's own parts, and nothing else: its batched PostgreSQL writer (`transfer_apply` with the paths the driver sends) and a UBSCore thread of its own, " +
@@ -257,14 +258,19 @@ function leverLines(r: BenchReport): string[] {
   const a = row.pg?.postgresJs;
   out.push(
     `- One committed transfer at ${row.connections} connections, against one baseline (a) transaction in brackets: ${s.pgWriteTxnsPerCommitted ?? '?'} PostgreSQL write transactions (1), ` +
-      `${s.pgStatementsPerCommitted ?? '?'} statements (${a?.statementsPerOp ?? '?'}), PostgreSQL CPU ${n(s.postgresCpuMsPerCommitted, 3)} ms (${n(a?.postgresCpuMsPerOp, 3)} ms); service CPU ${n(s.serviceCpuMsPerCommitted, 3)} ms (target ${TARGETS.serviceCpuMsPerTransferMax} ms).`,
+      `${s.pgStatementsPerCommitted ?? '?'} statements (${a?.statementsPerOp ?? '?'}), ${n(s.pgWalBytesPerCommitted, 0)} WAL bytes (${n(a?.walBytesPerOp, 0)}), PostgreSQL CPU ${n(s.postgresCpuMsPerCommitted, 3)} ms (${n(a?.postgresCpuMsPerOp, 3)} ms); service CPU ${n(s.serviceCpuMsPerCommitted, 3)} ms (target ${TARGETS.serviceCpuMsPerTransferMax} ms).`,
     `- State moves per committed transfer (transfer_fsm_transitions_total, spec 004's fsm_state_count, over the window): ${transitionText(s.transitions, s.committed)}.`,
   );
   const top = s.statements?.byStatement ?? [];
   if (top.length > 0 && s.committed > 0) {
     const each = top.slice(0, 6).map((t) => `${n(t.calls / s.committed, 2)} × \`${t.query}\` (${n(t.execMs / s.committed, 3)} ms)`);
+    const costly = [...top]
+      .sort((x, y) => y.execMs - x.execMs)
+      .slice(0, 6)
+      .map((t) => `\`${t.query}\` ${n(t.execMs / s.committed, 3)} ms (${n(t.calls / s.committed, 2)} calls)`);
     out.push(
       `- The service's most frequent statements, per committed transfer (calls × statement, then server execution ms): ${each.join('; ')}.`,
+      `- The same by server execution time per committed transfer, the costliest first: ${costly.join('; ')}.`,
     );
   }
   const chain = figuresOf(r.chain)?.find((c) => c.connections === row.connections && c.starts === 'together');
@@ -373,6 +379,7 @@ export function renderSummary(r: BenchReport): string {
     ...targetsTable(r),
     ...levelsTable(r),
     ...chainTable(r),
+    ...batchPlanLines(r),
     ...spotLogLines(r),
     ...shardLines(r),
     ...standbyLines(r),

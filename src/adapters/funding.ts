@@ -1,5 +1,5 @@
 // The Funding adapter: FUNDING balances in PostgreSQL. Each operation is applied by
-// `transfer_apply` (src/db/migrations/0005_user_lock_for_moves.sql), which changes the balance and records the
+// `transfer_apply` (src/db/migrations/repeatable/transfer_apply.sql), which changes the balance and records the
 // (req_id, op) outcome in one transaction, so the effect and its idempotency record commit
 // together or not at all; operations asked at the same time by many drives share that
 // transaction. Because this store is the coordinator's own database, an operation can also carry

@@ -5,7 +5,7 @@
 import { checkOpRequest } from '../domain/checks.js';
 import { failed, isBusinessCode, pending, SUCCESS, type OpOutcome, type PendingCause, type TransferOp } from '../domain/types.js';
 import type { UbsSend } from '../ubscore/control.js';
-import type { UbsCommand, UbsResult } from '../ubscore/types.js';
+import type { UbsCommand, UbsResult } from '../domain/spot-commands.js';
 import { OperationAdapter, type OpRequest, type QueryOutcome } from './types.js';
 import { errorText } from '../error-text.js';
 

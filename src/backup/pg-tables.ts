@@ -7,7 +7,7 @@
 // number at a time. (COPY ... TO STDOUT through postgres.js 3.4.9 hung: a COPY stream that
 // filled its buffer leaves the connection's socket paused after it ends, and the next statement
 // on that connection never gets its answer.) The schema is not dumped: a restore creates it with
-// the migrations of the same schema version, then loads the rows.
+// the migrations of the same schema version (and the restoring build's functions), then loads the rows.
 
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
@@ -17,8 +17,13 @@ import type { Tx } from '../db/sql.js';
 import { POSTGRES_DIR, describeFile, type TableEntry } from './manifest.js';
 import { ROWS_PER_STEP_MAX } from '../limits.js';
 
-/** Written by the migrations themselves, never copied. */
-const NOT_COPIED = new Set(['schema_migrations']);
+/**
+ * Written by the migrations themselves, never copied: the restore's own migrate fills them
+ * (transfer_events: the names of the history's event codes, migration 0014), and
+ * schema_repeatables then records the restoring build's function files, whose functions it has
+ * just created (a backup's rows would claim the taking build's, which may differ).
+ */
+const NOT_COPIED = new Set(['schema_migrations', 'schema_repeatables', 'transfer_events']);
 /**
  * One-row tables a migration creates with their row (migration 0010: the owner epoch, how far the
  * SPOT log was archived): the backup's row replaces the migration's.

@@ -10,11 +10,11 @@ import { DATABASE_NAME, ensureDatabase, startEmbeddedPg, type EmbeddedPg } from 
 import { migrate, schemaVersion } from '../db/schema.js';
 import { openSql, type Sql } from '../db/sql.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
-import { checkLedgerIdentity } from '../ownership/ledger-identity.js';
+import { checkLedgerIdentity } from '../ubscore/spot-log/ledger-identity.js';
 import { ownDatabase } from '../ownership/pg-owner.js';
 import { UBSCORE_FILE, isEmptyDir, readVerifiedManifest, syncDir, type BackupManifest } from './manifest.js';
 import { loadTables } from './pg-tables.js';
-import { RESTORE_RETAKE_BACKOFF_CAP_MS } from '../limits.js';
+import { OWNER_LEASE_MS_DEFAULT, RESTORE_RETAKE_BACKOFF_CAP_MS } from '../limits.js';
 
 type RestoreTarget = {
   readonly dataDir: string;
@@ -59,7 +59,8 @@ export async function restoreBackup(backupDir: string, target: RestoreTarget): P
         onTakenByOther: (holder) => target.log(`restore: another process took the target database: ${holder}`),
         log: { info: (message) => target.log(`restore: ${message}`) },
       },
-      { retakeBackoffCapMs: RESTORE_RETAKE_BACKOFF_CAP_MS },
+      // The target is empty: no owner of record, no lease to judge; the default lease, for form.
+      { retakeBackoffCapMs: RESTORE_RETAKE_BACKOFF_CAP_MS, leaseMs: OWNER_LEASE_MS_DEFAULT },
     );
     undo.push(() => owner.release());
     const sql = openSql(url, { max: 1, application: 'restore' });

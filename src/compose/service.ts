@@ -27,7 +27,7 @@ import { appDeps } from './edge.js';
 import { fatal, stopNow, type MainParts, type Start, type Stores } from './parts.js';
 import { locateStores, ownStores, prepareStandby, promoteStores } from './stores.js';
 import { standBy, startRetention } from './standby.js';
-import { PlanGate } from '../retention/gate.js';
+import { PlanGate } from '../ubscore/processed/retention-gate.js';
 import type { TokenVerifier } from '../http/auth/token-verifier.js';
 
 export type Service = {

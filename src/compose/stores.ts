@@ -8,14 +8,14 @@ import { watchEmbeddedPg, type PgWatch } from '../db/embedded-pg-watch.js';
 import { checkMigrated, migrate, seedDemoAssets } from '../db/schema.js';
 import { openSql, type Sql } from '../db/sql.js';
 import { SPOT_LOG_ARCHIVE_INTERVAL_MS } from '../limits.js';
-import { SpotLogArchive } from '../spot-log/archive.js';
-import { planRetention } from '../retention/plan.js';
-import { reconcileSpotLog } from '../spot-log/reconcile.js';
-import { SpotLogStore } from '../spot-log/store.js';
+import { SpotLogArchive } from '../ubscore/spot-log/archive.js';
+import { planRetention } from '../ubscore/processed/retention-plan.js';
+import { reconcileSpotLog } from '../ubscore/spot-log/reconcile.js';
+import { SpotLogStore } from '../ubscore/spot-log/store.js';
 import type { Logger } from '../log.js';
 import { HaltSwitch } from '../services/halt.js';
 import { lockDataDir } from '../ownership/data-dir-lock.js';
-import { checkLedgerIdentity, holdsFunds } from '../ownership/ledger-identity.js';
+import { checkLedgerIdentity, holdsFunds } from '../ubscore/spot-log/ledger-identity.js';
 import { ownDatabase, waitForOwnership } from '../ownership/pg-owner.js';
 import { OwnershipError } from '../ownership/errors.js';
 import { fatal, type Start, type Stores } from './parts.js';
@@ -45,6 +45,7 @@ export async function ownStores(start: Start, located: Located): Promise<Stores>
   const { databaseUrl, watch } = located;
   const owner = await ownDatabase(databaseUrl, ownerEvents(start, watch), {
     retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
+    leaseMs: config.lease.ms,
   });
   stack.push(() => owner.release());
   // The schema and the ledger pairing are checked on a connection of their own, not fenced:
@@ -131,6 +132,7 @@ export async function promoteStores(start: Start, located: Located, trouble: (re
   const { databaseUrl, watch } = located;
   const owner = await waitForOwnership(databaseUrl, ownerEvents(start, watch), {
     retakeBackoffCapMs: config.pgRecoveryBackoffCapMs,
+    leaseMs: config.lease.ms,
     onWaitTrouble: trouble,
   });
   stack.push(() => owner.release());
@@ -143,7 +145,7 @@ export async function promoteStores(start: Start, located: Located, trouble: (re
 }
 
 /**
- * The archive of PostgreSQL's SPOT log (src/spot-log/archive.ts): the blocks a snapshot kept there
+ * The archive of PostgreSQL's SPOT log (src/ubscore/spot-log/archive.ts): the blocks a snapshot kept there
  * covers, moved into spot_processed (less what the processed set's retention may already forget),
  * at start and then every SPOT_LOG_ARCHIVE_INTERVAL_MS.
  */

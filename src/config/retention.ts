@@ -1,6 +1,6 @@
-// The processed set's retention (src/retention/): how long an idempotency key is kept
+// The processed set's retention (src/ubscore/processed/): how long an idempotency key is kept
 // at least, and how often a pass runs. Safe for any value in range: the retention only bounds
-// how long a key is kept beyond what the rule (src/retention/plan.ts) requires.
+// how long a key is kept beyond what the rule (src/ubscore/processed/retention-plan.ts) requires.
 
 import {
   PROCESSED_PRUNE_INTERVAL_S_DEFAULT,

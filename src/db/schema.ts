@@ -1,5 +1,6 @@
-// The PostgreSQL schema: its versioned migrations (src/db/migrations/*.sql, applied by
-// src/db/migrations.ts) and the demo assets of development mode. Amounts are BIGINT smallest units.
+// The PostgreSQL schema: its versioned migrations (src/db/migrations/*.sql) and its functions
+// (src/db/migrations/repeatable/*.sql), both applied by src/db/migrations.ts, and the demo assets
+// of development mode. Amounts are BIGINT smallest units.
 
 import type { Sql } from './sql.js';
 

@@ -1,11 +1,19 @@
 // Every write of a transfer, batched: creations, compare-and-swaps along a path of the FSM, and
 // Funding operations (with the moves they decide, or on their own) travel as items of one
-// `transfer_apply` call per batch (src/db/migrations/0005_user_lock_for_moves.sql, or its set-based form for large
-// batches, in the same file): one round trip and one commit for everything a
+// `transfer_apply` call per batch (src/db/migrations/repeatable/transfer_apply.sql, or its set-based form for large
+// batches, src/db/migrations/repeatable/transfer_apply_set.sql): one round trip and one commit for everything a
 // shard's drives asked for at the same time.
 
 import type { NewTransfer } from '../domain/transfer.js';
-import { assertTransition, isTerminal, STATE_IDS, stateName, type TransferEvent, type TransferStateName } from '../domain/fsm.js';
+import {
+  assertTransition,
+  EVENT_CODES,
+  isTerminal,
+  STATE_IDS,
+  stateName,
+  type TransferEvent,
+  type TransferStateName,
+} from '../domain/fsm.js';
 import { BALANCE_UNITS_MAX } from '../domain/money.js';
 import { mustErrorCode, mustOpRefusalCode, type ErrorCode } from '../domain/errors.js';
 import type { AccountKind, OpRefusalCode, TransferOp } from '../domain/types.js';
@@ -105,7 +113,7 @@ export class TransferWrites implements TransferWriter {
   }
 
   private async applyMany(items: readonly WriteItem[]): Promise<WriteResult[]> {
-    const input = JSON.stringify(items.map(encode));
+    const input = JSON.stringify(items.map(encodeItem));
     const rows =
       items.length >= SET_BASED_ROWS_MIN
         ? await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply_set(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`
@@ -146,11 +154,13 @@ function assertPaths(item: WriteItem): void {
   }
 }
 
-function steps(path: readonly PathStep[]): [number, string, boolean][] {
-  return path.map((s) => [STATE_IDS[s.to], s.event, isTerminal(s.to)]);
+/** A path's steps as [state, event code, terminal]: what each history row stores (src/domain/fsm.ts EVENT_CODES). */
+function steps(path: readonly PathStep[]): [number, number, boolean][] {
+  return path.map((s) => [STATE_IDS[s.to], EVENT_CODES[s.event], isTerminal(s.to)]);
 }
 
-function encode(item: WriteItem): Record<string, unknown> {
+/** An item as `transfer_apply` reads it (src/db/migrations/repeatable/transfer_apply.sql). */
+export function encodeItem(item: WriteItem): Record<string, unknown> {
   switch (item.kind) {
     case 'create': {
       const t = item.transfer;

@@ -5,7 +5,7 @@
 
 import type { NewTransfer, TransferView } from '../domain/transfer.js';
 import { shardOfUser } from '../domain/shard.js';
-import { STATE_IDS, stateName, type TransferStateName } from '../domain/fsm.js';
+import { eventName, STATE_IDS, stateName, type TransferStateName } from '../domain/fsm.js';
 import { mustErrorCode, type ErrorCode } from '../domain/errors.js';
 import { causeText, type AccountKind, type PendingCause } from '../domain/types.js';
 import { Batcher, type BatchSettings } from './batch.js';
@@ -212,12 +212,13 @@ export class TransferStore {
   }
 
   async history(reqId: string): Promise<HistoryEntry[]> {
-    const rows = await this.sql<{ from_state: number | null; to_state: number; event: string; detail: string | null; at: Date }[]>`
-      SELECT from_state, to_state, event, detail, at FROM transfer_state_history WHERE req_id = ${reqId} ORDER BY id`;
+    const rows = await this.sql<{ from_state: number | null; to_state: number; event: number; detail: string | null; at: Date }[]>`
+      SELECT from_state, to_state, event, detail, at FROM transfer_state_history
+       WHERE transfer_id = (SELECT transfer_id FROM transfers_tb WHERE req_id = ${reqId}) ORDER BY id`;
     return rows.map((r) => ({
       from: r.from_state === null ? null : mustState(r.from_state),
       to: mustState(r.to_state),
-      event: r.event,
+      event: mustEvent(r.event),
       detail: r.detail,
       at: r.at.toISOString(),
     }));
@@ -340,6 +341,12 @@ function only<T>(rows: readonly T[]): T {
 function mustState(id: number): TransferStateName {
   const name = stateName(id);
   if (name === null) throw new Error(`unknown state id ${id} in the database`);
+  return name;
+}
+
+function mustEvent(code: number): string {
+  const name = eventName(code);
+  if (name === null) throw new Error(`unknown event code ${code} in the database`);
   return name;
 }
 

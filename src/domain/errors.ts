@@ -49,7 +49,7 @@ const FAILURE_CODE_SET: ReadonlySet<string> = new Set([...VALIDATION_CODES, ...B
  * INIT that the limits refuse at its first step). Every other code is the service's own:
  * CONSTRAINT_VIOLATION is the ledger refusing a row the service's own checks let through, and the
  * halt, unavailability, the backups and SYSTEM_ERROR are the service's state. HIGH_FAILURE_RATE's
- * refusal set is this list; test/error-codes.test.ts classifies every code against it.
+ * refusal set is this list; test/api/error-codes.test.ts classifies every code against it.
  */
 export const REFUSAL_CODES = [
   ...VALIDATION_CODES,

@@ -2,7 +2,7 @@
 // transfer to the coordinator of the user's shard; it never moves funds itself.
 
 import { Hono } from 'hono';
-import { HTTP_BUCKETS_S } from '../metrics/collect.js';
+import { HTTP_BUCKETS_S } from '../services/metrics-collect.js';
 import { adminRoutes } from './routes/admin-routes.js';
 import { bodyLimit } from './body.js';
 import { errorBody, fail } from './errors.js';

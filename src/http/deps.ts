@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import type { AlertSink } from '../alerts/alerts.js';
 import type { AlertMonitor } from '../alerts/monitor.js';
 import type { AuditLog } from '../audit/audit-log.js';
-import type { ServiceSnapshot } from '../metrics/unfinished.js';
+import type { ServiceSnapshot } from '../services/unfinished.js';
 import type { Pulse } from '../metrics/pulse.js';
 import type { Registry } from '../metrics/registry.js';
 import type { AdminService } from '../services/admin.js';

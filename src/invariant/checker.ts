@@ -13,7 +13,7 @@
 
 import type { UbsSend } from '../ubscore/control.js';
 import type { Sql } from '../db/sql.js';
-import type { UbsOpName } from '../ubscore/types.js';
+import type { UbsOpName } from '../domain/spot-commands.js';
 import { stateName, TERMINAL_STATE_IDS } from '../domain/fsm.js';
 import { checkConservation, keyOf, type Difference, type Key, type TransferFacts } from './conservation.js';
 import { CUT_TIMEOUT_MS, OP_SEQS_BATCH_MAX } from '../limits.js';
@@ -37,7 +37,7 @@ export async function runConservationCheck(sql: Sql, ubs: UbsSend): Promise<Inva
   if (cut === null || cut.kind !== 'audit_cut') throw new Error('UBSCore did not answer the audit cut');
   const spot = new Map<Key, bigint>(cut.accounts.map((a) => [keyOf(a.userId, a.asset), a.available]));
   const pg = await readPostgres(sql, clock.t0);
-  // A settled movement is counted without asking: the retention (src/retention/plan.ts) may have
+  // A settled movement is counted without asking: the retention (src/ubscore/processed/retention-plan.ts) may have
   // pruned its key from UBSCore's processed set, and a pruned key answers "never applied".
   const unsettled = pg.spotMovements.filter((m) => !m.settled).map((m) => ({ op: m.op, key: m.ref }));
   const seqs = await opSeqs(ubs, [...unsettled, ...pg.transfers.flatMap(spotOps)]);

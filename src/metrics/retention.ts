@@ -1,4 +1,4 @@
-// The processed set's retention as the main thread sees it (src/retention/task.ts): the
+// The processed set's retention as the main thread sees it (src/ubscore/processed/retention-task.ts): the
 // retention configured, the horizon of the last plan, how old the oldest live entry is, and the
 // passes. Set at the task's start too, so a rule on them has a series before the first pass.
 

@@ -5,7 +5,10 @@
 // 1. On Linux, the owner listens on an abstract Unix socket named after DATA_DIR's device and
 //    inode. The kernel lets one process bind a name and frees it when that process dies, even by
 //    SIGKILL, so two processes of one host can never both pass this point and a killed owner
-//    leaves nothing stale. A refused process asks the owner over the socket who it is.
+//    leaves nothing stale. A refused process asks the owner over the socket who it is. The owner
+//    keeps DATA_DIR open while it holds the name: a directory removed under a live owner keeps
+//    its inode until then, so a new directory can never get that inode and be refused by a name
+//    that belongs to the removed one (ext4 hands a freed inode to the next directory made).
 // 2. DATA_DIR/owner.lock names the owner (pid, host, start). Written only while holding layer 1,
 //    by an atomic rename, it also refuses what the socket cannot see: a process on another host
 //    (a shared volume) or in another network namespace. A file naming a dead process, or a pid
@@ -23,6 +26,8 @@ import { OwnershipError } from './errors.js';
 import { ASK_OWNER_TIMEOUT_MS, OWNER_INFO_BYTES_MAX } from '../limits.js';
 
 const DATA_DIR_LOCK_FILE = 'owner.lock';
+/** The open DATA_DIRs of the locks held: Node closes a FileHandle it collects, which would free the inode early. */
+const openDirs = new Set<fs.FileHandle>();
 
 type LockOwner = {
   readonly pid: number;
@@ -44,29 +49,40 @@ export async function lockDataDir(dataDir: string): Promise<DataDirLock> {
     startedAt: new Date().toISOString(),
     procStart: await procStart(process.pid),
   };
-  const server = await holdSocket(dataDir, file, me);
+  const dir = await fs.open(dataDir, 'r');
+  openDirs.add(dir);
+  const closeDir = async (): Promise<void> => {
+    openDirs.delete(dir);
+    await dir.close();
+  };
+  let server: net.Server | null = null;
   try {
+    server = await holdSocket(dir, dataDir, file, me);
     const held = await readOwner(file);
     if (held !== null && (await isAlive(held))) throw refusal(dataDir, file, held);
     await writeOwner(file, me);
   } catch (error) {
     await closeServer(server);
+    await closeDir();
     throw error;
   }
+  const bound = server;
   return {
     owner: me,
     // The file goes first: a process that gets the socket after us must not find us named in it.
+    // The directory closes last: its inode is the socket's name until the name is free.
     release: async () => {
       await releaseIfMine(file, me);
-      await closeServer(server);
+      await closeServer(bound);
+      await closeDir();
     },
   };
 }
 
-/** Binds DATA_DIR's abstract socket (Linux), or throws OwnershipError naming the process bound to it. */
-async function holdSocket(dataDir: string, file: string, me: LockOwner): Promise<net.Server | null> {
+/** Binds the abstract socket of DATA_DIR, open as `dir` (Linux), or throws OwnershipError naming the process bound to it. */
+async function holdSocket(dir: fs.FileHandle, dataDir: string, file: string, me: LockOwner): Promise<net.Server | null> {
   if (process.platform !== 'linux') return null;
-  const name = await socketName(dataDir);
+  const name = await socketName(dir);
   const server = net.createServer((socket) => {
     socket.on('error', () => undefined);
     socket.end(JSON.stringify(me));
@@ -90,8 +106,8 @@ async function holdSocket(dataDir: string, file: string, me: LockOwner): Promise
 }
 
 /** The abstract socket's name: DATA_DIR's device and inode, the same through any path or bind mount to it. */
-async function socketName(dataDir: string): Promise<string> {
-  const st = await fs.stat(dataDir, { bigint: true });
+async function socketName(dir: fs.FileHandle): Promise<string> {
+  const st = await dir.stat({ bigint: true });
   return `\0transfer-data-dir-owner:${st.dev}:${st.ino}`;
 }
 

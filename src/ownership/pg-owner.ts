@@ -14,9 +14,10 @@
 //
 // Once claimed, the ownership is a lease the owner renews (src/ownership/lease.ts). A
 // process that wants the ownership takes it when the lock is free, or when the holder is the
-// owner of record and its lease has passed by the server's clock (a hung owner: SIGSTOPped, or
-// its machine frozen, keeps its session and its lock for ever): then every session of that
-// owner is ended, which frees the lock and rolls back its open transactions, and the lock taken.
+// owner of record and its lease has passed by the server's clock, its row unchanged for a lease
+// by this process's (a hung owner: SIGSTOPped, or its machine frozen, keeps its session and its
+// lock for ever; src/ownership/lapsed.ts): then every session of that owner is ended, which frees
+// the lock and rolls back its open transactions, and the lock taken.
 // `mode: 'wait'` (a standby) waits for that moment instead of refusing after TAKE_WAIT_MS.
 // A holder that is no owner of record (it took the lock, then froze before its claim) is ended
 // once its session has not moved for OWNER_CLAIM_MS_MAX (src/ownership/unclaimed.ts); the lock
@@ -29,27 +30,25 @@ import { setTimeout as delay } from 'node:timers/promises';
 import postgres from 'postgres';
 import { backoffMs } from '../backoff.js';
 import { CLIENT_KEEPALIVE_S, reconnectBackoffS, SESSION_TCP_BOUNDS, type PgOwnerIdentity } from '../db/sql.js';
+import { epochClaim } from './epoch-claim.js';
 import { OwnershipError } from './errors.js';
+import { endLapsedOwner, type LeaseWatch, leaseWatch } from './lapsed.js';
 import { keepLease, type LeaseSettings, type LeaseState, type OwnerLease } from './lease.js';
 import { claimHeartbeat, endUnclaimedHolder } from './unclaimed.js';
 import {
   CONNECT_TIMEOUT_S,
-  OWNER_CLAIM_TRIES_MAX,
+  OWNER_RETAKE_BACKOFF_CAP_MS,
   OWNER_SESSION_IDLE_IN_TRANSACTION_MS,
   OWNER_SESSION_LOCK_TIMEOUT_MS,
   OWNER_SESSION_STATEMENT_TIMEOUT_MS,
   RETAKE_BACKOFF_BASE_MS,
+  STANDBY_SETTLE_MS,
+  TAKE_RETRY_MS,
   TAKE_WAIT_MS,
 } from '../limits.js';
 
 /** The advisory lock every owner of a database takes: "ledger-o" in ASCII. Per database, as every advisory lock is. */
 export const OWNER_LOCK_KEY = 0x6c65646765722d6fn;
-const TAKE_RETRY_MS = 250;
-/**
- * The fence lock of migration 0010 ("ledgerfd"): every write of money takes it shared and checks
- * the epoch; a claim holds it exclusively while it increments the epoch.
- */
-export const FENCE_LOCK_KEY = 0x6c65646765726664n;
 
 type OwnerEvents = {
   /** The connection holding the lock closed: stop taking new work until `onRegained`. */
@@ -89,6 +88,8 @@ type Holder = { pid: number; application_name: string; client_addr: string | nul
 /** Takes the database's owner lock, or throws OwnershipError naming the process that holds it. */
 export type OwnOptions = {
   readonly retakeBackoffCapMs: number;
+  /** LEASE_MS: a lapsed owner's row must stay unchanged this long, as this process sees it, before the owner is ended (lapsed.ts). */
+  readonly leaseMs: number;
   /** `refuse` (default): give up after TAKE_WAIT_MS; `wait`: wait until the ownership can be taken. */
   readonly mode?: 'refuse' | 'wait';
   /** Ends a wait: the promise rejects with the signal's reason. */
@@ -111,38 +112,26 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOpt
   const applicationName = `${tag} owner lock`.slice(0, 63);
   const st: LockState = { held: false, released: false, lease: null };
   let closes = 0;
+  let closedAt = Number.NEGATIVE_INFINITY; // the lock session's last close: a waiting standby settles from then too
   let retaking = false;
-  /** The session that took the lock last: after a loss, only it may be ended as ours. */
-  let ours: Session | null = null;
-  const sql = postgres(url, {
-    max: 1,
-    idle_timeout: 0,
-    max_lifetime: null,
-    connect_timeout: CONNECT_TIMEOUT_S,
-    backoff: reconnectBackoffS,
-    keep_alive: CLIENT_KEEPALIVE_S,
-    onnotice: () => undefined,
-    // Server-side bounds: cut off, this session (and the lock) goes within seconds; a claim frozen
-    // inside its transaction is ended before the fence lock it holds stops every write for long.
-    connection: {
-      ...SESSION_TCP_BOUNDS,
-      application_name: applicationName,
-      lock_timeout: OWNER_SESSION_LOCK_TIMEOUT_MS,
-      statement_timeout: OWNER_SESSION_STATEMENT_TIMEOUT_MS,
-      idle_in_transaction_session_timeout: OWNER_SESSION_IDLE_IN_TRANSACTION_MS,
-    },
-    onclose: () => {
+  let ours: Session | null = null; // the session that took the lock last: after a loss, only it may be ended as ours
+  const watch = leaseWatch(); // ledger_owner's row as this process saw it, across every try
+  const sql = postgres(
+    url,
+    lockSessionOptions(applicationName, () => {
       closes += 1;
+      closedAt = performance.now();
       if (!st.held || st.released) return;
       st.held = false;
       st.lease?.lost();
       events.onLost('the connection holding the owner lock closed: another process may now own the database');
       if (!retaking) void retake();
-    },
-  });
+    }),
+  );
 
+  const base = { tag, events, watch, leaseMs: opts.leaseMs };
   /** Takes the lock on a session that stayed open from before the ask to the answer. */
-  const takeOnOneSession = async (how: TakeHow = { tag, wait: false, events }): Promise<Take> => {
+  const takeOnOneSession = async (how: TakeHow = { ...base, wait: false }): Promise<Take> => {
     for (;;) {
       const before = closes;
       const taken = await take(sql, ours, how);
@@ -155,7 +144,8 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOpt
     retaking = true;
     try {
       for (let attempt = 1; !st.released; attempt++) {
-        await delay(Math.min(opts.retakeBackoffCapMs, RETAKE_BACKOFF_BASE_MS * 2 ** Math.min(attempt - 1, 20)));
+        const capMs = Math.min(opts.retakeBackoffCapMs, OWNER_RETAKE_BACKOFF_CAP_MS);
+        await delay(Math.min(capMs, RETAKE_BACKOFF_BASE_MS * 2 ** Math.min(attempt - 1, 20)));
         if (st.released) return;
         events.log.info('taking the owner lock again', { attempt });
         const taken = await takeOnOneSession().catch((error: unknown) => {
@@ -173,8 +163,8 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOpt
   };
 
   try {
-    const how: TakeHow = { tag, wait: opts.mode === 'wait', events, ...(opts.signal ? { signal: opts.signal } : {}) };
-    const taken = how.wait ? await waitThroughTrouble(takeOnOneSession, how, opts) : await takeOnOneSession(how);
+    const how: TakeHow = { ...base, wait: opts.mode === 'wait', ...(opts.signal ? { signal: opts.signal } : {}) };
+    const taken = how.wait ? await waitThroughTrouble(takeOnOneSession, how, opts, () => closedAt) : await takeOnOneSession(how);
     if (taken.kind === 'other')
       throw new OwnershipError(
         `the database is owned by another process: ${taken.holder}. Stop it first; two processes on one database would split the SPOT ledger.`,
@@ -188,27 +178,70 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOpt
   return ownerApi(sql, tag, st, events);
 }
 
+/** The lock session: one connection, never recycled nor idle-closed; `onclose` on each close. */
+function lockSessionOptions(applicationName: string, onclose: () => void): postgres.Options<Record<string, postgres.PostgresType>> {
+  return {
+    max: 1,
+    idle_timeout: 0,
+    max_lifetime: null,
+    connect_timeout: CONNECT_TIMEOUT_S,
+    backoff: reconnectBackoffS,
+    keep_alive: CLIENT_KEEPALIVE_S,
+    onnotice: () => undefined,
+    // Server-side bounds: cut off, this session (and the lock) goes within seconds; a claim frozen
+    // inside its transaction is ended before the fence lock it holds stops every write for long.
+    connection: {
+      ...SESSION_TCP_BOUNDS,
+      application_name: applicationName,
+      lock_timeout: OWNER_SESSION_LOCK_TIMEOUT_MS,
+      statement_timeout: OWNER_SESSION_STATEMENT_TIMEOUT_MS,
+      idle_in_transaction_session_timeout: OWNER_SESSION_IDLE_IN_TRANSACTION_MS,
+    },
+    onclose,
+  };
+}
+
 /**
  * A standby's wait outlives PostgreSQL's restarts and failovers: a try that fails is tried again
  * after a capped backoff (the next primary loss needs someone to take over), and reported
- * (`onWaitTrouble`) until PostgreSQL answers again. Only the signal ends the wait.
+ * (`onWaitTrouble`) until PostgreSQL answers again; then, as after its own start or a close of its
+ * session, it only watches for STANDBY_SETTLE_MS, while the owner takes its own lock back. Only
+ * the signal ends the wait.
  */
-async function waitThroughTrouble(takeOnOneSession: (how: TakeHow) => Promise<Take>, how: TakeHow, opts: OwnOptions): Promise<Take> {
+async function waitThroughTrouble(
+  takeOnOneSession: (how: TakeHow) => Promise<Take>,
+  how: TakeHow,
+  opts: OwnOptions,
+  closedAt: () => number,
+): Promise<Take> {
   let troubled = false;
+  // Tries that failed in a row: the backoff grows with them, and starts again once PostgreSQL
+  // answers (a standby with a long history of outages is not slower to take over after the next).
+  let failures = 0;
+  // A standby that has just started is back from trouble too: a free lock may be the owner's,
+  // lost to a PostgreSQL restart a moment ago and about to be taken back.
+  let backAt = performance.now();
   const onReached = () => {
     if (!troubled) return;
     troubled = false;
+    failures = 0;
+    backAt = performance.now();
     opts.onWaitTrouble?.(null);
   };
-  for (let failures = 0; ; failures++) {
+  // A session closed between two tries (PostgreSQL restarted within a poll, the next query
+  // reconnected) is trouble too, though no try failed.
+  const settlingMs = () =>
+    troubled ? STANDBY_SETTLE_MS : Math.max(0, Math.max(backAt, closedAt()) + STANDBY_SETTLE_MS - performance.now());
+  for (;;) {
     try {
-      const taken = await takeOnOneSession({ ...how, onReached });
+      const taken = await takeOnOneSession({ ...how, onReached, settlingMs });
       onReached();
       return taken;
     } catch (error) {
       if (how.signal?.aborted) throw error;
       troubled = true;
       const waitMs = backoffMs({ baseMs: RETAKE_BACKOFF_BASE_MS, capMs: opts.retakeBackoffCapMs }, failures);
+      failures += 1;
       how.events.log.info('waiting for the ownership: PostgreSQL did not answer; trying again', { error: String(error), wait_ms: waitMs });
       opts.onWaitTrouble?.(`PostgreSQL did not answer the wait for the ownership: ${String(error)}`);
       await delay(waitMs, undefined, how.signal ? { signal: how.signal } : {});
@@ -251,30 +284,61 @@ type TakeHow = {
   readonly tag: string;
   readonly wait: boolean;
   readonly events: Pick<OwnerEvents, 'log'>;
+  readonly watch: LeaseWatch;
+  readonly leaseMs: number;
   readonly signal?: AbortSignal;
   /** PostgreSQL answered a try (a waiting standby reports itself well again). */
   readonly onReached?: () => void;
+  /** A standby back from trouble: how long it still only watches before it may take the lock (STANDBY_SETTLE_MS). */
+  readonly settlingMs?: () => number;
 };
 
 /**
- * Asks for the lock for up to TAKE_WAIT_MS. A holder that is `ours`, the session this process
- * took the lock on before, is ended: it would hold the lock until the server notices its dead
- * socket (if it cannot be ended, it is reported as the holder once the wait is over). Throws when
- * the server does not answer.
+ * Asks for the lock for up to TAKE_WAIT_MS (or a lease and two polls, if longer: a lapsed owner is
+ * ended only once its row has stayed lapsed that long). A holder that is `ours`, the session this
+ * process took the lock on before, is ended: it would hold the lock until the server notices its
+ * dead socket (if it cannot be ended, it is reported as the holder once the wait is over). Throws
+ * when the server does not answer.
+ *
+ * A waiting process takes the lock only on a session connected for STANDBY_SETTLE_MS at least. A
+ * try that waited for its connection (while PostgreSQL fails over no node is read-write, and
+ * postgres.js holds the query until one is) reaches a server that is back only just now, as the
+ * owner's own try to take its lock back does: a chaos run saw both held 11 s by a leader kill, the
+ * standby's settle time passed meanwhile, and the standby took the lock 0.4 s before the owner.
  */
 async function take(sql: postgres.Sql, ours: Session | null, how: TakeHow): Promise<Take> {
-  const deadline = Date.now() + TAKE_WAIT_MS;
+  const deadline = Date.now() + Math.max(TAKE_WAIT_MS, how.leaseMs + 2 * TAKE_RETRY_MS);
+  const settleSeconds = STANDBY_SETTLE_MS / 1000;
   let waitLogged = false;
   for (;;) {
     how.signal?.throwIfAborted();
-    const [row] = await sql<{ ok: boolean; pid: number; backend_start: string }[]>`
-      SELECT pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) AS ok, a.pid, a.backend_start::text AS backend_start
+    if ((how.settlingMs?.() ?? 0) > 0) {
+      // Back from trouble: only watch (the owner takes its own lock back meanwhile).
+      await how.watch.look(sql);
+      how.onReached?.();
+      await delay(Math.min(TAKE_RETRY_MS, how.settlingMs?.() ?? 0));
+      continue;
+    }
+    const [row] = await sql<{ ok: boolean | null; pid: number; backend_start: string; age_ms: number }[]>`
+      SELECT CASE WHEN ${how.wait}::boolean AND a.backend_start > now() - make_interval(secs => ${settleSeconds}) THEN NULL
+                  ELSE pg_try_advisory_lock(${OWNER_LOCK_KEY.toString()}::bigint) END AS ok,
+             a.pid, a.backend_start::text AS backend_start, (extract(epoch FROM now() - a.backend_start) * 1000)::float8 AS age_ms
         FROM pg_stat_activity AS a WHERE a.pid = pg_backend_pid()`;
     if (row === undefined) throw new Error('the owner session is missing from pg_stat_activity');
     how.onReached?.();
-    if (row.ok) return { kind: 'held', session: { pid: row.pid, backendStart: row.backend_start } };
+    if (row.ok === true) return { kind: 'held', session: { pid: row.pid, backendStart: row.backend_start } };
+    if (row.ok === null) {
+      // A waiting process on a session too young to take the lock: it watches meanwhile.
+      await how.watch.look(sql);
+      await delay(Math.max(0, Math.min(TAKE_RETRY_MS, STANDBY_SETTLE_MS - row.age_ms)));
+      continue;
+    }
     const holder = await findHolder(sql);
-    if (holder !== null && (await endLapsedOwner(sql, holder, how))) continue;
+    const ended = holder === null ? null : await endLapsedOwner(sql, holder, how);
+    if (ended !== null) {
+      how.events.log.info('the owner lease had passed: ended every session of the hung owner', ended);
+      continue;
+    }
     if (holder !== null && (await endUnclaimedHolder(sql, holder, how.tag))) {
       how.events.log.info('ended a holder of the owner lock that had not claimed the ownership and did not move', {
         holder: describeHolder(holder),
@@ -291,34 +355,6 @@ async function take(sql: postgres.Sql, ours: Session | null, how: TakeHow): Prom
     }
     await delay(TAKE_RETRY_MS);
   }
-}
-
-/**
- * Ends a hung owner: when the lock's holder is a session of the owner of record and that owner's
- * lease has passed by the server's clock, every session whose application_name starts with its
- * tag is ended. ledger_owner's row stays locked meanwhile, so a renewal that arrives now waits,
- * and its backend, ended, never renews. Answers whether sessions were ended (then ask again).
- */
-async function endLapsedOwner(sql: postgres.Sql, holder: Holder, how: TakeHow): Promise<boolean> {
-  const ended = await sql
-    .begin(async (tx) => {
-      const [row] = await tx<{ owner: string }[]>`
-        SELECT owner FROM ledger_owner WHERE owner <> '' AND lease_until < now() FOR UPDATE`;
-      // This process's own former session is ended by `take` alone, never its pools with it.
-      if (row === undefined || row.owner === how.tag || !holder.application_name.startsWith(`${row.owner} `)) return null;
-      const [n] = await tx<{ ended: number }[]>`
-        SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))::int AS ended FROM pg_stat_activity
-         WHERE left(application_name, length(${row.owner}) + 1) = ${`${row.owner} `} AND pid <> pg_backend_pid()`;
-      return { owner: row.owner, sessions: n?.ended ?? 0 };
-    })
-    // Before migration 0010 there is no ledger_owner, and no lease to have passed.
-    .catch((error: unknown) => {
-      if ((error as { code?: unknown }).code === '42P01') return null;
-      throw error;
-    });
-  if (ended === null) return false;
-  how.events.log.info('the owner lease had passed: ended every session of the hung owner', ended);
-  return true;
 }
 
 async function findHolder(sql: postgres.Sql): Promise<Holder | null> {
@@ -341,51 +377,4 @@ function describeHolder(r: Holder | null): string {
  */
 function ownerTag(): string {
   return `transfer-${process.pid}-${randomBytes(3).toString('hex')}@${os.hostname().slice(0, 16)}`;
-}
-
-/** The owner's claim of the epoch: made once, then read by every pool that writes money. */
-function epochClaim(
-  sql: postgres.Sql,
-  tag: string,
-): {
-  readonly claim: (leaseMs: number) => Promise<PgOwnerIdentity>;
-  readonly identity: () => PgOwnerIdentity;
-} {
-  let identity: PgOwnerIdentity | null = null;
-  return {
-    claim: async (leaseMs) => {
-      if (identity !== null) throw new Error('the owner epoch is claimed once per process');
-      identity = { tag, epoch: await claimEpoch(sql, tag, leaseMs) };
-      return identity;
-    },
-    identity: () => {
-      if (identity === null) throw new Error('the owner epoch is not claimed yet');
-      return identity;
-    },
-  };
-}
-
-/** The claim, tried again when its wait for the fence lock or its statement ran past the lock session's bounds. */
-async function claimEpoch(sql: postgres.Sql, tag: string, leaseMs: number): Promise<number> {
-  for (let tries = 1; ; tries++) {
-    try {
-      return await claimEpochOnce(sql, tag, leaseMs);
-    } catch (error) {
-      const code = (error as { code?: unknown }).code;
-      if (tries >= OWNER_CLAIM_TRIES_MAX || (code !== '55P03' && code !== '57014')) throw error;
-    }
-  }
-}
-
-async function claimEpochOnce(sql: postgres.Sql, tag: string, leaseMs: number): Promise<number> {
-  const rows = await sql.begin(async (tx) => {
-    await tx`SELECT pg_advisory_xact_lock(${FENCE_LOCK_KEY.toString()}::bigint)`;
-    return tx<{ epoch: string }[]>`
-      UPDATE ledger_owner SET epoch = epoch + 1, owner = ${tag},
-             lease_until = now() + make_interval(secs => ${leaseMs / 1000}), promoted_at = now()
-       RETURNING epoch::text AS epoch`;
-  });
-  const epoch = Number(rows[0]?.epoch);
-  if (!Number.isSafeInteger(epoch) || epoch < 1) throw new Error(`claiming the owner epoch answered ${JSON.stringify(rows[0])}`);
-  return epoch;
 }

@@ -3,7 +3,7 @@
 import type { UbsSend } from '../ubscore/control.js';
 import type { Sql } from '../db/sql.js';
 import type { AccountStatus } from '../domain/types.js';
-import type { SpotBalance } from '../ubscore/types.js';
+import type { SpotBalance } from '../domain/spot-commands.js';
 
 type AccountBalance = { readonly asset: string; readonly available: bigint; readonly status: AccountStatus };
 export type Balances = { readonly funding: readonly AccountBalance[]; readonly spot: readonly SpotBalance[] };

@@ -177,7 +177,7 @@ export class ExternalMovements {
  * Debits a FUNDING account for an external withdrawal, with the row locked; null when done. What
  * refuses a FUNDING debit (no account, frozen, disabled, short of funds) is decided in one place
  * for transfers and external withdrawals alike: the SQL function funding_refusal
- * (src/db/migrations/0003_two_commits.sql), which transfer_apply calls for a transfer's WITHDRAW.
+ * (src/db/migrations/repeatable/funding_refusal.sql), which transfer_apply calls for a transfer's WITHDRAW.
  */
 async function debitFunding(tx: Tx, m: Movement): Promise<BusinessCode | null> {
   const rows = await tx<{ code: string | null }[]>`

@@ -14,7 +14,7 @@ import { runConservationCheck, type InvariantReport } from '../invariant/checker
 import type { Logger } from '../log.js';
 import type { Registry } from '../metrics/registry.js';
 import type { HaltSwitch } from './halt.js';
-import { PlanGate } from '../retention/gate.js';
+import { PlanGate } from '../ubscore/processed/retention-gate.js';
 import { DIFFERENCES_IN_ALERT_MAX } from '../limits.js';
 
 export class InvariantService {
@@ -36,7 +36,7 @@ export class InvariantService {
       readonly alerts: AlertSink;
       readonly log: Logger;
       readonly registry: Registry;
-      /** Shared with the retention (src/retention/gate.ts): a check never runs beside a retention plan. */
+      /** Shared with the retention (src/ubscore/processed/retention-gate.ts): a check never runs beside a retention plan. */
       readonly gate?: PlanGate;
     },
   ) {}

@@ -1,13 +1,13 @@
 // What the rest of the service may ask of UBSCore, as values: the port a command is sent through
-// (UbsSend; the commands are ./types.ts), the control calls (stats, metrics, close, a backup's
+// (UbsSend; the commands are src/domain/spot-commands.ts), the control calls (stats, metrics, close, a backup's
 // pause and copy), their outcomes, and the health events the core reports. Typed here, in src,
 // so that src uses UBSCore without knowing it runs on a thread; actors/ implements them.
 
 import type { PgOwnerIdentity, PgTimeouts } from '../db/sql.js';
 import type { CrashPoint } from '../faults/crash-points.js';
 import type { MetricFamily } from '../metrics/registry.js';
-import type { LogBlock } from '../spot-log/store.js';
-import type { UbsCommand, UbsResult } from './types.js';
+import type { LogBlock } from './spot-log/store.js';
+import type { UbsCommand, UbsResult } from '../domain/spot-commands.js';
 
 /** One command to UBSCore with a timeout; `null` is "no answer in time": unknown, retry idempotently. */
 export type UbsSend = (command: UbsCommand, timeoutMs: number) => Promise<UbsResult | null>;
@@ -147,6 +147,9 @@ export type UbsHealthEvent =
   | { readonly kind: 'ubs.recovered'; readonly since: number; readonly degradedMs: number; readonly attempts: number };
 
 /** How UBSCore starts: where its WAL lives and its batch, snapshot and disk bounds (omitted ones take the defaults). */
+/** The options as the core runs with them: every one set (actors/ubscore/start.ts fills the defaults). */
+export type UbsOptions = Required<UbsCoreOptions>;
+
 export type UbsCoreOptions = {
   readonly walDir: string;
   readonly batchMax: number;

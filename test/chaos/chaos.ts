@@ -10,7 +10,9 @@
 // one service process and PostgreSQL; and measures the time until the service is ready again.
 // After the last heal the clients finish, and check.ts judges the history against the stores.
 // CHAOS_SEED (default random, printed) replays the schedule; CHAOS_REPORT=1 writes
-// bench/results/chaos-<time>.{json,md}. Exits 1 on any violation, printing the seed and schedule.
+// bench/results/chaos-<time>.{json,md}. Exits 1 on any violation or missed target (targets.ts), printing
+// the seed and schedule. The run directory (history and logs) is kept when the run fails, or with
+// CHAOS_KEEP=1.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -26,6 +28,7 @@ import { HistoryFile, readHistory } from './history.js';
 import { type FaultRecord, READY_MS_MAX, runNemesis } from './nemesis.js';
 import { type ChaosReport, summarize, writeReport } from './report.js';
 import { schedule, seedFrom } from './schedule.js';
+import { judgeTargets } from './targets.js';
 import { type Services, startServices } from './services.js';
 
 const USERS = 20;
@@ -78,6 +81,7 @@ export async function runChaos(o: Options): Promise<{ report: ChaosReport; dir: 
       serviceRestarts: restarts,
       faults,
       violations,
+      targets: judgeTargets(faults, o.seconds),
     };
     return { report, dir };
   } finally {
@@ -89,7 +93,19 @@ export async function runChaos(o: Options): Promise<{ report: ChaosReport; dir: 
       noted(error);
     }
     await services?.stop().catch(noted);
+    keepLogs(cluster, dir, noted);
     await cluster.stop().catch(noted);
+  }
+}
+
+/** Copies etcd's and each Patroni node's log into the run's directory, kept when the run fails. */
+function keepLogs(cluster: Cluster, dir: string, noted: (error: unknown) => void): void {
+  for (const [name, file] of [['etcd', cluster.etcd.logFile], ...cluster.nodes.map((n) => [n.name, n.patroni.logFile])] as const) {
+    try {
+      fs.copyFileSync(file, path.join(dir, `${name}.log`));
+    } catch (error) {
+      noted(error);
+    }
   }
 }
 
@@ -137,13 +153,18 @@ async function main(): Promise<void> {
   const { faults: _f, ...short } = report;
   process.stdout.write(`\n${JSON.stringify(short, null, 2)}\n`);
   if (process.env.CHAOS_REPORT === '1') log(`report written: ${writeReport(report).join(', ')}`);
-  const failed = report.violations.length > 0;
+  const missed = report.targets.filter((t) => t.met === false);
+  for (const t of report.targets) log(`${t.met === null ? 'not judged' : t.met ? 'met' : 'MISSED'}: ${t.name}: ${t.detail}`);
+  const failed = report.violations.length > 0 || missed.length > 0;
   if (failed) {
     process.stdout.write(`\nschedule:\n${report.faults.map((f) => JSON.stringify(f)).join('\n')}\n`);
-    process.stdout.write(`history kept in ${dir}\nreplay: CHAOS_SEED=${seed} CHAOS_SECONDS=${seconds} make chaos\n`);
-  } else fs.rmSync(dir, { recursive: true, force: true });
+    process.stdout.write(
+      `history, the service processes' logs (slot-*.log) and the etcd and Patroni logs kept in ${dir}\nreplay: CHAOS_SEED=${seed} CHAOS_SECONDS=${seconds} make chaos\n`,
+    );
+  } else if (process.env.CHAOS_KEEP === '1') log(`history and logs kept in ${dir}`);
+  else fs.rmSync(dir, { recursive: true, force: true });
   process.stdout.write(
-    `\nchaos: seed ${seed}, ${seconds} s, ${report.faultsApplied} faults (${report.faultsSkipped} skipped), ready after heal p50 ${report.readyAfterHeal.p50Ms} ms max ${report.readyAfterHeal.maxMs} ms, ${report.transfers} transfers, ${report.violations.length} violations\n`,
+    `\nchaos: seed ${seed}, ${seconds} s, ${report.faultsApplied} faults (${report.faultsSkipped} skipped), ready after heal p50 ${report.readyAfterHeal.p50Ms} ms max ${report.readyAfterHeal.maxMs} ms, ${report.transfers} transfers, ${report.violations.length} violations, ${missed.length} targets missed\n`,
   );
   process.exit(failed ? 1 : 0);
 }

@@ -4,7 +4,10 @@
 //   blackhole new connections are accepted but nothing is forwarded either way, and the sockets
 //             already open stall: what arrives is held (as a peer's kernel would keep
 //             retransmitting it) and a close is held too; on heal everything held goes through;
-//   delay     every chunk is forwarded `ms` later, in order (a slow link).
+//   delay     every chunk is forwarded `ms` later (a slow link).
+// Whatever the mode and its changes, each direction of a connection keeps its bytes in order, as
+// TCP does: a chunk never overtakes one still delayed (a link healed while chunks were delayed
+// once let the next ones through first, and a query read an empty result).
 // The service's DATABASE_URL names the proxy's ports, so a partition is between that process and
 // PostgreSQL only: the other process and Patroni still reach it.
 
@@ -12,8 +15,14 @@ import net from 'node:net';
 
 export type LinkMode = { readonly kind: 'pass' } | { readonly kind: 'blackhole' } | { readonly kind: 'delay'; readonly ms: number };
 
-/** One direction of one connection: forwards chunks to `to`, holding them while blackholed, late while delayed. */
-type Pipe = { readonly to: net.Socket; held: Buffer[]; endHeld: boolean; lastAt: number };
+/** A chunk to write at `at` (epoch ms), or the end of the direction (`drop`). */
+type Due = { readonly at: number; readonly chunk: Buffer | null; readonly drop?: () => void };
+
+/**
+ * One direction of one connection: forwards chunks to `to`, holding them while blackholed, late
+ * while delayed; `queue` is what is due, in arrival order, written by one timer at a time.
+ */
+type Pipe = { readonly to: net.Socket; held: Buffer[]; endHeld: (() => void) | null; queue: Due[]; timer: NodeJS.Timeout | null };
 
 type Link = { readonly client: net.Socket; readonly server: net.Socket; readonly up: Pipe; readonly down: Pipe; connected: boolean };
 
@@ -95,33 +104,52 @@ export class LinkProxy {
       if (mode.kind !== 'blackhole') flush(pipe);
       return;
     }
-    if (mode.kind === 'pass') {
-      pipe.to.write(chunk);
-      return;
-    }
-    // Later, but never before a chunk sent earlier on the same pipe.
-    const at = Math.max(Date.now() + mode.ms, pipe.lastAt);
-    pipe.lastAt = at;
-    setTimeout(() => pipe.to.write(chunk), at - Date.now());
+    // Later while delayed, and never before a chunk that came earlier on the same pipe.
+    enqueue(pipe, { at: Date.now() + (mode.kind === 'delay' ? mode.ms : 0), chunk });
   }
 
   private forwardEnd(pipe: Pipe, drop: () => void): void {
     if (this.mode.kind === 'blackhole') {
-      pipe.endHeld = true;
-      this.waiting.add(drop);
+      pipe.endHeld = drop;
       return;
     }
-    const at = Math.max(Date.now() + (this.mode.kind === 'delay' ? this.mode.ms : 0), pipe.lastAt);
-    setTimeout(drop, at - Date.now());
+    enqueue(pipe, { at: Date.now() + (this.mode.kind === 'delay' ? this.mode.ms : 0), chunk: null, drop });
   }
 }
 
 function newPipe(to: net.Socket): Pipe {
-  return { to, held: [], endHeld: false, lastAt: 0 };
+  return { to, held: [], endHeld: null, queue: [], timer: null };
 }
 
+function enqueue(pipe: Pipe, due: Due): void {
+  pipe.queue.push(due);
+  pump(pipe);
+}
+
+/** Writes what is due, in order: the first thing not due yet waits, and everything behind it. */
+function pump(pipe: Pipe): void {
+  if (pipe.timer !== null) return;
+  for (let head = pipe.queue[0]; head !== undefined; head = pipe.queue[0]) {
+    const wait = head.at - Date.now();
+    if (wait > 0) {
+      pipe.timer = setTimeout(() => {
+        pipe.timer = null;
+        pump(pipe);
+      }, wait);
+      return;
+    }
+    pipe.queue.shift();
+    if (head.chunk !== null) pipe.to.write(head.chunk);
+    else head.drop?.();
+  }
+}
+
+/** What a blackhole held goes through, in order, its end (a close held) last. */
 function flush(pipe: Pipe): void {
   const held = pipe.held;
   pipe.held = [];
-  for (const chunk of held) pipe.to.write(chunk);
+  for (const chunk of held) enqueue(pipe, { at: Date.now(), chunk });
+  const drop = pipe.endHeld;
+  pipe.endHeld = null;
+  if (drop !== null) enqueue(pipe, { at: Date.now(), chunk: null, drop });
 }

@@ -8,6 +8,7 @@ import type { Violation } from '../drill/checks.js';
 import { PROJECT_ROOT } from '../support/process.js';
 import type { ClientCounts } from './clients.js';
 import type { FaultRecord } from './nemesis.js';
+import type { Target } from './targets.js';
 
 export type ChaosReport = {
   readonly seed: number;
@@ -24,6 +25,8 @@ export type ChaosReport = {
   readonly serviceRestarts: Record<string, number>;
   readonly faults: readonly FaultRecord[];
   readonly violations: readonly Violation[];
+  /** The timing and count targets (targets.ts); one with met false fails the run as a violation does. */
+  readonly targets: readonly Target[];
 };
 
 export function percentile(values: readonly number[], p: number): number | null {
@@ -87,6 +90,10 @@ function markdown(r: ChaosReport): string {
     ...rows,
     '',
     `Clients: ${r.clients.sent} requests, ${r.clients.attempts} attempts, ${r.clients.noAnswer} without answer, ${r.clients.status5xx} answered 500/503, ${r.clients.givenUp} given up. Service processes started again: ${JSON.stringify(r.serviceRestarts)}.`,
+    '',
+    '## Targets',
+    '',
+    ...r.targets.map((t) => `- ${t.met === null ? 'not judged' : t.met ? 'met' : 'MISSED'}: ${t.name}: ${t.detail}`),
     '',
     '## Violations',
     '',

@@ -3,6 +3,7 @@
 // with a new pid; the drill kills, stops and resumes them by signal.
 
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,6 +37,9 @@ export type Running = {
 export type Readiness = { readonly status: number; readonly body: Record<string, unknown> };
 
 /** The environment every service of the drill shares; LEASE_* short, so a hung owner loses the lease quickly. */
+/** The lease the drills' service processes hold: a standby may take over once it passed. */
+export const DRILL_LEASE_MS = 1_500;
+
 export function serviceEnv(databaseUrl: string): NodeJS.ProcessEnv {
   return {
     ...process.env,
@@ -47,18 +51,28 @@ export function serviceEnv(databaseUrl: string): NodeJS.ProcessEnv {
     DAILY_TRANSFER_LIMIT: '0',
     RETRY_BASE_MS: '50',
     RETRY_CAP_MS: '1000',
-    LEASE_MS: '1500',
+    LEASE_MS: String(DRILL_LEASE_MS),
     LEASE_RENEW_MS: '300',
     STANDBY_POLL_MS: '50',
   };
 }
 
-/** Starts the service on `machine` as `role`; resolves once it answers /healthz (a standby's small listener does too). */
-export async function startService(machine: Machine, role: Role, env: NodeJS.ProcessEnv, timeoutMs: number): Promise<Running> {
+/**
+ * Starts the service on `machine` as `role`; resolves once it answers /healthz (a standby's small
+ * listener does too). With `logPath`, every line the process writes to stderr is appended there too.
+ */
+export async function startService(
+  machine: Machine,
+  role: Role,
+  env: NodeJS.ProcessEnv,
+  timeoutMs: number,
+  logPath?: string,
+): Promise<Running> {
   const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'actors', 'main.js')], {
     env: { ...env, DATA_DIR: machine.dataDir, PORT: String(machine.port), ROLE: role },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  if (logPath !== undefined) child.stderr?.pipe(createWriteStream(logPath, { flags: 'a' }));
   const running = watch(child, machine, role);
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -4,9 +4,10 @@
 // - no comment, string or page cites a ticket of our tracker ("issue" and a number): its readers do not have the
 //   tracker, so the comment says the reason itself.
 // Paths are looked for in the comments of src/, actors/, wal/, bench/ and test/ (.ts: `//` and `/* */`; .sql: `--` and
-// `/* */`); ticket numbers in the whole of those files and in README.md, bench/README.md and docs/*.md. The schema
-// migrations (src/db/migrations/) are not read: an applied file must never change (src/db/migrations.ts keeps each
-// one's SHA-256 and refuses a changed one), so a stale word in one stays.
+// `/* */`); ticket numbers in the whole of those files and in README.md, bench/README.md and docs/*.md. The versioned
+// schema migrations (src/db/migrations/NNNN_name.sql) are not read: an applied file must never change
+// (src/db/migrations.ts keeps each one's SHA-256 and refuses a changed one), so a stale word in one stays. The
+// repeatable SQL files beside them (src/db/migrations/repeatable/) are read: they change by diff, as code does.
 // Usage: node dist/test/lint/comments.js [root] (the root defaults to the working directory).
 
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -15,8 +16,10 @@ import { fileURLToPath } from 'node:url';
 
 /** The folders whose .ts and .sql files are read, relative to the root. */
 export const SOURCE_FOLDERS = ['src', 'actors', 'wal', 'bench', 'test'] as const;
-/** Never read: build outputs, installed packages, committed run results, the applied schema migrations. */
-const SKIPPED_FOLDERS = new Set(['node_modules', 'dist', 'bench/results', 'test/artifacts', 'src/db/migrations']);
+/** Never read: build outputs, installed packages, committed run results. */
+const SKIPPED_FOLDERS = new Set(['node_modules', 'dist', 'bench/results', 'test/artifacts']);
+/** The folder whose own files (the versioned migrations) are never read; its subfolders are. */
+const FROZEN_FILES_FOLDER = 'src/db/migrations';
 const PATH_ENDINGS = /\.(ts|js|sql|md|json|yml|yaml)$/;
 /** Built so that this file does not match itself. */
 const TICKET = new RegExp(`\\b${'issue'}\\s+#?\\d+`, 'i');
@@ -127,7 +130,7 @@ function walk(root: string, folder: string, out: string[]): void {
     const rel = path.posix.join(folder, entry.name);
     if (entry.isDirectory()) {
       if (!SKIPPED_FOLDERS.has(entry.name) && !SKIPPED_FOLDERS.has(rel)) walk(root, rel, out);
-    } else if (/\.(ts|sql)$/.test(entry.name)) out.push(rel);
+    } else if (/\.(ts|sql)$/.test(entry.name) && folder !== FROZEN_FILES_FOLDER) out.push(rel);
   }
 }
 

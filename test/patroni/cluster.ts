@@ -187,7 +187,8 @@ async function startEtcd(dir: string, ports: EtcdPorts, runAs: RunAs): Promise<P
     ...['--listen-client-urls', client, '--advertise-client-urls', client],
     ...['--listen-peer-urls', peer, '--initial-advertise-peer-urls', peer],
     ...['--initial-cluster', `etcd1=${peer}`, '--initial-cluster-state', 'new'],
-    ...['--enable-v2=false', '--log-level', 'warn', '--logger', 'zap'],
+    // Patroni speaks etcd's v2 API (ops/patroni/node.yml says why).
+    ...['--enable-v2=true', '--log-level', 'warn', '--logger', 'zap'],
   ];
   const etcd = startProc('etcd', 'etcd', args, { runAs, logFile: path.join(dir, 'etcd.log'), cwd: dir });
   const deadline = Date.now() + 30_000;

@@ -3,6 +3,7 @@
 // to a log file, its pid exposed so a test or a nemesis can kill, stop and resume it by signal.
 
 import { execFileSync, spawn } from 'node:child_process';
+import os from 'node:os';
 import fs from 'node:fs';
 
 const LOG_TAIL_BYTES = 6_000;
@@ -38,6 +39,9 @@ export function giveTo(runAs: RunAs, dir: string): void {
   for (const entry of fs.readdirSync(dir, { recursive: true, encoding: 'utf8' })) fs.chownSync(`${dir}/${entry}`, runAs.uid, runAs.gid);
 }
 
+/** The scheduling priority (nice) of etcd, Patroni and PostgreSQL when the tests run as root. */
+const HA_PRIORITY = -10;
+
 export function startProc(
   name: string,
   command: string,
@@ -53,6 +57,12 @@ export function startProc(
   });
   fs.closeSync(log);
   if (child.pid === undefined) throw new Error(`${name} could not be spawned (${command})`);
+  // In production etcd and each Patroni node have machines of their own; here they share two cores
+  // with both service processes and the clients. Their loops renew the leader key every loop_wait
+  // (1 s) within retry_timeout (2 s): starved of CPU, a leader loses its key and is demoted
+  // although nothing failed. A higher priority (root only; PostgreSQL, forked by Patroni,
+  // inherits it) keeps their timing what it would be on their own machines.
+  if (opts.runAs !== null) os.setPriority(child.pid, HA_PRIORITY);
   let ended: Ended | null = null;
   const exited = new Promise<Ended>((resolve) =>
     child.on('exit', (code, signal) => {

@@ -70,3 +70,37 @@ export async function withMigratedDatabase(body: (url: string, sql: Sql) => Prom
     await db.drop();
   }
 }
+
+/**
+ * The databases and temporary directories one test file opens: `database` makes a fresh one
+ * (`application` names its connections), `dir` a temporary directory; `close` drops and removes
+ * them all, for the file's `test.after`.
+ */
+export function scratchKeeper(application: string): {
+  database: () => Promise<Sql>;
+  dir: (prefix: string) => Promise<string>;
+  close: () => Promise<void>;
+} {
+  const opened: { db: TestDatabase; sql: Sql }[] = [];
+  const dirs: string[] = [];
+  return {
+    database: async () => {
+      const db = await createTestDatabase();
+      const sql = openSql(db.url, { max: 2, application });
+      opened.push({ db, sql });
+      return sql;
+    },
+    dir: async (prefix) => {
+      const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+      dirs.push(dir);
+      return dir;
+    },
+    close: async () => {
+      for (const { db, sql } of opened) {
+        await sql.end({ timeout: 5 });
+        await db.drop();
+      }
+      for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });
+    },
+  };
+}

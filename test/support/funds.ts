@@ -48,6 +48,28 @@ export function transfer(svc: TestService, userId: bigint | number, body: Record
   return svc.call('POST', '/api/v1/internal_transfer', { token: token ?? svc.userToken(userId), body });
 }
 
+/**
+ * Where a transfer answer ends, as a client following the contract learns it: a final answer as
+ * it came, a 202 PENDING polled by req_id until final. Under a loaded machine an adapter call may
+ * outlive its timeout and the transfer finish on a retry, after the answer.
+ */
+export async function finalOf(
+  svc: TestService,
+  userId: bigint | number,
+  reply: { body: Record<string, unknown> },
+  withinMs = 60_000,
+): Promise<{ state: string; code: string | null }> {
+  if (reply.body.state !== 'PENDING') return { state: String(reply.body.state), code: (reply.body.code as string | undefined) ?? null };
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const r = await svc.call('GET', `/api/v1/internal_transfer/${String(reply.body.req_id)}`, { token: svc.userToken(userId) });
+    assert.is(r.status, 200, JSON.stringify(r.body));
+    if (r.body.state !== 'PENDING') return { state: String(r.body.state), code: (r.body.error_code as string | null) ?? null };
+    assert.ok(Date.now() < deadline, `${String(reply.body.req_id)} still ${String(r.body.internal_state)} after ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 /** A child service's user 10 USDT on FUNDING by an operator's deposit (`ref`), then 4 of them moved to SPOT, COMMITTED. */
 export async function fundAndMove(h: Harness, svc: ChildService, userId: number, ref: string): Promise<void> {
   const r = await svc.call('POST', '/admin/v1/deposit', {

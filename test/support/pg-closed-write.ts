@@ -1,4 +1,4 @@
-// A child process for test/pg-driver-patch.test.ts: a postgres.js transaction whose backend is
+// A child process for test/ownership/pg-driver-patch.test.ts: a postgres.js transaction whose backend is
 // ended while a statement runs. postgres 3.4.9 then writes its ROLLBACK on the closed connection;
 // unpatched, that write throws from an Immediate (socket null, porsager/postgres#1208), which no
 // caller can catch and which ends the process. Patched, the transaction rejects with the

@@ -1,4 +1,4 @@
--- Issue 26: the SPOT ledger survives the loss of its machine.
+-- The SPOT ledger survives the loss of its machine.
 --
 -- ledger_owner: the owner epoch and its lease. Taking ownership increments `epoch` (under the
 -- fence lock held exclusively, below); the owner renews `lease_until` on its lock session; a

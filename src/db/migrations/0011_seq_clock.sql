@@ -1,4 +1,4 @@
--- Issue 29: the processed set's retention.
+-- The processed set's retention.
 --
 -- spot_seq_clock: UBSCore's durable SPOT seq as the owner saw it, at the time PostgreSQL gave
 -- (now() of the insert, which began after the seq was read, so every record up to `seq` was

@@ -1,5 +1,5 @@
 // What the routes answer, described with valibot like the requests so the OpenAPI document has
-// one source. Nothing validates answers at run time: test/openapi-answers.test.ts checks real
+// one source. Nothing validates answers at run time: test/contract/openapi-answers.test.ts checks real
 // answers against the document built from these.
 
 import * as v from 'valibot';

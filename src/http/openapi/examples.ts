@@ -1,5 +1,5 @@
 // Examples for the OpenAPI document, copied from real answers of a running service (a user's
-// USDT, precision 6). test/openapi-document.test.ts checks each against its schema.
+// USDT, precision 6). test/contract/openapi-document.test.ts checks each against its schema.
 
 import { errorBody } from '../errors.js';
 
