@@ -41,7 +41,16 @@ type Marks = { readonly alone: boolean; readonly ownPostgres: boolean; readonly 
 /** The admin URL a `no-postgres` file gets: nothing listens on port 1. */
 const NO_POSTGRES_URL = 'postgres://no-postgres@127.0.0.1:1/postgres';
 
-type FileResult = { file: string; passed: number; failed: number; code: number | null; ms: number; leftovers: number };
+type FileResult = {
+  file: string;
+  passed: number;
+  failed: number;
+  code: number | null;
+  ms: number;
+  leftovers: number;
+  /** Each failed test's name and the first line of what it asserted, from uvu's report. */
+  failures: string[];
+};
 
 async function main(): Promise<void> {
   const filter = process.argv[2];
@@ -83,6 +92,14 @@ async function main(): Promise<void> {
     process.stdout.write(
       `${mark} ${path.relative(here, r.file)}  ${r.passed} passed, ${r.failed} failed${left}  (${(r.ms / 1000).toFixed(1)} s)\n`,
     );
+  }
+  // Repeated last, where the tail of a CI log shows them: which tests failed, and why in a line.
+  for (const r of results) {
+    const name = path.relative(here, r.file);
+    for (const f of r.failures) process.stdout.write(`failed: ${name}: ${f}\n`);
+    if (r.code !== 0 && r.failures.length === 0)
+      process.stdout.write(`failed: ${name}: ended with code ${r.code} before any test failed\n`);
+    if (r.leftovers > 0) process.stdout.write(`failed: ${name}: left ${r.leftovers} processes running\n`);
   }
   process.stdout.write(`\n${passed} passed, ${failed} failed\n`);
   process.exit(failed === 0 && results.length > 0 ? 0 : 1);
@@ -184,9 +201,33 @@ function runFile(file: string, adminUrl: string, buffered: boolean): Promise<Fil
       const clean = out.replace(new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, 'g'), '');
       const total = Number(/Total:\s+(\d+)/.exec(clean)?.[1] ?? 0);
       const passed = Number(/Passed:\s+(\d+)/.exec(clean)?.[1] ?? 0);
-      resolve({ file, passed, failed: Math.max(0, total - passed), code, ms: Date.now() - started, leftovers: 0 });
+      resolve({
+        file,
+        passed,
+        failed: Math.max(0, total - passed),
+        code,
+        ms: Date.now() - started,
+        leftovers: 0,
+        failures: failuresOf(clean),
+      });
     });
   });
+}
+
+/**
+ * uvu's report of each failed test: `FAIL  "name"` and, on the next line, the assertion's message.
+ * A file that ended without its report (a crash, the timeout) says so by its code instead.
+ */
+function failuresOf(report: string): string[] {
+  const lines = report.split('\n');
+  const found: string[] = [];
+  lines.forEach((line, i) => {
+    const name = /^\s*FAIL\s+"(.*)"\s*$/.exec(line)?.[1];
+    if (name === undefined) return;
+    const why = (lines[i + 1] ?? '').trim();
+    found.push(why === '' ? name : `${name}: ${why.slice(0, 300)}`);
+  });
+  return found;
 }
 
 void main();

