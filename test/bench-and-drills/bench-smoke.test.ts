@@ -1,5 +1,7 @@
 // Proves that the benchmark (`make bench`) runs end to end at a tiny scale: the real service commits transfers under autocannon and at a fixed rate, every baseline and per-transfer cost is measured (the transfer's chain alone, (f), and with spread-out starts, (f'), too; the same level with four coordinator shards) (statements counted so that baseline (a) shows exactly its two), conservation holds, UBSCore's waits for LMDB and for PostgreSQL's log and the log's share of PostgreSQL's write transactions are measured per level, a standby follows the service under load (its lag measured) and takes nothing over, the SPOT ledger is rebuilt from PostgreSQL into an empty DATA_DIR and conserved (g), WAL bytes are counted per transfer and one batch of the writer is explained statement by statement, and the JSON and summary land in the directory it is given.
 // test-runner: own-postgres
+// It loads both cores by design (closed loops, UBSCore's command rate), starving a timing test beside it.
+// test-runner: alone
 
 import fs from 'node:fs/promises';
 import os from 'node:os';
