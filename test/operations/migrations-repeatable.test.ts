@@ -12,12 +12,12 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { monotonicFactory } from 'ulid';
 import { dumpTables, loadTables } from '../../src/backup/pg-tables.js';
-import { checkMigrated, loadMigrations, loadRepeatables, migrate, MigrationError, MIGRATIONS_DIR } from '../../src/db/migrations.js';
+import { checkMigrated, loadMigrations, loadRepeatables, migrate, MIGRATIONS_DIR } from '../../src/db/migrations.js';
 import { seedDemoAssets } from '../../src/db/schema.js';
 import type { Sql } from '../../src/db/sql.js';
 import { EVENT_CODES as E, STATE_IDS as S } from '../../src/domain/fsm.js';
 import { BALANCE_UNITS_MAX } from '../../src/domain/money.js';
-import { scratchKeeper } from '../support/database.js';
+import { migrationRefusal, scratchKeeper } from '../support/database.js';
 import { cleanupAll, useOneServerForThisFile } from '../support/process.js';
 
 /** Transfer ids in increasing order. */
@@ -49,15 +49,6 @@ async function versionedOnly(lastVersion: number): Promise<string> {
   const dir = await scratchDir();
   for (const m of await loadMigrations()) if (m.version <= lastVersion) await fs.writeFile(path.join(dir, m.name), m.sql);
   return dir;
-}
-
-async function refusal(work: Promise<unknown>): Promise<string> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof MigrationError, `refused with a MigrationError, got ${String(error)}`);
-  return (error as MigrationError).message;
 }
 
 /** The body a file gives its function: the text between its dollar quotes, as PostgreSQL keeps it in prosrc. */
@@ -183,7 +174,7 @@ test('a database of the previous build, holding transfers, is upgraded in place:
   const setFile = files.find((f) => f.name === 'transfer_apply_set.sql');
   assert.ok(setFile !== undefined);
   assert.is.not(await liveBody(sql, 'transfer_apply_set'), fileBody(setFile.sql), "the previous build's body differs");
-  assert.match(await refusal(checkMigrated(sql)), /1 migration\(s\) not applied \(0014_compact_history\.sql\)/);
+  assert.match(await migrationRefusal(checkMigrated(sql)), /1 migration\(s\) not applied \(0014_compact_history\.sql\)/);
 
   const upgraded = await migrate(sql);
   assert.equal(
@@ -213,7 +204,7 @@ test('an edited file runs once more, its checksum updated; until then a start wi
   assert.ok(text.includes('\nBEGIN\n'));
   await fs.writeFile(file, text.replace('\nBEGIN\n', '\nBEGIN\n-- an edited comment, inside the body so the live function shows it\n'));
   assert.match(
-    await refusal(checkMigrated(sql, dir)),
+    await migrationRefusal(checkMigrated(sql, dir)),
     /1 repeatable SQL file\(s\) to apply \(repeatable\/funding_refusal\.sql changed since it was applied\): run `make migrate`/,
   );
   assert.equal(await recorded(sql), old, 'the refusal wrote nothing');
@@ -242,9 +233,9 @@ test('a badly named file, or anything but a file, in the repeatable folder is re
     const target = path.join(dir, 'repeatable', bad);
     if (bad.endsWith('/')) await fs.mkdir(target);
     else await fs.writeFile(target, 'SELECT 1;\n');
-    assert.match(await refusal(loadRepeatables(dir)), /holds only files named lowercase_name\.sql/, bad);
+    assert.match(await migrationRefusal(loadRepeatables(dir)), /holds only files named lowercase_name\.sql/, bad);
     const sql = await freshDatabase();
-    assert.match(await refusal(migrate(sql, dir)), new RegExp(bad.replace(/[.]/g, '\\.').replace(/\/$/, '')), bad);
+    assert.match(await migrationRefusal(migrate(sql, dir)), new RegExp(bad.replace(/[.]/g, '\\.').replace(/\/$/, '')), bad);
     assert.is((await sql`SELECT 1 FROM pg_tables WHERE schemaname = current_schema()`).length, 0, `${bad}: nothing written`);
   }
 });

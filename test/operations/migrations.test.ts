@@ -10,8 +10,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { checkMigrated, loadMigrations, loadRepeatables, migrate, MigrationError, MIGRATIONS_DIR } from '../../src/db/migrations.js';
-import { scratchKeeper } from '../support/database.js';
+import { checkMigrated, loadMigrations, loadRepeatables, migrate, MIGRATIONS_DIR } from '../../src/db/migrations.js';
+import { migrationRefusal, scratchKeeper } from '../support/database.js';
 import { cleanupAll, PROJECT_ROOT, useOneServerForThisFile, withHarness } from '../support/process.js';
 
 const run = promisify(execFile);
@@ -30,15 +30,6 @@ async function copyOfMigrations(): Promise<string> {
   const dir = await scratch.dir('transfer-migrations-');
   await fs.cp(MIGRATIONS_DIR, dir, { recursive: true });
   return dir;
-}
-
-async function refusal(work: Promise<unknown>): Promise<string> {
-  const error = await work.then(
-    () => null,
-    (e: unknown) => e,
-  );
-  assert.ok(error instanceof MigrationError, `refused with a MigrationError, got ${String(error)}`);
-  return (error as MigrationError).message;
 }
 
 test('the files apply in order once each, with their checksums; a second run applies none', async () => {
@@ -71,7 +62,7 @@ test('a database that applied a file before a listed comment edit is accepted, a
   assert.equal(await migrate(sql), { applied: 0, total, repeatablesApplied: 0 });
   assert.is(await recorded(), current);
   await sql`UPDATE schema_migrations SET checksum = ${'0'.repeat(64)} WHERE version = 10`;
-  assert.match(await refusal(migrate(sql)), /0010_spot_log\.sql was changed after it was applied/);
+  assert.match(await migrationRefusal(migrate(sql)), /0010_spot_log\.sql was changed after it was applied/);
 });
 
 test('an applied migration edited afterwards is refused by name, and nothing is written', async () => {
@@ -80,14 +71,14 @@ test('an applied migration edited afterwards is refused by name, and nothing is 
   const dir = await copyOfMigrations();
   const file = path.join(dir, '0004_ledger_identity.sql');
   await fs.appendFile(file, '-- an innocent-looking edit\n');
-  assert.match(await refusal(migrate(sql, dir)), /0004_ledger_identity\.sql was changed after it was applied/);
-  assert.match(await refusal(checkMigrated(sql, dir)), /0004_ledger_identity\.sql was changed/);
+  assert.match(await migrationRefusal(migrate(sql, dir)), /0004_ledger_identity\.sql was changed after it was applied/);
+  assert.match(await migrationRefusal(checkMigrated(sql, dir)), /0004_ledger_identity\.sql was changed/);
   // A new file after the edited one was not applied either: the refusal comes first.
   await fs.writeFile(
     path.join(dir, `${String((await loadMigrations()).length + 1).padStart(4, '0')}_later.sql`),
     'CREATE TABLE later_table (id int);\n',
   );
-  await refusal(migrate(sql, dir));
+  await migrationRefusal(migrate(sql, dir));
   const later = await sql`SELECT 1 FROM pg_tables WHERE tablename = 'later_table'`;
   assert.is(later.length, 0);
 });
@@ -95,27 +86,27 @@ test('an applied migration edited afterwards is refused by name, and nothing is 
 test('a gap in the files, a badly named file, or an applied version this build lacks is refused', async () => {
   const gap = await copyOfMigrations();
   await fs.rm(path.join(gap, '0002_hot_updates_and_active_list.sql'));
-  assert.match(await refusal(loadMigrations(gap)), /expected version 2/);
+  assert.match(await migrationRefusal(loadMigrations(gap)), /expected version 2/);
   const badName = await copyOfMigrations();
   await fs.writeFile(path.join(badName, '0099 Oops.sql'), 'SELECT 1;\n');
-  assert.match(await refusal(loadMigrations(badName)), /NNNN_lowercase_name\.sql/);
+  assert.match(await migrationRefusal(loadMigrations(badName)), /NNNN_lowercase_name\.sql/);
   const sql = await freshDatabase();
   await migrate(sql);
   const older = await copyOfMigrations();
   const files = await loadMigrations();
   await fs.rm(path.join(older, files[files.length - 1]?.name ?? ''));
-  assert.match(await refusal(migrate(sql, older)), /migrated by a newer build/);
+  assert.match(await migrationRefusal(migrate(sql, older)), /migrated by a newer build/);
 });
 
 test('pending migrations: checkMigrated names them and changes nothing; a database with no schema is named too', async () => {
   const empty = await freshDatabase();
-  assert.match(await refusal(checkMigrated(empty)), /no schema yet: run `make migrate`/);
+  assert.match(await migrationRefusal(checkMigrated(empty)), /no schema yet: run `make migrate`/);
   const sql = await freshDatabase();
   await migrate(sql);
   const dir = await copyOfMigrations();
   const next = `${String((await loadMigrations()).length + 1).padStart(4, '0')}_pending_one.sql`;
   await fs.writeFile(path.join(dir, next), 'CREATE TABLE pending_one (id int);\n');
-  assert.match(await refusal(checkMigrated(sql, dir)), new RegExp(`1 migration\\(s\\) not applied \\(${next}\\)`));
+  assert.match(await migrationRefusal(checkMigrated(sql, dir)), new RegExp(`1 migration\\(s\\) not applied \\(${next}\\)`));
   assert.is((await sql`SELECT 1 FROM pg_tables WHERE tablename = 'pending_one'`).length, 0);
   assert.equal((await migrate(sql, dir)).applied, 1);
 });

@@ -5,7 +5,9 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import * as assert from 'uvu/assert';
 import { startEmbeddedPg, type EmbeddedPg } from '../../src/db/embedded-pg.js';
+import { MigrationError } from '../../src/db/migrations.js';
 import { migrate } from '../../src/db/schema.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { freePort } from './ports.js';
@@ -103,4 +105,14 @@ export function scratchKeeper(application: string): {
       for (const dir of dirs) await fs.rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The message of the MigrationError `work` was refused with; fails the test if it was not refused so. */
+export async function migrationRefusal(work: Promise<unknown>): Promise<string> {
+  const error = await work.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  assert.ok(error instanceof MigrationError, `refused with a MigrationError, got ${String(error)}`);
+  return (error as MigrationError).message;
 }

@@ -18,7 +18,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { MiddlewareHandler } from 'hono';
 import type { LeaseState } from '../../ownership/lease.js';
-import { fail } from '../errors.js';
+import { isProbe, unprovenAnswer } from './owner-gate.js';
 
 type LeaseGuardOptions = {
   readonly state: () => LeaseState;
@@ -26,8 +26,6 @@ type LeaseGuardOptions = {
   readonly onLapsed: (reason: string) => void;
 };
 
-const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
-const PROBE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 /** A refusal: it tells the client to come back, nothing about the ledger. */
 const REFUSAL_STATUS = 503;
 
@@ -44,11 +42,11 @@ export function leaseGuard(opts: LeaseGuardOptions): MiddlewareHandler {
       if (lapsed) opts.onLapsed(reason);
     };
     if (opts.state() === 'lapsed') return withhold('a request arrived after the owner lease lapsed unnoticed', true);
-    let unproven = PROBE_PATHS.has(c.req.path) && PROBE_METHODS.has(c.req.method);
+    let mayGoUnproven = isProbe(c);
     const mayWrite: WriteCheck = () => {
       if (withheld) return false;
       const state = opts.state();
-      if (state === 'proven' || (state === 'standing-by' && unproven)) return true;
+      if (state === 'proven' || (state === 'standing-by' && mayGoUnproven)) return true;
       if (state === 'lapsed') withhold('an answer was being written after the owner lease lapsed unnoticed: not sent', true);
       else withhold('an answer was being written after the owner lease stopped being proven: not sent', false);
       return false;
@@ -57,11 +55,11 @@ export function leaseGuard(opts: LeaseGuardOptions): MiddlewareHandler {
     await next();
     const state = opts.state();
     if (state === 'lapsed') return withhold('an answer was ready after the owner lease lapsed unnoticed: not sent', true);
-    if (!unproven && c.res.status === REFUSAL_STATUS) unproven = true;
-    if (state === 'standing-by' && !unproven) {
-      c.res = undefined;
-      c.res = fail(c, 'OWNER_LEASE_UNPROVEN', { owner: false, lease: state });
-      unproven = true;
+    if (c.res.status === REFUSAL_STATUS) mayGoUnproven = true;
+    if (state === 'standing-by' && !mayGoUnproven) {
+      c.res = undefined; // the made answer's headers must not carry over to the refusal
+      c.res = unprovenAnswer(c, state);
+      mayGoUnproven = true;
     }
   };
 }

@@ -8,7 +8,7 @@
 // ready. A lease that `lapsed` unnoticed never gets here: lease-guard.ts, outermost, answers
 // nothing and stops the process.
 
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import type { LeaseState } from '../../ownership/lease.js';
 import { fail } from '../errors.js';
 
@@ -23,6 +23,11 @@ type OwnerGateOptions = {
 const PROBE_PATHS: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
 const PROBE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 
+/** Whether the request is a probe (GET or HEAD of /healthz or /readyz). */
+export function isProbe(c: Context): boolean {
+  return PROBE_PATHS.has(c.req.path) && PROBE_METHODS.has(c.req.method);
+}
+
 /** Whether this process may answer now: the owner lock held and the lease proven. */
 export function ownsLedger(opts: OwnerGateOptions): boolean {
   return opts.held() && opts.leaseState() === 'proven';
@@ -36,10 +41,14 @@ export function ownerReason(opts: OwnerGateOptions): string | null {
   return null;
 }
 
+/** The refusal of a process that cannot prove it owns the ledger now: 503 OWNER_LEASE_UNPROVEN. */
+export function unprovenAnswer(c: Context, lease: LeaseState): Response {
+  return fail(c, 'OWNER_LEASE_UNPROVEN', { owner: false, lease });
+}
+
 export function ownerGate(opts: OwnerGateOptions): MiddlewareHandler {
   return async function ownerGateMiddleware(c, next) {
-    const probe = PROBE_PATHS.has(c.req.path) && PROBE_METHODS.has(c.req.method);
-    if (!probe && !ownsLedger(opts)) return fail(c, 'OWNER_LEASE_UNPROVEN', { owner: false, lease: opts.leaseState() });
+    if (!isProbe(c) && !ownsLedger(opts)) return unprovenAnswer(c, opts.leaseState());
     await next();
   };
 }
