@@ -1,6 +1,6 @@
 // The Funding adapter: FUNDING balances in PostgreSQL. Each operation is applied by
 // `transfer_apply` (src/db/migrations/repeatable/transfer_apply.sql), which changes the balance and records the
-// (req_id, op) outcome in one transaction, so the effect and its idempotency record commit
+// outcome of (transfer, op) in one transaction, so the effect and its idempotency record commit
 // together or not at all; operations asked at the same time by many drives share that
 // transaction. Because this store is the coordinator's own database, an operation can also carry
 // the state moves it decides (`applyWithMove`), which then need no pending state before the call.
@@ -9,7 +9,7 @@ import { checkOpRequest } from '../domain/checks.js';
 import { failed, pending, REFUND_WITHOUT_WITHDRAW, SUCCESS, type OpOutcome, type PendingCause, type TransferOp } from '../domain/types.js';
 import { Batcher, isConstraintRefusal, type BatchSettings } from '../db/batch.js';
 import type { Sql } from '../db/sql.js';
-import { opAnswer, type OpAnswer, type TransferWriter, type WriteItem } from '../db/transfer-writes.js';
+import { FUNDING_OP_CODES, opAnswer, type OpAnswer, type TransferWriter, type WriteItem } from '../db/transfer-writes.js';
 import {
   OperationAdapter,
   type LocalAccountAdapter,
@@ -20,7 +20,7 @@ import {
 } from './types.js';
 import { errorCode, errorText } from '../error-text.js';
 
-type OpRecord = { user_id: bigint; asset: string; amount: bigint; outcome: string; code: string | null };
+type OpRecord = { code: string | null };
 type AccountKey = { readonly userId: bigint; readonly asset: string };
 
 export class FundingAdapter extends OperationAdapter implements LocalAccountAdapter {
@@ -43,9 +43,12 @@ export class FundingAdapter extends OperationAdapter implements LocalAccountAdap
 
   async query(reqId: string, op: TransferOp): Promise<QueryOutcome> {
     try {
-      const rows = await this.sql<OpRecord[]>`SELECT * FROM funding_operations WHERE req_id = ${reqId} AND op = ${op}`;
+      const rows = await this.sql<OpRecord[]>`
+        SELECT f.code FROM funding_operations AS f JOIN transfers_tb AS t USING (transfer_id)
+         WHERE t.req_id = ${reqId} AND f.op = ${FUNDING_OP_CODES[op]}`;
       const row = rows[0];
-      return row === undefined ? { kind: 'NOT_FOUND' } : outcomeOf(op, reqId, opAnswer(row.outcome, row.code, 'funding_operations'));
+      if (row === undefined) return { kind: 'NOT_FOUND' };
+      return outcomeOf(op, reqId, opAnswer(row.code === null ? 'APPLIED' : 'REJECTED', row.code, 'funding_operations'));
     } catch (error) {
       return pending(databaseCause(`funding query ${op}`, error));
     }

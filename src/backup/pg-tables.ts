@@ -19,11 +19,12 @@ import { ROWS_PER_STEP_MAX } from '../limits.js';
 
 /**
  * Written by the migrations themselves, never copied: the restore's own migrate fills them
- * (transfer_events: the names of the history's event codes, migration 0014), and
+ * (transfer_events and funding_ops: the names of the history's event codes and of the Funding
+ * operations' codes, migrations 0014 and 0015), and
  * schema_repeatables then records the restoring build's function files, whose functions it has
  * just created (a backup's rows would claim the taking build's, which may differ).
  */
-const NOT_COPIED = new Set(['schema_migrations', 'schema_repeatables', 'transfer_events']);
+const NOT_COPIED = new Set(['schema_migrations', 'schema_repeatables', 'transfer_events', 'funding_ops']);
 /**
  * One-row tables a migration creates with their row (migration 0010: the owner epoch, how far the
  * SPOT log was archived): the backup's row replaces the migration's.

@@ -23,6 +23,9 @@ import { SET_BASED_ROWS_MIN } from '../limits.js';
 
 export const ACCOUNT_TYPE: Readonly<Record<AccountKind, number>> = { FUNDING: 1, SPOT: 2 };
 
+/** A Funding operation's code in its record (migration 0015's funding_ops, which names them). */
+export const FUNDING_OP_CODES: Readonly<Record<TransferOp, number>> = { WITHDRAW: 1, DEPOSIT: 2, REFUND: 3 };
+
 /** One move of the FSM; a path is the moves one commit makes, each one history row. */
 export type PathStep = { readonly event: TransferEvent; readonly to: TransferStateName };
 

@@ -85,8 +85,8 @@ async function readPostgres(sql: Sql, t0: Date): Promise<PgCut> {
     const rows = await tx<
       { req_id: string; user_id: bigint; asset: string; amount: bigint; source_type: number; state: number; ops: string | null }[]
     >`
-      SELECT t.req_id, t.user_id, t.asset, t.amount, t.source_type, t.state, string_agg(o.op, ',') AS ops
-        FROM transfers_tb t LEFT JOIN funding_operations o ON o.req_id = t.req_id AND o.outcome = 'APPLIED'
+      SELECT t.req_id, t.user_id, t.asset, t.amount, t.source_type, t.state, string_agg(o.name, ',') AS ops
+        FROM transfers_tb t LEFT JOIN (funding_operations f JOIN funding_ops o ON o.code = f.op) ON f.transfer_id = t.transfer_id AND f.code IS NULL
        WHERE t.state <> ALL (${tx.array([...TERMINAL_STATE_IDS])}::smallint[]) OR t.updated_at >= ${t0}
        GROUP BY t.req_id, t.user_id, t.asset, t.amount, t.source_type, t.state`;
     return {

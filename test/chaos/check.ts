@@ -257,8 +257,8 @@ export async function readSnapshot(sql: Sql, base: string | null, finishMs: numb
       }[]
     >`
       SELECT t.req_id, t.user_id::text AS user_id, t.client_order_id, t.state, t.asset, t.amount::bigint AS amount, t.source_type,
-             string_agg(o.op, ',' ORDER BY o.op) AS ops
-        FROM transfers_tb t LEFT JOIN funding_operations o ON o.req_id = t.req_id AND o.outcome = 'APPLIED'
+             string_agg(o.name, ',' ORDER BY o.name) AS ops
+        FROM transfers_tb t LEFT JOIN (funding_operations f JOIN funding_ops o ON o.code = f.op) ON f.transfer_id = t.transfer_id AND f.code IS NULL
        GROUP BY t.req_id, t.user_id, t.client_order_id, t.state, t.asset, t.amount, t.source_type`
   ).map((r) => ({
     reqId: r.req_id,

@@ -94,8 +94,8 @@ function toUnits(text: string): bigint {
 /** What the Funding adapter applied for each transfer must match the transfer's final state. */
 async function checkOperations(sql: Sql): Promise<Violation[]> {
   const rows = await sql<{ req_id: string; state: number; source_type: number; ops: string | null }[]>`
-    SELECT t.req_id, t.state, t.source_type, string_agg(o.op, ',' ORDER BY o.op) AS ops
-      FROM transfers_tb t LEFT JOIN funding_operations o ON o.req_id = t.req_id AND o.outcome = 'APPLIED'
+    SELECT t.req_id, t.state, t.source_type, string_agg(o.name, ',' ORDER BY o.name) AS ops
+      FROM transfers_tb t LEFT JOIN (funding_operations f JOIN funding_ops o ON o.code = f.op) ON f.transfer_id = t.transfer_id AND f.code IS NULL
      GROUP BY t.req_id, t.state, t.source_type`;
   const expected = (state: number, fromFunding: boolean): string => {
     if (state === STATE_IDS.COMMITTED) return fromFunding ? 'WITHDRAW' : 'DEPOSIT';

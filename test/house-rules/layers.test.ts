@@ -7,6 +7,7 @@ import type { NewTransfer } from '../../src/domain/transfer.js';
 import { AMOUNT_UNITS_MAX } from '../../src/domain/money.js';
 import type { UbsCommand } from '../../src/domain/spot-commands.js';
 import { startLayers, type Layers } from '../support/layers.js';
+import { transferOf } from '../support/ledger.js';
 
 let L: Layers;
 const USER = 301n;
@@ -31,7 +32,7 @@ async function unchanged(): Promise<void> {
   assert.is(funding[0]?.available, 100n * COIN);
   const spot = await L.ubs.send({ kind: 'balances', userId: USER }, 5_000);
   assert.equal(spot, { kind: 'balances', balances: [{ asset: 'USDT', available: 100n * COIN, status: 'ACTIVE' }] });
-  const ops = await L.sql`SELECT count(*)::int AS n FROM funding_operations WHERE outcome = 'APPLIED'`;
+  const ops = await L.sql`SELECT count(*)::int AS n FROM funding_operation_records WHERE outcome = 'APPLIED'`;
   assert.is(ops[0]?.n, 0);
 }
 
@@ -140,7 +141,7 @@ test('UBSCore: refuses malformed commands sent straight to it, records nothing',
 });
 
 test('refunds without a withdraw are never applied and never answered FAILED, at either adapter', async () => {
-  const req = { reqId: ulid(), userId: USER, asset: 'USDT', amount: COIN };
+  const req = await transferOf(L, { reqId: ulid(), userId: USER, asset: 'USDT', amount: COIN });
   for (const adapter of [L.funding, L.trading]) {
     const outcome = await adapter.refund(req);
     assert.is(outcome.kind, 'PENDING', `${adapter.account} refund`);
@@ -149,18 +150,21 @@ test('refunds without a withdraw are never applied and never answered FAILED, at
 });
 
 test('business rejections at the adapters are definitive: FAILED with the code, recorded, repeatable', async () => {
-  const req = { reqId: ulid(), userId: USER, asset: 'USDT', amount: 1_000n * COIN };
+  const req = await transferOf(L, { reqId: ulid(), userId: USER, asset: 'USDT', amount: 1_000n * COIN });
   for (const adapter of [L.funding, L.trading]) {
     assert.equal(await adapter.withdraw(req), { kind: 'FAILED', code: 'INSUFFICIENT_BALANCE' });
     assert.equal(await adapter.withdraw(req), { kind: 'FAILED', code: 'INSUFFICIENT_BALANCE' });
     assert.equal(await adapter.query(req.reqId, 'WITHDRAW'), { kind: 'FAILED', code: 'INSUFFICIENT_BALANCE' });
   }
-  const missing = { ...req, reqId: ulid(), userId: 999n, amount: COIN };
+  const missing = await transferOf(L, { ...req, reqId: ulid(), userId: 999n, amount: COIN });
   assert.equal(await L.funding.withdraw(missing), { kind: 'FAILED', code: 'SOURCE_ACCOUNT_NOT_FOUND' });
-  assert.equal(await L.funding.deposit({ ...missing, reqId: ulid() }), { kind: 'FAILED', code: 'TARGET_ACCOUNT_NOT_FOUND' });
+  const incoming = await transferOf(L, { ...missing, reqId: ulid() }, 'SPOT');
+  assert.equal(await L.funding.deposit(incoming), { kind: 'FAILED', code: 'TARGET_ACCOUNT_NOT_FOUND' });
   assert.equal(await L.trading.withdraw({ ...missing, reqId: ulid() }), { kind: 'FAILED', code: 'SOURCE_ACCOUNT_NOT_FOUND' });
-  // The same (req_id, op) with other parameters is never applied and never answered definitively.
+  // The same (req_id, op) with other parameters than its transfer's, or a req_id that names no
+  // transfer, is never applied and never answered definitively.
   assert.is((await L.funding.withdraw({ ...missing, amount: 2n })).kind, 'PENDING');
+  assert.is((await L.funding.withdraw({ ...missing, reqId: ulid() })).kind, 'PENDING');
   await unchanged();
 });
 

@@ -141,7 +141,10 @@ async function apply(sql: Sql, fn: 'transfer_apply' | 'transfer_apply_set', item
   return (rows[0]?.out ?? []).map((a) => a.k);
 }
 
-/** The ledger's rows; its history read by req_id and event name, as rows stored them before migration 0014 or since. */
+/**
+ * The ledger's rows; its history and Funding records read by req_id and names, as rows stored them
+ * before migrations 0014 and 0015 or, by transfer_id and codes, since.
+ */
 async function ledgerRows(sql: Sql, history: 'by req_id' | 'by transfer_id' = 'by transfer_id'): Promise<unknown> {
   return {
     transfers: await sql`SELECT req_id, user_id::text, amount::text, state FROM transfers_tb ORDER BY req_id`,
@@ -153,11 +156,18 @@ async function ledgerRows(sql: Sql, history: 'by req_id' | 'by transfer_id' = 'b
             SELECT t.req_id, h.id::text, h.at::text, h.from_state, h.to_state, e.name AS event, h.detail
               FROM transfer_state_history AS h JOIN transfers_tb AS t USING (transfer_id) JOIN transfer_events AS e ON e.code = h.event
              ORDER BY t.req_id, h.id`,
-    operations: await sql`SELECT req_id, op, amount::text, outcome FROM funding_operations ORDER BY req_id, op`,
+    operations:
+      history === 'by req_id'
+        ? await sql`SELECT req_id, op::text, user_id::text, asset, amount::text, outcome, code FROM funding_operations ORDER BY req_id, op`
+        : await sql`
+            SELECT t.req_id, o.name AS op, t.user_id::text, t.asset, t.amount::text,
+                   CASE WHEN f.code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END AS outcome, f.code
+              FROM funding_operations AS f JOIN transfers_tb AS t USING (transfer_id) JOIN funding_ops AS o ON o.code = f.op
+             ORDER BY t.req_id, o.name`,
   };
 }
 
-test('a database of the previous build, holding transfers, is upgraded in place: functions replaced, history converted to transfer_id and event codes, data kept, transfers still apply', async () => {
+test('a database of the previous build, holding transfers, is upgraded in place: functions replaced, history and Funding records converted to transfer_id and codes, data kept, transfers still apply', async () => {
   const sql = await freshDatabase();
   await migrate(sql, await versionedOnly(LAST_TEXT_HISTORY_VERSION));
   assert.is((await sql`SELECT to_regclass('schema_repeatables') AS t`)[0]?.t, null, 'the previous build kept no repeatables');
@@ -174,7 +184,10 @@ test('a database of the previous build, holding transfers, is upgraded in place:
   const setFile = files.find((f) => f.name === 'transfer_apply_set.sql');
   assert.ok(setFile !== undefined);
   assert.is.not(await liveBody(sql, 'transfer_apply_set'), fileBody(setFile.sql), "the previous build's body differs");
-  assert.match(await migrationRefusal(checkMigrated(sql)), /1 migration\(s\) not applied \(0014_compact_history\.sql\)/);
+  assert.match(
+    await migrationRefusal(checkMigrated(sql)),
+    /2 migration\(s\) not applied \(0014_compact_history\.sql, 0015_compact_funding_operations\.sql\)/,
+  );
 
   const upgraded = await migrate(sql);
   assert.equal(
@@ -192,6 +205,31 @@ test('a database of the previous build, holding transfers, is upgraded in place:
   const [balance] = await sql<{ available: string }[]>`SELECT available::text FROM funding_balances WHERE user_id = ${user}`;
   assert.is(balance?.available, '0', '1000 - 100 - 200 - 300 - 400');
   await checkMigrated(sql);
+});
+
+test('migration 0015 refuses Funding records it cannot convert (of no transfer, of other parameters than their transfer, an outcome its code denies), changing nothing', async () => {
+  const sql = await freshDatabase();
+  await migrate(sql, await versionedOnly(LAST_TEXT_HISTORY_VERSION + 1));
+  await seedDemoAssets(sql);
+  const reqId = next();
+  await sql`
+    INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state)
+    VALUES (${reqId}, 7002, 'USDT', 100, 1, 1, 2, ${S.ROLLED_BACK})`;
+  await sql`
+    INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code)
+    VALUES (${reqId}, 'WITHDRAW', 7002, 'USDT', 100, 'APPLIED', NULL), (${reqId}, 'REFUND', 7002, 'USDT', 99, 'APPLIED', NULL),
+           (${next()}, 'DEPOSIT', 7002, 'USDT', 5, 'APPLIED', NULL), (${reqId}, 'DEPOSIT', 7002, 'USDT', 100, 'REJECTED', NULL)`;
+  const before = await sql`SELECT * FROM funding_operations ORDER BY req_id, op`;
+  const refused = await migrate(sql).then(
+    () => 'migrated',
+    (e: unknown) => String((e as Error).message),
+  );
+  assert.is(
+    refused,
+    "migration 0015: funding_operations holds 1 row(s) of no transfer, 1 of other parameters than their transfer's, 1 whose outcome and code disagree",
+  );
+  assert.equal(await sql`SELECT * FROM funding_operations ORDER BY req_id, op`, before, 'the records are as they were');
+  assert.match(await migrationRefusal(checkMigrated(sql)), /1 migration\(s\) not applied \(0015_compact_funding_operations\.sql\)/);
 });
 
 test('an edited file runs once more, its checksum updated; until then a start without MIGRATE_ON_START refuses it by name; a removed one is forgotten', async () => {

@@ -6,13 +6,15 @@
 // constraint, since PostgreSQL re-plans every CHECK of a table each time a statement writing it
 // starts, a cost the batch writer paid per item. And the indexes of those tables are exactly the
 // ones docs/operations.md names, each with the query that reads it; transfer_events names exactly
-// the event codes the history stores (src/domain/fsm.ts EVENT_CODES).
+// the event codes the history stores (src/domain/fsm.ts EVENT_CODES), and funding_ops the
+// operation codes the Funding records store (src/db/transfer-writes.ts FUNDING_OP_CODES).
 
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { migrate } from '../../src/db/migrations.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { EVENT_CODES } from '../../src/domain/fsm.js';
+import { FUNDING_OP_CODES } from '../../src/db/transfer-writes.js';
 import { createTestDatabase, type TestDatabase } from '../support/database.js';
 import { cleanupAll, useOneServerForThisFile } from '../support/process.js';
 
@@ -114,12 +116,10 @@ test('an update that sets a bad value is refused with 23514: transfers_tb state,
 test('funding_balances and funding_operations refuse bad values on insert with 23514', async () => {
   assert.is(await sqlState(sql`INSERT INTO funding_balances (user_id, asset, available) VALUES (0, 'USDT', 1)`), '23514');
   assert.is(await sqlState(sql`INSERT INTO funding_balances (user_id, asset, available) VALUES (8, 'USDT', -1)`), '23514');
-  const op = (o: string, amount: number, outcome: string) =>
-    sql`INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome) VALUES (${REQ}, ${o}, 7, 'USDT', ${amount}, ${outcome})`;
-  assert.is(await sqlState(op('STEAL', 1, 'APPLIED')), '23514');
-  assert.is(await sqlState(op('WITHDRAW', 0, 'APPLIED')), '23514');
-  assert.is(await sqlState(op('WITHDRAW', 1, 'MAYBE')), '23514');
-  assert.is(await sqlState(op('WITHDRAW', 1, 'APPLIED')), null);
+  const op = (o: number) => sql`INSERT INTO funding_operations (transfer_id, op) VALUES (1, ${o})`;
+  assert.is(await sqlState(op(0)), '23514');
+  assert.is(await sqlState(op(4)), '23514');
+  assert.is(await sqlState(op(FUNDING_OP_CODES.WITHDRAW)), null);
 });
 
 test('the tables a transfer writes keep no CHECK constraint but the direction rule (each would be re-planned per statement)', async () => {
@@ -140,7 +140,7 @@ test('the indexes of the tables a transfer writes are exactly those docs/operati
     [
       'assets (asset_id)',
       'assets (symbol)',
-      'funding_operations (req_id, op)',
+      'funding_operations (transfer_id, op)',
       'transfer_state_history (transfer_id)',
       'transfers_active (req_id)',
       'transfers_tb (req_id)',
@@ -157,6 +157,16 @@ test('transfer_events names exactly the codes src/domain/fsm.ts writes for each 
   assert.equal(
     rows.map((r) => [r.code, r.name]),
     Object.entries(EVENT_CODES)
+      .map(([name, code]) => [code, name])
+      .sort((x, y) => Number(x[0]) - Number(y[0])),
+  );
+});
+
+test('funding_ops names exactly the codes src/db/transfer-writes.ts writes for each Funding operation', async () => {
+  const rows = await sql<{ code: number; name: string }[]>`SELECT code, name FROM funding_ops ORDER BY code`;
+  assert.equal(
+    rows.map((r) => [r.code, r.name]),
+    Object.entries(FUNDING_OP_CODES)
       .map(([name, code]) => [code, name])
       .sort((x, y) => Number(x[0]) - Number(y[0])),
   );

@@ -89,3 +89,18 @@ export function createAndDebit(t: NewTransfer): Extract<WriteItem, { kind: 'crea
     dueNow: false,
   };
 }
+
+/**
+ * The transfer a Funding operation asked on its own belongs to: created in INIT (not due, so the
+ * recovery scan leaves it to the test) with the request's user, asset and amount. The adapter
+ * records an operation by its transfer and answers CONFLICT for a req_id that names none.
+ */
+export async function transferOf(
+  L: Layers,
+  req: { reqId: string; userId: bigint; asset: string; amount: bigint },
+  from: AccountKind = 'FUNDING',
+): Promise<typeof req> {
+  const t: NewTransfer = { ...req, from, to: from === 'FUNDING' ? 'SPOT' : 'FUNDING', clientOrderId: null };
+  assert.ok((await L.store.insert(t)) !== null, `transfer ${req.reqId} created`);
+  return req;
+}

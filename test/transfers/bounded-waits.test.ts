@@ -73,7 +73,7 @@ async function whileLocked(release: () => void, holding: Promise<unknown>): Prom
   }
   assert.equal(await fundsOf(svc, USER, 'USDT'), { funding: units('95'), spot: units('5') });
   const ops =
-    await svc.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ANY(${ids}) AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
+    await svc.sql`SELECT count(*)::int AS n FROM funding_operation_records WHERE req_id = ANY(${ids}) AND op = 'WITHDRAW' AND outcome = 'APPLIED'`;
   assert.is(ops[0]?.n, TRANSFERS, 'each debit applied once');
   const retried = await svc.sql`SELECT count(*)::int AS n FROM transfers_tb WHERE req_id = ANY(${ids}) AND retry_count > 0`;
   assert.ok((retried[0]?.n as number) > 0, 'the lock waits were cut short and retried, not waited out');

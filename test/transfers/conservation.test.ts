@@ -4,6 +4,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import type { TransferStateName } from '../../src/domain/fsm.js';
 import { STATE_IDS } from '../../src/domain/fsm.js';
+import { FUNDING_OP_CODES } from '../../src/db/transfer-writes.js';
 import { checkConservation, keyOf, type TransferFacts } from '../../src/invariant/conservation.js';
 import { newReqId } from '../../src/http/req-ids.js';
 import { deposit, fundsOf, transfer } from '../support/funds.js';
@@ -139,7 +140,7 @@ async function endsAsBefore(userId: bigint, d: Direction, amount: string, state:
   assert.equal(await fundsOf(svc, userId, 'USDT'), before, `${d.from}→${d.to} ${state}: both balances as before`);
   const ops = await svc.sql<
     { op: string }[]
-  >`SELECT op FROM funding_operations WHERE req_id = ${reqId} AND outcome = 'APPLIED' ORDER BY op`;
+  >`SELECT op FROM funding_operation_records WHERE req_id = ${reqId} AND outcome = 'APPLIED' ORDER BY op`;
   const expected = state === 'FAILED' ? [] : d.from === 'FUNDING' ? ['REFUND', 'WITHDRAW'] : [];
   assert.equal(
     ops.map((o) => o.op),
@@ -195,7 +196,7 @@ async function injectFinal(userId: bigint, state: TransferStateName, ops: readon
     await tx`INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state) VALUES (${reqId}, ${userId}, 'USDT', ${amount}, 1, 1, 2, ${STATE_IDS[state]})`;
     await tx`UPDATE transfers_tb SET updated_at = now() + interval '1 minute' WHERE req_id = ${reqId}`;
     for (const op of ops) {
-      await tx`INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome) VALUES (${reqId}, ${op}, ${userId}, 'USDT', ${amount}, 'APPLIED')`;
+      await tx`INSERT INTO funding_operations (transfer_id, op) SELECT transfer_id, ${FUNDING_OP_CODES[op]} FROM transfers_tb WHERE req_id = ${reqId}`;
       await tx`UPDATE funding_balances SET available = available + ${op === 'WITHDRAW' ? -amount : amount} WHERE user_id = ${userId} AND asset = 'USDT'`;
     }
   });
@@ -222,7 +223,7 @@ for (const [name, userId, state, ops] of faults) {
     );
     assert.is(r.body.halted, true);
     // Put it right (the transfer becomes what its effects say) and resume for the next case.
-    await svc.sql`DELETE FROM funding_operations WHERE req_id = ${reqId}`;
+    await svc.sql`DELETE FROM funding_operations WHERE transfer_id = (SELECT transfer_id FROM transfers_tb WHERE req_id = ${reqId})`;
     await svc.sql`UPDATE funding_balances SET available = available + 700000000 WHERE user_id = ${userId} AND asset = 'USDT'`;
     await svc.sql`UPDATE transfers_tb SET state = ${STATE_IDS.FAILED} WHERE req_id = ${reqId}`;
     assert.is((await invariant()).body.ok, true, 'clean once put right');

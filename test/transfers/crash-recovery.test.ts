@@ -3,7 +3,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { ulid } from 'ulid';
-import { ACCOUNT_TYPE } from '../../src/db/transfer-writes.js';
+import { ACCOUNT_TYPE, FUNDING_OP_CODES } from '../../src/db/transfer-writes.js';
 import { EVENT_CODES, EVENTS, STATE_IDS, stateName, type TransferStateName, transition } from '../../src/domain/fsm.js';
 import type { CrashPoint } from '../../src/faults/crash-points.js';
 import { units } from '../support/funds.js';
@@ -351,7 +351,7 @@ async function seedTransfer(
     if (state === 'SOURCE_DONE') {
       // A FUNDING source in SOURCE_DONE has been debited, with its operation record.
       await tx`UPDATE funding_balances SET available = available - ${amount} WHERE user_id = ${USER} AND asset = ${ASSET}`;
-      await tx`INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome) VALUES (${reqId}, 'WITHDRAW', ${USER}, ${ASSET}, ${amount}, 'APPLIED')`;
+      await tx`INSERT INTO funding_operations (transfer_id, op) SELECT transfer_id, ${FUNDING_OP_CODES.WITHDRAW} FROM transfers_tb WHERE req_id = ${reqId}`;
     }
   });
   return { reqId, before };
@@ -585,7 +585,7 @@ async function historyInDb(h: Harness, reqId: string): Promise<TransferStateName
 
 async function fundingOpsOf(h: Harness, reqId: string): Promise<OpRow[]> {
   const rows = await h.sql<OpRow[]>`
-    SELECT op, outcome, code, amount, user_id, asset FROM funding_operations WHERE req_id = ${reqId}
+    SELECT op, outcome, code, amount, user_id, asset FROM funding_operation_records WHERE req_id = ${reqId}
      ORDER BY CASE op WHEN 'WITHDRAW' THEN 1 WHEN 'DEPOSIT' THEN 2 ELSE 3 END`;
   return rows.map((r) => ({ op: r.op, outcome: r.outcome, code: r.code, amount: r.amount, user_id: r.user_id, asset: r.asset }));
 }

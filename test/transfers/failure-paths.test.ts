@@ -131,7 +131,7 @@ test(`FSM-006: a failing refund stays COMPENSATING and retries (${RETRIES_MIN} t
     const v = await settle(Q, t.reqId);
     assert.is(v.state, 'ROLLED_BACK');
     const refunds =
-      await Q.sql`SELECT count(*)::int AS n FROM funding_operations WHERE req_id = ${t.reqId} AND op = 'REFUND' AND outcome = 'APPLIED'`;
+      await Q.sql`SELECT count(*)::int AS n FROM funding_operation_records WHERE req_id = ${t.reqId} AND op = 'REFUND' AND outcome = 'APPLIED'`;
     assert.is(refunds[0]?.n, 1);
     assert.equal(await balances(Q, user, 'USDT'), { funding: 10n * COIN, spot: 10n * COIN });
     assert.is(await total(Q, user, 'USDT'), 20n * COIN);

@@ -83,6 +83,7 @@ function scenario(base: bigint) {
       create('back', 2, 'S', 1n),
       create('refunded', 1, 'F', 1n),
       create('stray', 2, 'S', 1n),
+      create('lone', 2, 'S', 1n),
     ],
     [
       move('refunded', 1, 1n, S.TARGET_PENDING, null, [[S.COMPENSATING, E.TARGET_FAIL, false]]),
@@ -117,6 +118,9 @@ function scenario(base: bigint) {
     ),
     move('refunded', 1, 1n, S.COMPENSATING, 'REFUND', [[S.ROLLED_BACK, E.ROLLBACK_OK, true]]),
     move('stray', 2, 1n, S.SOURCE_PENDING, 'REFUND', [[S.ROLLED_BACK, E.ROLLBACK_OK, true]]), // no withdraw of its own: the refund is refused and nothing moves
+    { k: 'o', r: id('lone'), u: u(2), a: 'USDT', m: String(COIN), o: 'WITHDRAW' },
+    // An operation belongs to its transfer: of other parameters, or of a req_id that names none, it is refused.
+    { k: 'o', r: id('stray'), u: u(2), a: 'USDT', m: String(2n * COIN), o: 'DEPOSIT' },
     { k: 'o', r: ulid(), u: u(2), a: 'USDT', m: String(COIN), o: 'WITHDRAW' },
   ];
   return { u, ids, setup, batch };
@@ -153,7 +157,7 @@ async function effects(base: bigint, ids: Map<string, string>) {
     SELECT t.req_id, from_state, to_state, event, detail FROM transfer_state_history AS h JOIN transfers_tb AS t USING (transfer_id) WHERE t.user_id IN ${L.sql(users)} ORDER BY h.id`;
   const ops = await L.sql<
     { req_id: string; op: string; outcome: string; code: string | null }[]
-  >`SELECT req_id, op, outcome, code FROM funding_operations WHERE user_id IN ${L.sql(users)}`;
+  >`SELECT req_id, op, outcome, code FROM funding_operation_records WHERE user_id IN ${L.sql(users)}`;
   const active = await L.sql<{ req_id: string }[]>`SELECT a.req_id FROM transfers_active AS a WHERE a.user_id IN ${L.sql(users)}`;
   return {
     balances: balances.map((b) => [String(b.user_id - base), String(b.available)]),
@@ -200,7 +204,13 @@ test('the per-item and the set-based transfer_apply answer one batch alike and l
     'moved',
     'held:REFUND_WITHOUT_WITHDRAW',
     'op',
+    'held',
+    'held',
   ]);
+  assert.equal(
+    one.answers.slice(-2).map((a) => a.oc),
+    ['CONFLICT', 'CONFLICT'],
+  );
   // User 1: 10 − 3 (setup debits) + 1 (refund of 'refunded') − 3 − 3 = 2; user 2: 2 + 1 (credit) − 1 (lone withdraw) = 2.
   assert.equal(one.effects.balances, [
     ['1', String(2n * COIN)],

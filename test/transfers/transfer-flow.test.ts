@@ -70,7 +70,7 @@ test('INV-001: after both transfers the total across FUNDING and SPOT equals the
   const b = await balances();
   const units = (s: string | undefined) => BigInt((s ?? '0').replace('.', ''));
   assert.is(units(b.funding) + units(b.spot), 1000n * 10n ** 8n);
-  const ops = await svc.sql`SELECT count(*)::int AS n FROM funding_operations WHERE outcome = 'APPLIED'`;
+  const ops = await svc.sql`SELECT count(*)::int AS n FROM funding_operation_records WHERE outcome = 'APPLIED'`;
   assert.is(ops[0]?.n, 2);
 });
 

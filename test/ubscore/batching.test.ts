@@ -9,7 +9,7 @@ import { composeShard } from '../../src/coordinator/compose.js';
 import { Batcher } from '../../src/db/batch.js';
 import { createLogger } from '../../src/log.js';
 import { LAYER_CONFIG, startLayers, type Layers } from '../support/layers.js';
-import { balances, createAndDebit, newTransfer, newUserId, seed, settle, total } from '../support/ledger.js';
+import { balances, createAndDebit, newTransfer, newUserId, seed, settle, total, transferOf } from '../support/ledger.js';
 
 const COIN = 10n ** 8n;
 let L: Layers;
@@ -109,21 +109,23 @@ test('a run that answers the wrong number of rows is an error, never a misaligne
 test('withdraws batched together are decided against the running balance: exactly what the balance holds is taken', async () => {
   const user = newUserId();
   await seed(L, user, 'USDT', 5n * COIN, 0n);
-  const requests = Array.from({ length: 20 }, () => ({ reqId: ulid(), userId: user, asset: 'USDT', amount: COIN }));
+  const requests = await Promise.all(
+    Array.from({ length: 20 }, () => transferOf(L, { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN })),
+  );
   const outcomes = await Promise.all(requests.map((r) => L.funding.withdraw(r)));
   assert.is(outcomes.filter((o) => o.kind === 'SUCCESS').length, 5);
   assert.ok(outcomes.filter((o) => o.kind !== 'SUCCESS').every((o) => o.kind === 'FAILED' && o.code === 'INSUFFICIENT_BALANCE'));
   assert.is((await balances(L, user, 'USDT')).funding, 0n);
   const recorded = await L.sql<{ applied: number; rejected: number }[]>`
     SELECT count(*) FILTER (WHERE outcome = 'APPLIED')::int AS applied, count(*) FILTER (WHERE outcome = 'REJECTED')::int AS rejected
-      FROM funding_operations WHERE user_id = ${user}`;
+      FROM funding_operation_records WHERE user_id = ${user}`;
   assert.equal(recorded[0], { applied: 5, rejected: 15 });
 });
 
 test('the same (req_id, op) asked many times at once is applied once, and every answer agrees', async () => {
   const user = newUserId();
   await seed(L, user, 'USDT', 5n * COIN, 0n);
-  const req = { reqId: ulid(), userId: user, asset: 'USDT', amount: 2n * COIN };
+  const req = await transferOf(L, { reqId: ulid(), userId: user, asset: 'USDT', amount: 2n * COIN });
   const outcomes = await Promise.all(Array.from({ length: 8 }, () => L.funding.withdraw(req)));
   assert.ok(outcomes.every((o) => o.kind === 'SUCCESS'));
   assert.is((await balances(L, user, 'USDT')).funding, 3n * COIN);
@@ -132,14 +134,11 @@ test('the same (req_id, op) asked many times at once is applied once, and every 
 test('a refund batched with other operations credits back only its own withdraw', async () => {
   const user = newUserId();
   await seed(L, user, 'USDT', 4n * COIN, 0n);
-  const first = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
+  const first = await transferOf(L, { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN });
   assert.is((await L.funding.withdraw(first)).kind, 'SUCCESS');
-  const never = { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN };
-  const [refund, stray, deposit] = await Promise.all([
-    L.funding.refund(first),
-    L.funding.refund(never),
-    L.funding.deposit({ reqId: ulid(), userId: user, asset: 'USDT', amount: COIN }),
-  ]);
+  const never = await transferOf(L, { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN });
+  const incoming = await transferOf(L, { reqId: ulid(), userId: user, asset: 'USDT', amount: COIN }, 'SPOT');
+  const [refund, stray, deposit] = await Promise.all([L.funding.refund(first), L.funding.refund(never), L.funding.deposit(incoming)]);
   assert.is(refund.kind, 'SUCCESS');
   assert.is(stray.kind, 'PENDING', 'a refund without a withdraw is never applied and never final');
   assert.is(deposit.kind, 'SUCCESS');
@@ -198,7 +197,7 @@ test('start-up recovery on two shards walks every page: each stuck transfer driv
   for (const id of ids) assert.is((await settle(L, id, undefined, 15_000)).state, 'COMMITTED', id);
   for (const s of shards) await s.shard.stop();
   const ops = await L.sql<{ n: number }[]>`
-    SELECT count(*)::int AS n FROM funding_operations WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(ids)}::text::json)) AND outcome = 'APPLIED'`;
+    SELECT count(*)::int AS n FROM funding_operation_records WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(ids)}::text::json)) AND outcome = 'APPLIED'`;
   assert.is(ops[0]?.n, ids.length, 'one Funding operation applied per transfer');
   const listed = await L.sql<{ n: number }[]>`
     SELECT count(*)::int AS n FROM transfers_active WHERE req_id IN (SELECT json_array_elements_text(${JSON.stringify(ids)}::text::json))`;

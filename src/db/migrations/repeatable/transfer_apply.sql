@@ -17,21 +17,24 @@
 -- is written once: a busy account costs one row version per batch, not one per operation. An operation already recorded
 -- for (req_id, op) answers its first outcome and changes nothing (idempotency); the transfer row
 -- is locked and its state checked before a Funding operation is decided, so an operation never
--- lands on a transfer that has moved on. A creation is inserted only if its req_id and
+-- lands on a transfer that has moved on. An operation belongs to its transfer: its record names
+-- the transfer_id and the operation's code (funding_ops, migration 0015), and an operation whose
+-- user, asset or amount are not its transfer's, or whose req_id names no transfer, is answered
+-- CONFLICT and changes nothing. A creation is inserted only if its req_id and
 -- client_order_id are free, and its operation takes effect only then: a re-run of a committed
 -- batch, or a twin with the same client_order_id, changes nothing.
 --
 -- Answers, in input order: {"k":"moved","s":state,"at":ms,"id":transfer_id,"oc":outcome,"code"},
 -- {"k":"lost"} (not in the expected state), {"k":"exists"} (a creation whose req_id or
 -- client_order_id is taken), {"k":"held","oc","code"} (an operation answered without a move: a
--- refused refund, or the same (req_id, op) recorded with other parameters: "CONFLICT"), and
+-- refused refund, or "CONFLICT": parameters not its transfer's, or no such transfer), and
 -- {"k":"op","oc","code"} for an operation asked on its own.
 --
 -- transfer_apply (both forms) takes the user's lock for every item, a plain move too: a move
 -- without it held a twin's transfer row while waiting for that lock (ATK-010 deadlocked).
 --
 -- Sequential scans are off inside the function (first set by migration 0007): every statement
--- in it reads by key (req_id, (user_id, asset), (req_id, op)), so an index scan is always the
+-- in it reads by key (req_id, (user_id, asset), (transfer_id, op)), so an index scan is always the
 -- right plan. PL/pgSQL caches a generic plan per connection the first few times a statement
 -- runs; on a fresh database those tables are nearly empty, the planner picks a sequential scan,
 -- and the connection keeps that plan while the table grows (measured: the set-based form's
@@ -48,7 +51,7 @@ v_out jsonb[] := array_fill(NULL::jsonb, ARRAY[jsonb_array_length(p_items)]);
 v_at timestamptz := now();
 v_ms bigint := floor(extract(epoch FROM now()) * 1000);
 it jsonb; idx bigint; st jsonb; j int; v_user_locked bigint;
-k text; r text; u bigint; a text; m bigint; o text; e smallint;
+k text; r text; u bigint; a text; m bigint; o text; e smallint; oc smallint; v_tid bigint; v_t record;
 v_outcome text; v_code text; v_path jsonb; v_rec record; v_status text;
 v_final smallint; v_terminal boolean; v_id bigint; v_n int;
 h_id bigint[] := '{}'; h_f smallint[] := '{}'; h_t smallint[] := '{}'; h_e smallint[] := '{}'; h_d text[] := '{}';
@@ -63,7 +66,8 @@ FOR it, idx IN
    ORDER BY (value->>'u')::bigint, value->>'a', value->>'r'
 LOOP
   k := it->>'k'; r := it->>'r'; u := (it->>'u')::bigint; a := it->>'a'; m := (it->>'m')::bigint;
-  o := it->>'o'; e := (it->>'e')::smallint;
+  o := it->>'o'; e := (it->>'e')::smallint; v_tid := NULL;
+  oc := CASE o WHEN 'WITHDRAW' THEN 1 WHEN 'DEPOSIT' THEN 2 WHEN 'REFUND' THEN 3 END;
   IF b_loaded AND (b_u <> u OR b_a <> a) THEN
     IF b_dirty THEN UPDATE funding_balances SET available = b_avail, updated_at = v_at WHERE user_id = b_u AND asset = b_a; END IF;
     b_loaded := false; b_dirty := false;
@@ -79,13 +83,19 @@ LOOP
     v_user_locked := u;
   END IF;
 
-  -- 1. A move with an operation locks its transfer first, in the state it expects.
-  IF k = 'm' AND o IS NOT NULL THEN
-    PERFORM 1 FROM transfers_tb WHERE req_id = r AND state = e FOR UPDATE;
-    IF NOT FOUND THEN
+  -- 1. An operation on a transfer that exists locks it first: a move's in the state it expects,
+  -- and either only with the user, asset and amount the item names.
+  IF k <> 'c' AND o IS NOT NULL THEN
+    SELECT t.transfer_id, t.user_id, t.asset, t.amount, t.state INTO v_t FROM transfers_tb AS t WHERE t.req_id = r FOR UPDATE;
+    IF k = 'm' AND (NOT FOUND OR v_t.state <> e) THEN
       v_out[idx] := '{"k":"lost"}';
       CONTINUE;
     END IF;
+    IF NOT FOUND OR v_t.user_id <> u OR v_t.asset <> a OR v_t.amount <> m THEN
+      v_out[idx] := '{"k":"held","oc":"CONFLICT"}';
+      CONTINUE;
+    END IF;
+    v_tid := v_t.transfer_id;
   END IF;
 
   -- 2. Decide. A FUNDING target that does not exist is a business rejection before any funds
@@ -101,22 +111,17 @@ LOOP
       b_found := FOUND; b_u := u; b_a := a; b_loaded := true;
     END IF;
     IF k <> 'c' THEN
-      SELECT f.user_id, f.asset, f.amount, f.outcome, f.code INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = o;
+      SELECT f.code INTO v_rec FROM funding_operations AS f WHERE f.transfer_id = v_tid AND f.op = oc;
       IF FOUND THEN
-        IF v_rec.user_id <> u OR v_rec.asset <> a OR v_rec.amount <> m THEN
-          v_out[idx] := '{"k":"held","oc":"CONFLICT"}';
-          CONTINUE;
-        END IF;
-        v_outcome := v_rec.outcome;
+        v_outcome := CASE WHEN v_rec.code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END;
         v_code := v_rec.code;
       END IF;
     END IF;
     IF v_outcome IS NULL THEN
       v_record := true;
       IF o = 'REFUND' THEN
-        SELECT f.user_id, f.asset, f.amount, f.outcome INTO v_rec FROM funding_operations AS f WHERE f.req_id = r AND f.op = 'WITHDRAW';
-        v_code := funding_refusal(o, b_found, b_status, b_avail, m, p_balance_max,
-                                  FOUND AND v_rec.outcome = 'APPLIED' AND v_rec.user_id = u AND v_rec.asset = a AND v_rec.amount = m);
+        SELECT f.code INTO v_rec FROM funding_operations AS f WHERE f.transfer_id = v_tid AND f.op = 1;
+        v_code := funding_refusal(o, b_found, b_status, b_avail, m, p_balance_max, FOUND AND v_rec.code IS NULL);
       ELSE
         v_code := funding_refusal(o, b_found, b_status, b_avail, m, p_balance_max, false);
       END IF;
@@ -175,7 +180,7 @@ LOOP
   -- 4. The operation's effect and its record, only now that the transfer is written.
   IF v_record THEN
     IF v_delta <> 0 THEN b_avail := b_avail + v_delta; b_dirty := true; END IF;
-    INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code) VALUES (r, o, u, a, m, v_outcome, v_code);
+    INSERT INTO funding_operations (transfer_id, op, code) VALUES (CASE WHEN k = 'c' THEN v_id ELSE v_tid END, oc, v_code);
   END IF;
   IF k = 'o' THEN
     v_out[idx] := jsonb_build_object('k', 'op', 'oc', v_outcome, 'code', v_code);

@@ -8,8 +8,8 @@
 --
 -- The work is set-based: a fixed number of statements per batch, whatever its size.
 --   A. Reads and locks, each only when the batch needs it: which creations exist already (req_id
---      or client_order_id), the transfers that moves with an operation expect (locked, in req_id
---      order), the balance rows the operations touch (locked, in (user, asset) order), the
+--      or client_order_id), the transfers that operations on existing transfers name (locked, in
+--      req_id order, with the transfer_id, user, asset and amount their records go by), the balance rows the operations touch (locked, in (user, asset) order), the
 --      operations already recorded, and the FUNDING targets that do not exist.
 --   B. Decisions, in memory, item by item in (user, asset, req_id) order: each operation against
 --      the running balance of its account, or answered from its record (idempotency).
@@ -35,7 +35,7 @@ v_ms bigint := floor(extract(epoch FROM now()) * 1000);
 i_i bigint[]; i_k text[]; i_r text[]; i_u bigint[]; i_a text[]; i_m bigint[]; i_o text[]; i_e smallint[]; i_c text[];
 i_p jsonb[]; i_q jsonb[]; i_tf boolean[]; i_coid text[]; i_st smallint[]; i_tt smallint[]; i_due boolean[];
 ix int; idx bigint; st jsonb; j int;
-k text; r text; u bigint; a text; m bigint; o text; e smallint;
+k text; r text; u bigint; a text; m bigint; o text; e smallint; oc smallint; v_tid bigint; v_t jsonb; v_withdraw jsonb;
 v_outcome text; v_code text; v_path jsonb; v_rec jsonb; v_n int; v_final smallint; v_terminal boolean; v_found boolean; v_delta bigint;
 -- A: what was read and locked.
 s_exists text[]; s_notarget text[]; v_locked jsonb; v_recs jsonb;
@@ -47,7 +47,7 @@ c_r text[] := '{}'; c_u bigint[] := '{}'; c_a text[] := '{}'; c_m bigint[] := '{
 c_s smallint[] := '{}'; c_code text[] := '{}'; c_coid text[] := '{}'; c_due timestamptz[] := '{}';
 m_r text[] := '{}'; m_s smallint[] := '{}'; m_code text[] := '{}';
 pm_r text[] := '{}'; pm_e smallint[] := '{}'; pm_s smallint[] := '{}'; pm_code text[] := '{}'; pm_t boolean[] := '{}';
-o_r text[] := '{}'; o_op text[] := '{}'; o_u bigint[] := '{}'; o_a text[] := '{}'; o_m bigint[] := '{}'; o_oc text[] := '{}'; o_code text[] := '{}';
+o_r text[] := '{}'; o_id bigint[] := '{}'; o_op smallint[] := '{}'; o_code text[] := '{}';
 h_r text[] := '{}'; h_f smallint[] := '{}'; h_t smallint[] := '{}'; h_e smallint[] := '{}'; h_d text[] := '{}';
 ph_r text[] := '{}'; ph_f smallint[] := '{}'; ph_t smallint[] := '{}'; ph_e smallint[] := '{}'; ph_d text[] := '{}';
 a_r text[] := '{}'; a_u bigint[] := '{}'; d_r text[] := '{}';
@@ -82,10 +82,11 @@ IF 'c' = ANY (i_k) THEN
        WHERE y.k = 'c' AND y.coid IS NOT NULL AND EXISTS (SELECT 1 FROM transfers_tb AS t WHERE t.user_id = y.u AND t.client_order_id = y.coid));
   END IF;
 END IF;
-IF EXISTS (SELECT 1 FROM unnest(i_k, i_o) AS y(k, o) WHERE y.k = 'm' AND y.o IS NOT NULL) THEN
-  SELECT coalesce(jsonb_object_agg(l.req_id, l.state), '{}') INTO v_locked FROM (
-    SELECT t.req_id, t.state FROM transfers_tb AS t
-     WHERE t.req_id = ANY (ARRAY(SELECT y.r FROM unnest(i_k, i_r, i_o) AS y(k, r, o) WHERE y.k = 'm' AND y.o IS NOT NULL))
+IF EXISTS (SELECT 1 FROM unnest(i_k, i_o) AS y(k, o) WHERE y.k <> 'c' AND y.o IS NOT NULL) THEN
+  SELECT coalesce(jsonb_object_agg(l.req_id, jsonb_build_array(l.state, l.transfer_id::text, l.user_id::text, l.asset, l.amount::text)), '{}')
+    INTO v_locked FROM (
+    SELECT t.req_id, t.state, t.transfer_id, t.user_id, t.asset, t.amount FROM transfers_tb AS t
+     WHERE t.req_id = ANY (ARRAY(SELECT y.r FROM unnest(i_k, i_r, i_o) AS y(k, r, o) WHERE y.k <> 'c' AND y.o IS NOT NULL))
      ORDER BY t.req_id FOR UPDATE) AS l;
 END IF;
 IF EXISTS (SELECT 1 FROM unnest(i_o) AS y WHERE y IS NOT NULL) THEN
@@ -97,10 +98,11 @@ IF EXISTS (SELECT 1 FROM unnest(i_o) AS y WHERE y IS NOT NULL) THEN
        AND (b.user_id, b.asset) IN (SELECT y.u, y.a FROM unnest(i_u, i_a, i_o) AS y(u, a, o) WHERE y.o IS NOT NULL)
      ORDER BY b.user_id, b.asset FOR UPDATE) AS f;
   -- Read after the balance locks: a concurrent twin of an operation has committed its record.
-  IF EXISTS (SELECT 1 FROM unnest(i_k, i_o) AS y(k, o) WHERE y.k <> 'c' AND y.o IS NOT NULL) THEN
-    SELECT coalesce(jsonb_object_agg(f.req_id || '/' || f.op, jsonb_build_array(f.user_id::text, f.asset, f.amount::text, f.outcome, f.code)), '{}')
+  -- Keyed 'transfer_id/op code', each the refusal's code or null (applied).
+  IF v_locked <> '{}' THEN
+    SELECT coalesce(jsonb_object_agg(f.transfer_id || '/' || f.op, jsonb_build_array(f.code)), '{}')
       INTO v_recs FROM funding_operations AS f
-     WHERE f.req_id = ANY (ARRAY(SELECT y.r FROM unnest(i_k, i_r, i_o) AS y(k, r, o) WHERE y.k <> 'c' AND y.o IS NOT NULL));
+     WHERE f.transfer_id = ANY (ARRAY(SELECT (l.value->>1)::bigint FROM jsonb_each(v_locked) AS l));
   END IF;
 END IF;
 IF true = ANY (i_tf) THEN
@@ -116,7 +118,7 @@ FOR ix IN 1 .. n LOOP
   v_outcome := NULL; v_code := i_c[ix]; v_path := i_p[ix]; v_delta := 0;
   res_r[idx] := r;
   IF k = 'c' AND r = ANY (s_exists) THEN res_k[idx] := 'exists'; CONTINUE; END IF;
-  IF k = 'm' AND o IS NOT NULL AND (v_locked->>r) IS DISTINCT FROM e::text THEN res_k[idx] := 'lost'; CONTINUE; END IF;
+  IF k = 'm' AND o IS NOT NULL AND (v_locked->r->>0) IS DISTINCT FROM e::text THEN res_k[idx] := 'lost'; CONTINUE; END IF;
 
   IF r = ANY (s_notarget) THEN
     -- A FUNDING target that does not exist is a business rejection before any funds move.
@@ -125,27 +127,34 @@ FOR ix IN 1 .. n LOOP
   ELSIF o IS NOT NULL THEN
     WHILE bp <= nb AND (b_u[bp] < u OR (b_u[bp] = u AND b_a[bp] < a)) LOOP bp := bp + 1; END LOOP;
     v_found := bp <= nb AND b_u[bp] = u AND b_a[bp] = a;
-    v_rec := CASE WHEN k = 'c' THEN NULL ELSE v_recs->(r || '/' || o) END;
-    IF v_rec IS NOT NULL THEN
-      -- Answered before: the first outcome, and no effect.
-      IF (v_rec->>0)::bigint <> u OR v_rec->>1 <> a OR (v_rec->>2)::bigint <> m THEN
+    oc := CASE o WHEN 'WITHDRAW' THEN 1 WHEN 'DEPOSIT' THEN 2 WHEN 'REFUND' THEN 3 END;
+    v_tid := NULL; v_rec := NULL; v_withdraw := NULL;
+    IF k <> 'c' THEN
+      -- An operation belongs to its transfer, with the transfer's user, asset and amount.
+      v_t := v_locked->r;
+      IF v_t IS NULL OR (v_t->>2)::bigint <> u OR v_t->>3 <> a OR (v_t->>4)::bigint <> m THEN
         res_k[idx] := 'held'; res_oc[idx] := 'CONFLICT';
         CONTINUE;
       END IF;
-      v_outcome := v_rec->>3;
-      v_code := v_rec->>4;
+      v_tid := (v_t->>1)::bigint;
+      v_rec := v_recs->(v_tid || '/' || oc);
+      v_withdraw := v_recs->(v_tid || '/1');
+    END IF;
+    IF v_rec IS NOT NULL THEN
+      -- Answered before: the first outcome, and no effect.
+      v_code := v_rec->>0;
+      v_outcome := CASE WHEN v_code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END;
     ELSE
       -- The rules: funding_refusal (src/db/migrations/repeatable/funding_refusal.sql), shared with the per-item form.
-      v_rec := CASE WHEN o = 'REFUND' THEN v_recs->(r || '/WITHDRAW') END;
       v_code := funding_refusal(o, v_found, b_status[bp], b_avail[bp], m, p_balance_max,
-                                v_rec IS NOT NULL AND v_rec->>3 = 'APPLIED' AND (v_rec->>0)::bigint = u AND v_rec->>1 = a AND (v_rec->>2)::bigint = m);
+                                o = 'REFUND' AND v_withdraw IS NOT NULL AND v_withdraw->>0 IS NULL);
       v_delta := CASE WHEN o = 'WITHDRAW' THEN -m ELSE m END;
       v_outcome := CASE WHEN v_code IS NULL THEN 'APPLIED' ELSE 'REJECTED' END;
       IF v_code IS NULL THEN
         b_avail[bp] := b_avail[bp] + v_delta;
         b_dirty[bp] := true;
       END IF;
-      o_r := o_r || r; o_op := o_op || o; o_u := o_u || u; o_a := o_a || a; o_m := o_m || m; o_oc := o_oc || v_outcome; o_code := o_code || v_code;
+      o_r := o_r || r; o_id := o_id || v_tid; o_op := o_op || oc; o_code := o_code || v_code;
     END IF;
     res_oc[idx] := v_outcome;
     res_code[idx] := v_code;
@@ -231,8 +240,9 @@ IF cardinality(pm_r) > 0 THEN
   d_r := d_r || ARRAY(SELECT x.r FROM unnest(pm_r, pm_t) AS x(r, t) WHERE x.t AND x.r = ANY (v_moved));
 END IF;
 IF cardinality(o_r) > 0 THEN
-  INSERT INTO funding_operations (req_id, op, user_id, asset, amount, outcome, code)
-  SELECT * FROM unnest(o_r, o_op, o_u, o_a, o_m, o_oc, o_code);
+  -- A creation's operation names the transfer_id its insert answered (w_ids).
+  INSERT INTO funding_operations (transfer_id, op, code)
+  SELECT coalesce(x.id, (w_ids->>x.r)::bigint), x.op, x.code FROM unnest(o_r, o_id, o_op, o_code) AS x(r, id, op, code);
 END IF;
 IF true = ANY (b_dirty) THEN
   UPDATE funding_balances AS f SET available = x.v, updated_at = v_at
