@@ -317,6 +317,8 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       recovery,
       rebuild: phase.rebuild,
       shards,
+      chain: phase.chain,
+      disk: phase.disk,
     };
     const targets = judgeTargets(judged);
     const wantProfile = opts.profile === 'always' || (opts.profile === 'auto' && serviceTargetMissed(targets));
@@ -331,9 +333,7 @@ export async function runBench(opts: BenchOptions): Promise<BenchResult> {
       machine,
       parameters: paramsOf(opts),
       ...judged,
-      disk: phase.disk,
       pgCeiling: phase.pgCeiling,
-      chain: phase.chain,
       batchPlans: phase.batchPlans,
       spotLog,
       standby: phase.standby,

@@ -258,7 +258,7 @@ function leverLines(r: BenchReport): string[] {
   const a = row.pg?.postgresJs;
   out.push(
     `- One committed transfer at ${row.connections} connections, against one baseline (a) transaction in brackets: ${s.pgWriteTxnsPerCommitted ?? '?'} PostgreSQL write transactions (1), ` +
-      `${s.pgStatementsPerCommitted ?? '?'} statements (${a?.statementsPerOp ?? '?'}), ${n(s.pgWalBytesPerCommitted, 0)} WAL bytes (${n(a?.walBytesPerOp, 0)}), PostgreSQL CPU ${n(s.postgresCpuMsPerCommitted, 3)} ms (${n(a?.postgresCpuMsPerOp, 3)} ms); service CPU ${n(s.serviceCpuMsPerCommitted, 3)} ms (target ${TARGETS.serviceCpuMsPerTransferMax} ms).`,
+      `${s.pgStatementsPerCommitted ?? '?'} statements (${a?.statementsPerOp ?? '?'}), ${n(s.pgWalBytesPerCommitted, 0)} WAL bytes (${n(a?.walBytesPerOp, 0)}), PostgreSQL CPU ${n(s.postgresCpuMsPerCommitted, 3)} ms (${n(a?.postgresCpuMsPerOp, 3)} ms); service CPU ${n(s.serviceCpuMsPerCommitted, 3)} ms.`,
     `- State moves per committed transfer (transfer_fsm_transitions_total, spec 004's fsm_state_count, over the window): ${transitionText(s.transitions, s.committed)}.`,
   );
   const top = s.statements?.byStatement ?? [];

@@ -96,20 +96,13 @@ test('make bench, tiny: committed > 0, every part measured, zero conservation di
       report.httpCeiling.status === 'measured' && report.httpCeiling.figures.fixedRate?.answered === 100,
       '(b) at the fixed rate too',
     );
-    for (const id of [
-      'pg-ceiling-8',
-      'p99-64',
-      'fixed-rate-p99',
-      'pg-cpu-64',
-      'service-cpu-64',
-      'p50-16',
-      'machine-cpu-16',
-      'four-shard-pg-cpu',
-    ])
+    for (const id of ['pg-ceiling-8', 'p50-16', 'fixed-rate-p99', 'pg-cpu-64', 'pg-cpu-chain-64', 'pg-bytes'])
       assert.ok(
         report.targets.some((t) => t.id === id),
         `target ${id} listed`,
       );
+    const bytes = report.targets.find((t) => t.id === 'pg-bytes');
+    assert.ok(bytes !== undefined && bytes.met !== null && /MiB \(grown over the load levels/.test(bytes.measured), JSON.stringify(bytes));
     assert.not.ok(
       report.targets.some((t) => t.id.startsWith('http-ceiling')),
       '(b) is reported, not a target',
