@@ -152,24 +152,23 @@ test('the indexes of the tables a transfer writes are exactly those docs/operati
   );
 });
 
+/** A code table's rows beside the code list TypeScript writes, both as [code, name] in code order. */
+async function codeTable(table: 'transfer_events' | 'funding_ops', codes: Readonly<Record<string, number>>): Promise<[unknown, unknown]> {
+  const rows = await sql<{ code: number; name: string }[]>`SELECT code, name FROM ${sql(table)} ORDER BY code`;
+  const written = Object.entries(codes)
+    .map(([name, code]) => [code, name])
+    .sort((x, y) => Number(x[0]) - Number(y[0]));
+  return [rows.map((r) => [r.code, r.name]), written];
+}
+
 test('transfer_events names exactly the codes src/domain/fsm.ts writes for each event', async () => {
-  const rows = await sql<{ code: number; name: string }[]>`SELECT code, name FROM transfer_events ORDER BY code`;
-  assert.equal(
-    rows.map((r) => [r.code, r.name]),
-    Object.entries(EVENT_CODES)
-      .map(([name, code]) => [code, name])
-      .sort((x, y) => Number(x[0]) - Number(y[0])),
-  );
+  const [table, written] = await codeTable('transfer_events', EVENT_CODES);
+  assert.equal(table, written);
 });
 
 test('funding_ops names exactly the codes src/db/transfer-writes.ts writes for each Funding operation', async () => {
-  const rows = await sql<{ code: number; name: string }[]>`SELECT code, name FROM funding_ops ORDER BY code`;
-  assert.equal(
-    rows.map((r) => [r.code, r.name]),
-    Object.entries(FUNDING_OP_CODES)
-      .map(([name, code]) => [code, name])
-      .sort((x, y) => Number(x[0]) - Number(y[0])),
-  );
+  const [table, written] = await codeTable('funding_ops', FUNDING_OP_CODES);
+  assert.equal(table, written);
 });
 
 test.run();
