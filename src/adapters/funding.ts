@@ -136,15 +136,19 @@ function accountKey(k: AccountKey): string {
 
 /**
  * What an answer of the Funding side means to the FSM. A refund that cannot be applied is never a
- * final answer (the transfer stays COMPENSATING for an operator), and the same (req_id, op)
- * recorded with other parameters is a programmer error: never applied, never final.
+ * final answer (the transfer stays COMPENSATING for an operator), and an operation asked with
+ * other parameters than its transfer's (or for a req_id with no transfer) is a programmer error:
+ * never applied, never final.
  */
 function outcomeOf(op: TransferOp, reqId: string, answer: OpAnswer): OpOutcome {
   switch (answer.outcome) {
     case 'APPLIED':
       return SUCCESS;
     case 'CONFLICT':
-      return pending({ kind: 'idempotency_conflict', detail: `funding ${op} ${reqId} was recorded with other parameters` });
+      return pending({
+        kind: 'idempotency_conflict',
+        detail: `funding ${op} ${reqId} does not match its transfer (other parameters, or no transfer with this req_id)`,
+      });
     case 'REJECTED':
       if (op === 'REFUND') return pending({ kind: 'refund_refused', code: answer.code, detail: `funding refund refused: ${answer.code}` });
       if (answer.code === REFUND_WITHOUT_WITHDRAW)

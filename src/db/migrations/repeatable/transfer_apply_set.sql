@@ -9,8 +9,9 @@
 -- The work is set-based: a fixed number of statements per batch, whatever its size.
 --   A. Reads and locks, each only when the batch needs it: which creations exist already (req_id
 --      or client_order_id), the transfers that operations on existing transfers name (locked, in
---      req_id order, with the transfer_id, user, asset and amount their records go by), the balance rows the operations touch (locked, in (user, asset) order), the
---      operations already recorded, and the FUNDING targets that do not exist.
+--      req_id order, with the transfer_id, user, asset and amount their records go by), the
+--      balance rows the operations touch (locked, in (user, asset) order), the operations
+--      already recorded, and the FUNDING targets that do not exist.
 --   B. Decisions, in memory, item by item in (user, asset, req_id) order: each operation against
 --      the running balance of its account, or answered from its record (idempotency).
 --   C. Writes, one statement each: new transfers, moved transfers, compare-and-swaps, operation
