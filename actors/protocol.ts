@@ -65,15 +65,6 @@ export type UbsParentEvent =
 export type UbsWorkerData = UbsCoreOptions;
 
 /**
- * UBSCore's helper that reads every durable processed-set key into a filter off UBSCore's thread
- * (actors/ubscore/filter-worker.ts): its input, and its one answer, the filter's bits handed over.
- * Both are the processed set's own values (src/ubscore/processed/processed.ts), which the helper
- * serves as they are.
- */
-export type UbsFilterWorkerData = FilterBuildInput;
-export type UbsFilterEvent = FilterBuildOutcome;
-
-/**
  * What crosses UBSCore's thread boundary, by transport. Its control surface is declared in src/
  * (src/ubscore/control.ts `UbsControlApi`), which calls it without knowing it is a thread.
  */
@@ -82,7 +73,11 @@ export type UbsTransports = {
   readonly parentPort: { readonly toCore: UbsParentMessage; readonly fromCore: UbsParentEvent };
   readonly clientPort: { readonly toCore: UbsPortMessage; readonly fromCore: UbsPortReply };
   readonly comlink: UbsControlApi;
-  readonly filterHelper: { readonly workerData: UbsFilterWorkerData; readonly fromHelper: UbsFilterEvent };
+  /**
+   * The helper that reads every durable processed-set key into a filter off UBSCore's thread
+   * (actors/ubscore/filter-worker.ts): the processed set's own input and answer, served as they are.
+   */
+  readonly filterHelper: { readonly workerData: FilterBuildInput; readonly fromHelper: FilterBuildOutcome };
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -4,12 +4,10 @@
 
 import { Worker } from 'node:worker_threads';
 import type { StartFilterBuild } from '../../src/ubscore/processed/processed.js';
-import type { UbsFilterEvent, UbsFilterWorkerData } from '../protocol.js';
 
 export const startFilterBuild: StartFilterBuild = (input, done) => {
-  const workerData: UbsFilterWorkerData = input;
-  const worker = new Worker(new URL('./filter-worker.js', import.meta.url), { workerData });
-  worker.on('message', (event: UbsFilterEvent) => done(event));
+  const worker = new Worker(new URL('./filter-worker.js', import.meta.url), { workerData: input });
+  worker.on('message', done);
   worker.once('error', (error: Error) => done({ kind: 'filter.failed', message: error.message }));
   // A helper still reading must not hold the process open when UBSCore stops.
   worker.unref();

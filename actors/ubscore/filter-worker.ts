@@ -8,13 +8,13 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { KeyFilter } from '../../wal/key-filter.js';
 import { openWalDatabases } from '../../wal/log.js';
 import { opKeyOfProcessedKey } from '../../wal/processed-key.js';
-import type { UbsFilterEvent, UbsFilterWorkerData } from '../protocol.js';
+import type { FilterBuildInput, FilterBuildOutcome } from '../../src/ubscore/processed/processed.js';
 
 /** Keys read between two looks at the stop flag. */
 const STOP_CHECK_EVERY_KEYS = 4_096;
 
 /** The filter of every durable key, or null when UBSCore asked the build to stop. */
-async function build(data: UbsFilterWorkerData): Promise<UbsFilterEvent | null> {
+async function build(data: FilterBuildInput): Promise<FilterBuildOutcome | null> {
   const stopped = () => Atomics.load(data.stop, 0) === 1;
   if (stopped()) return null;
   const { env, processed } = openWalDatabases(data.walDir);
@@ -43,12 +43,12 @@ async function build(data: UbsFilterWorkerData): Promise<UbsFilterEvent | null> 
 function start(): void {
   const parent = parentPort;
   if (parent === null) throw new Error('ubscore-filter-worker must run in a worker thread');
-  const data = workerData as UbsFilterWorkerData;
+  const data = workerData as FilterBuildInput;
   build(data).then(
     (event) => {
       if (event !== null) parent.postMessage(event, event.kind === 'filter.built' ? [event.words.buffer] : []);
     },
-    (error: unknown) => parent.postMessage({ kind: 'filter.failed', message: String(error) } satisfies UbsFilterEvent),
+    (error: unknown) => parent.postMessage({ kind: 'filter.failed', message: String(error) } satisfies FilterBuildOutcome),
   );
 }
 

@@ -210,7 +210,6 @@ function readU64(buf: Buffer, at: number): bigint {
 // ---------------------------------------------------------------------------------------------
 // The core's side of a port.
 
-/** The answers a batch owes one port, in columns: posted as one message once the batch is durable. */
 export function isPortMessage(message: unknown): message is UbsPortMessage {
   if (typeof message !== 'object' || message === null) return false;
   const candidate = message as { kind?: unknown };

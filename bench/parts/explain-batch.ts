@@ -12,16 +12,15 @@
 // service's long-lived connections have planned and cached every statement.
 
 import postgres from 'postgres';
-import { encodeItem } from '../../src/db/transfer-writes.js';
+import { encodeBatch, writerFunction } from '../../src/db/transfer-writes.js';
 import type { NewTransfer } from '../../src/domain/transfer.js';
 import { BALANCE_UNITS_MAX } from '../../src/domain/money.js';
 import { newReqId } from '../../src/http/req-ids.js';
-import { SET_BASED_ROWS_MIN } from '../../src/limits.js';
 import { itemsOf } from '../baselines/chain-alone.js';
 import { OBSERVER_ROLE, pgUrl, type BenchService } from '../support/service-child.js';
 
 /** One statement's plan as auto_explain wrote it: its duration and the whole text. */
-export type StatementPlan = { readonly ms: number; readonly query: string; readonly text: string };
+type StatementPlan = { readonly ms: number; readonly query: string; readonly text: string };
 
 export type BatchPlans = {
   readonly items: number;
@@ -60,9 +59,9 @@ export async function explainBatch(svc: BenchService, items: number): Promise<Ba
           clientOrderId: null,
         };
       });
-    const form = items >= SET_BASED_ROWS_MIN ? 'transfer_apply_set' : 'transfer_apply';
+    const form = writerFunction(items);
     const batch = (transfers: readonly NewTransfer[], which: 'create' | 'complete'): string =>
-      JSON.stringify(transfers.map((t) => encodeItem(itemsOf(t)[which])));
+      encodeBatch(transfers.map((t) => itemsOf(t)[which]));
     const reserved = await sql.reserve();
     try {
       await prepareSession(reserved);

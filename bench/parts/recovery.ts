@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ulid } from 'ulid';
+import { EVENT_CODES, STATE_IDS } from '../../src/domain/fsm.js';
 import { openSql, type Sql } from '../../src/db/sql.js';
 import { freePort } from '../../test/support/ports.js';
 import { CLOCK_TICKS_PER_SECOND, machineTicks } from '../meters/cpu-share.js';
@@ -112,7 +113,7 @@ async function seedStuck(sql: Sql, stuck: number): Promise<void> {
       INSERT INTO transfers_tb (req_id, user_id, asset, amount, transfer_type, source_type, target_type, state)
       SELECT r, u::bigint, 'USDT', 100000000, 1, 1, 2, 0 FROM unnest(string_to_array(${ids.join(',')}, ','), string_to_array(${owners.join(',')}, ',')) AS x(r, u)`;
     await sql`INSERT INTO transfer_state_history (transfer_id, from_state, to_state, event)
-              SELECT transfer_id, NULL, 0, 0 FROM transfers_tb WHERE req_id = ANY(string_to_array(${ids.join(',')}, ','))`;
+              SELECT transfer_id, NULL, ${STATE_IDS.INIT}::smallint, ${EVENT_CODES.CREATED}::smallint FROM transfers_tb WHERE req_id = ANY(string_to_array(${ids.join(',')}, ','))`;
     await sql`INSERT INTO transfers_active (req_id, user_id) SELECT req_id, user_id FROM transfers_tb WHERE req_id = ANY(string_to_array(${ids.join(',')}, ','))`;
   }
 }

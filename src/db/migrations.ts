@@ -42,7 +42,7 @@ export const MIGRATIONS_DIR = path.resolve(path.dirname(fileURLToPath(import.met
 const MIGRATION_LOCK_KEY = 0x7472616e73666572n; // "transfer"
 const FILE_NAME = /^(\d{4})_([a-z0-9_]+)\.sql$/;
 /** The folder of the repeatable files, inside the versioned files' folder. */
-export const REPEATABLE_FOLDER = 'repeatable';
+const REPEATABLE_FOLDER = 'repeatable';
 const REPEATABLE_NAME = /^[a-z0-9_]+\.sql$/;
 
 /**
@@ -136,15 +136,15 @@ export async function migrate(
  */
 async function applyRepeatables(tx: Tx, repeatables: readonly Repeatable[]): Promise<number> {
   if (repeatables.length === 0) return 0;
-  const [table] = await tx<{ present: boolean }[]>`SELECT to_regclass('schema_repeatables') IS NOT NULL AS present`;
-  if (table?.present !== true) {
+  const found = await recordedRepeatables(tx);
+  if (found === null) {
     await tx`CREATE TABLE schema_repeatables (name TEXT PRIMARY KEY, checksum TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`;
     // Fenced like every table of the schema but ledger_owner (migration 0013 says why), although
     // only the migrator writes it, on a connection that carries no owner epoch.
     await tx`CREATE TRIGGER schema_repeatables_fence BEFORE INSERT OR UPDATE OR DELETE ON schema_repeatables
                FOR EACH STATEMENT EXECUTE FUNCTION owner_fence()`;
   }
-  const recorded = await recordedRepeatables(tx);
+  const recorded = found ?? new Map<string, string>();
   const due = staleRepeatables(repeatables, recorded);
   for (const { file } of due) {
     await tx.unsafe(file.sql);
@@ -156,10 +156,10 @@ async function applyRepeatables(tx: Tx, repeatables: readonly Repeatable[]): Pro
   return due.length;
 }
 
-/** Each applied repeatable file's checksum by name; none before the first run made the table. */
-async function recordedRepeatables(tx: Tx): Promise<Map<string, string>> {
+/** Each applied repeatable file's checksum by name; null before the first run made the table. */
+async function recordedRepeatables(tx: Tx): Promise<Map<string, string> | null> {
   const [table] = await tx<{ present: boolean }[]>`SELECT to_regclass('schema_repeatables') IS NOT NULL AS present`;
-  if (table?.present !== true) return new Map();
+  if (table?.present !== true) return null;
   const rows = await tx<{ name: string; checksum: string }[]>`SELECT name, checksum FROM schema_repeatables`;
   return new Map(rows.map((r) => [r.name, r.checksum]));
 }
@@ -190,7 +190,7 @@ export async function checkMigrated(sql: Sql, dir: string = MIGRATIONS_DIR): Pro
       throw new MigrationError(
         `${pending.length} migration(s) not applied (${pending.map((m) => m.name).join(', ')}): run \`make migrate\` (or start with MIGRATE_ON_START=true)`,
       );
-    const stale = staleRepeatables(repeatables, await recordedRepeatables(tx));
+    const stale = staleRepeatables(repeatables, (await recordedRepeatables(tx)) ?? new Map());
     if (stale.length > 0) {
       const named = stale.map((s) => `${REPEATABLE_FOLDER}/${s.file.name} ${s.changed ? 'changed since it was applied' : 'not applied'}`);
       throw new MigrationError(

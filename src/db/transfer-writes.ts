@@ -116,9 +116,9 @@ export class TransferWrites implements TransferWriter {
   }
 
   private async applyMany(items: readonly WriteItem[]): Promise<WriteResult[]> {
-    const input = JSON.stringify(items.map(encodeItem));
+    const input = encodeBatch(items);
     const rows =
-      items.length >= SET_BASED_ROWS_MIN
+      writerFunction(items.length) === 'transfer_apply_set'
         ? await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply_set(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`
         : await this.sql<{ out: RawResult[] }[]>`SELECT transfer_apply(${input}::text::jsonb, ${BALANCE_UNITS_MAX}::bigint) AS out`;
     const out = rows[0]?.out;
@@ -162,8 +162,18 @@ function steps(path: readonly PathStep[]): [number, number, boolean][] {
   return path.map((s) => [STATE_IDS[s.to], EVENT_CODES[s.event], isTerminal(s.to)]);
 }
 
+/** Which form of the writer a batch of `items` items goes through: the set-based one for large batches. */
+export function writerFunction(items: number): 'transfer_apply' | 'transfer_apply_set' {
+  return items >= SET_BASED_ROWS_MIN ? 'transfer_apply_set' : 'transfer_apply';
+}
+
+/** A batch as the writer's functions read it: its items, in order, as one JSON array. */
+export function encodeBatch(items: readonly WriteItem[]): string {
+  return JSON.stringify(items.map(encodeItem));
+}
+
 /** An item as `transfer_apply` reads it (src/db/migrations/repeatable/transfer_apply.sql). */
-export function encodeItem(item: WriteItem): Record<string, unknown> {
+function encodeItem(item: WriteItem): Record<string, unknown> {
   switch (item.kind) {
     case 'create': {
       const t = item.transfer;

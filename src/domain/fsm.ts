@@ -56,16 +56,14 @@ export type TransferEvent = (typeof EVENTS)[number];
  * What a history row stores for its event (migration 0014's transfer_events, which names them):
  * `CREATED` for a transfer's first row, then each event by its place in EVENTS.
  */
-export const EVENT_CODES: Readonly<Record<'CREATED' | TransferEvent, number>> = Object.fromEntries([
-  ['CREATED', 0],
-  ...EVENTS.map((event, i) => [event, i + 1]),
-]) as Record<'CREATED' | TransferEvent, number>;
-
-const EVENT_BY_CODE = new Map<number, string>(Object.entries(EVENT_CODES).map(([name, code]) => [code, name]));
+const EVENT_NAMES = ['CREATED', ...EVENTS] as const;
+export const EVENT_CODES = Object.fromEntries(EVENT_NAMES.map((name, code) => [name, code])) as Readonly<
+  Record<(typeof EVENT_NAMES)[number], number>
+>;
 
 /** The event a history row's code stands for, or null for a code no event has. */
 export function eventName(code: number): string | null {
-  return EVENT_BY_CODE.get(code) ?? null;
+  return EVENT_NAMES[code] ?? null;
 }
 
 type Table = { readonly [S in TransferStateName]: Partial<Record<TransferEvent, TransferStateName>> };

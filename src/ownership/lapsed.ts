@@ -18,7 +18,7 @@ import { STANDBY_SETTLE_MS, TAKE_RETRY_MS } from '../limits.js';
 type Holder = { readonly application_name: string; readonly backend_start_text: string };
 
 /** ledger_owner's row as a waiting process last read it. */
-export type SeenLease = {
+type SeenLease = {
   readonly epoch: string;
   readonly leaseUntil: string;
   /** The owner of record's lease has passed by the server's clock. */
@@ -54,7 +54,7 @@ export function leaseWatch(): LeaseWatch {
   };
 }
 
-export type LapsedHow = {
+type LapsedHow = {
   /** This process's tag: its own former session is ended by pg-owner.ts's `take` alone, never its pools with it. */
   readonly tag: string;
   readonly watch: LeaseWatch;

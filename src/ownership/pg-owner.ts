@@ -142,9 +142,9 @@ export async function ownDatabase(url: string, events: OwnerEvents, opts: OwnOpt
 
   const retake = async (): Promise<void> => {
     retaking = true;
+    const capMs = Math.min(opts.retakeBackoffCapMs, OWNER_RETAKE_BACKOFF_CAP_MS);
     try {
       for (let attempt = 1; !st.released; attempt++) {
-        const capMs = Math.min(opts.retakeBackoffCapMs, OWNER_RETAKE_BACKOFF_CAP_MS);
         await delay(Math.min(capMs, RETAKE_BACKOFF_BASE_MS * 2 ** Math.min(attempt - 1, 20)));
         if (st.released) return;
         events.log.info('taking the owner lock again', { attempt });

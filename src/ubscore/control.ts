@@ -146,10 +146,10 @@ export type UbsHealthEvent =
   /** The disk takes writes again and RAM equals what is durable: UBSCore serves again. */
   | { readonly kind: 'ubs.recovered'; readonly since: number; readonly degradedMs: number; readonly attempts: number };
 
-/** How UBSCore starts: where its WAL lives and its batch, snapshot and disk bounds (omitted ones take the defaults). */
 /** The options as the core runs with them: every one set (actors/ubscore/start.ts fills the defaults). */
 export type UbsOptions = Required<UbsCoreOptions>;
 
+/** How UBSCore starts: where its WAL lives and its batch, snapshot and disk bounds (omitted ones take the defaults). */
 export type UbsCoreOptions = {
   readonly walDir: string;
   readonly batchMax: number;

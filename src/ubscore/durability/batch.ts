@@ -17,20 +17,18 @@ export type Batch<To> = {
   commands: number;
   /** What the batch writes, set when it is sealed; null when it decided no record. */
   wal: WalBatch | null;
-  /**
-   * A standby's batch (follow.ts): blocks it read from the owner's log in PostgreSQL, which only
-   * its LMDB needs; it answers nobody.
-   */
-  readonly followed: boolean;
 };
 
 export function newBatch<To>(): Batch<To> {
-  return { replies: new Map(), commands: 0, wal: null, followed: false };
+  return { replies: new Map(), commands: 0, wal: null };
 }
 
-/** The batch of blocks a standby follows: written like a decided one, answered to nobody. */
+/**
+ * The batch of blocks a standby follows (follow.ts), read from the owner's log in PostgreSQL:
+ * written like a decided one, answered to nobody.
+ */
 export function followedBatch<To>(wal: WalBatch): Batch<To> {
-  return { replies: new Map(), commands: 0, wal, followed: true };
+  return { ...newBatch<To>(), wal };
 }
 
 /** The answers while the disk fails, or while a standby follows: shared objects, cloned once per reply message. */
